@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds hecate-sim in release mode and compares every strategy on a
+# bundled topology and trace. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+if [ ! -f build-release/build.ninja ]; then
+  meson setup build-release --buildtype=release >/dev/null
+fi
+ninja -C build-release hecate-sim >/dev/null
+echo "== hecate-sim topo show dgx-h100-4node" >&2
+build-release/src/cli/hecate-sim topo show topologies/dgx-h100-4node.yaml
+echo >&2
+echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json" >&2
+build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json

@@ -1,0 +1,117 @@
+// hecate-sim run TOPOLOGY TRACE [--model FILE] [--set k=v] [--strategy NAME[:K=V...],...]
+//                [--iterations N] [--seed S] [--format table|json|csv] [--out FILE]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/presets.hpp"
+#include "cost/compute_cost.hpp"
+#include "report/run_report.hpp"
+#include "strategy/iteration_loads.hpp"
+#include "strategy/runner.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
+#include "workload/model_spec.hpp"
+#include "workload/trace_io.hpp"
+
+namespace hs::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic";
+  std::vector<std::string> sets;
+  int iterations = 0;
+  uint64_t seed = 1;
+};
+
+std::vector<std::string> split_specs(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t c = s.find(',', start);
+    std::string part = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
+    if (part.empty()) throw InputError({"--strategy", 0, 0}, s, "empty strategy name in the list");
+    out.push_back(part);
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  return out;
+}
+
+int run(const RunOptions& o) {
+  ResolvedInput topo_in = resolve_input(o.topology, "topologies");
+  topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
+  std::string trace_text = read_file(o.trace);
+  workload::Trace trace = workload::parse_trace(trace_text, o.trace);
+  std::string model_arg = o.model.empty() ? trace.model_preset : o.model;
+  if (model_arg.empty())
+    throw InputError({o.trace, 0, 0}, "model.preset", "the trace names no model preset: pass --model FILE or a preset name");
+  ResolvedInput model_in = resolve_input(model_arg, "models");
+  workload::ModelSpec model = workload::load_model(model_in.text, model_in.source, o.sets);
+
+  Diagnostics warnings;
+  strategy::IterationLoads loads(trace, model, topo.num_gpus(), o.trace, warnings);
+  const int iterations = o.iterations > 0 ? o.iterations : loads.num_records();
+
+  std::vector<strategy::StrategySpec> specs;
+  if (o.strategies.empty()) {
+    for (const auto& info : strategy::registry()) specs.push_back(strategy::parse_strategy_spec(info.name));
+  } else {
+    for (const auto& s : split_specs(o.strategies)) specs.push_back(strategy::parse_strategy_spec(s));
+  }
+  cost::ComputeCost compute(topo.gpu_model(), model);
+  strategy::Context ctx{topo, model, compute, o.seed};
+  // Build every strategy first so a bad knob fails before any simulation runs.
+  std::vector<std::unique_ptr<strategy::Strategy>> built;
+  for (const auto& spec : specs) built.push_back(strategy::make_strategy(spec, ctx));
+
+  report::RunReport rep;
+  rep.topo = &topo;
+  rep.inputs.topology_file = topo_in.source;
+  rep.inputs.topology_hash = report::content_hash(topo_in.text);
+  rep.inputs.trace_file = o.trace;
+  rep.inputs.trace_hash = report::content_hash(trace_text);
+  rep.inputs.model_name = model.name;
+  rep.inputs.model_source = model_in.source;
+  rep.inputs.iterations = iterations;
+  rep.inputs.seed = o.seed;
+  rep.inputs.network = o.network;
+  for (const auto& w : warnings.all()) {
+    rep.inputs.warnings.push_back(to_string(w));
+    fmt::print(stderr, "{}\n", to_string(w));
+  }
+  for (size_t i = 0; i < built.size(); ++i)
+    rep.strategies.push_back(
+        strategy::run_strategy(*built[i], specs[i].full, loads, iterations, topo.gpu_model().memory.value()));
+
+  std::string text = o.format == "json" ? report::render_json(rep)
+                     : o.format == "csv" ? report::render_csv(rep)
+                                         : report::render_table(rep);
+  write_file_atomically(o.out, text);
+  return 0;
+}
+
+}  // namespace
+
+void setup_run(CLI::App& sub, int& exit_code) {
+  auto o = std::make_shared<RunOptions>();
+  sub.add_option("TOPOLOGY", o->topology, "topology YAML file or preset name (e.g. dgx-h100-4node)")->required();
+  sub.add_option("TRACE", o->trace, "expert-load trace (.json or .json.gz)")->required();
+  sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
+  sub.add_option("--set", o->sets, "override a model field, e.g. --set experts=32 (repeatable)");
+  std::string names;
+  for (const auto& info : strategy::registry()) names += fmt::format("\n    {:<8} {}", info.name, info.help);
+  sub.add_option("--strategy", o->strategies,
+                 "comma-separated NAME[:KNOB=VALUE...] (default: every strategy):" + names);
+  sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--seed", o->seed, "random seed (default 1)");
+  sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
+  sub.add_option("--network", o->network, "network tier: analytic")->check(CLI::IsMember({"analytic"}));
+  sub.callback([o, &exit_code] { exit_code = run(*o); });
+}
+
+}  // namespace hs::cli

@@ -1,0 +1,81 @@
+// hecate-sim topo show|validate TOPOLOGY: what the simulator understood of a topology.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <map>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "cli/presets.hpp"
+#include "topology/topology_loader.hpp"
+
+namespace hs::cli {
+
+namespace {
+
+std::string show(const topology::Topology& t, const std::string& source) {
+  std::string o;
+  auto it = std::back_inserter(o);
+  const auto& g = t.gpu_model();
+  fmt::format_to(it, "topology: {} ({})\n  {}\n", t.name(), source, t.description);
+  fmt::format_to(it, "GPUs: {} x {} in {} node(s): {:.0f} TFLOP/s bf16, HBM {}, {}\n", t.num_gpus(), g.model,
+                 t.num_nodes(), g.peak_flops.value() / 1e12, format_bandwidth(g.hbm_bandwidth), format_bytes(g.memory));
+  struct ClassInfo { int count = 0; double line = 0, eff = 0, lat = 0; };
+  std::map<std::string, std::map<std::pair<double, double>, ClassInfo>> classes;
+  for (const auto& l : t.links()) {
+    auto& c = classes[l.link_class][{l.line_rate.value(), l.latency.value()}];
+    ++c.count;
+    c.line = l.line_rate.value();
+    c.eff = l.efficiency;
+    c.lat = l.latency.value();
+  }
+  fmt::format_to(it, "links (directed, per direction):\n");
+  for (const auto& [cls, variants] : classes)
+    for (const auto& [key, c] : variants)
+      fmt::format_to(it, "  {:<7} x{:<5} line {:>11}  efficiency {:.3f}  effective {:>11}  latency {}\n", cls, c.count,
+                     format_bandwidth(Bandwidth(c.line)), c.eff, format_bandwidth(Bandwidth(c.line * c.eff)),
+                     format_time(Seconds(c.lat)));
+  fmt::format_to(it, "point-to-point (effective bottleneck bandwidth, latency, hops):\n");
+  if (t.num_gpus() > 1 && t.gpus_in_node(0) > 1) {
+    const int a = t.node_gpus(0)[0], b = t.node_gpus(0)[1];
+    auto r = t.route(a, b);
+    fmt::format_to(it, "  intra-node gpu{} -> gpu{}: {:>11}  {}  {} hops\n", a, b,
+                   format_bandwidth(t.route_bandwidth(a, b)), format_time(r.latency), r.hop_count);
+  }
+  if (t.num_nodes() > 1) {
+    const int a = t.node_gpus(0)[0], b = t.node_gpus(1)[0];
+    auto r = t.route(a, b);
+    fmt::format_to(it, "  inter-node gpu{} -> gpu{}: {:>11}  {}  {} hops\n", a, b,
+                   format_bandwidth(t.route_bandwidth(a, b)), format_time(r.latency), r.hop_count);
+    const int c = t.node_gpus(1)[t.gpus_in_node(1) - 1];
+    auto r2 = t.route(a, c);
+    fmt::format_to(it, "  inter-node gpu{} -> gpu{}: {:>11}  {}  {} hops (different rail)\n", a, c,
+                   format_bandwidth(t.route_bandwidth(a, c)), format_time(r2.latency), r2.hop_count);
+  }
+  return o;
+}
+
+}  // namespace
+
+void setup_topo(CLI::App& sub, int& exit_code) {
+  sub.require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto* s = sub.add_subcommand("show", "print GPUs, nodes, link classes and point-to-point bandwidths");
+  s->add_option("TOPOLOGY", *file, "topology YAML or preset name")->required();
+  s->callback([file, &exit_code] {
+    auto in = resolve_input(*file, "topologies");
+    auto t = topology::load_topology(in.text, in.source);
+    fmt::print("{}", show(t, in.source));
+    exit_code = 0;
+  });
+  auto file2 = std::make_shared<std::string>();
+  auto* v = sub.add_subcommand("validate", "check a topology file; exit 2 with located errors if bad");
+  v->add_option("TOPOLOGY", *file2, "topology YAML or preset name")->required();
+  v->callback([file2, &exit_code] {
+    auto in = resolve_input(*file2, "topologies");
+    auto t = topology::load_topology(in.text, in.source);
+    fmt::print("{}: ok: {} GPUs in {} node(s), {} directed links\n", in.source, t.num_gpus(), t.num_nodes(), t.num_links());
+    exit_code = 0;
+  });
+}
+
+}  // namespace hs::cli

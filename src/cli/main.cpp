@@ -1,0 +1,40 @@
+// hecate-sim: thin entry point. Subcommands are listed in kCommands; each lives in cmd_<name>.cpp.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "cli/command.hpp"
+#include "util/hecate_version.hpp"
+#include "util/diagnostics.hpp"
+
+namespace {
+
+constexpr hs::cli::Command kCommands[] = {
+    {"run", "simulate MoE training iterations for one or more strategies and compare them", hs::cli::setup_run},
+    {"topo", "show or validate what the simulator understood of a topology", hs::cli::setup_topo},
+    {"trace", "generate, inspect, validate and import expert-load traces", hs::cli::setup_trace},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hecate-sim: a simulator and performance model for Mixture-of-Experts training"};
+  app.set_version_flag("--version", std::string("hecate-sim ") + HECATE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  for (const auto& c : kCommands) c.setup(*app.add_subcommand(c.name, c.help), exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : hs::kExitBadInput;
+  } catch (const hs::InputError& e) {
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", hs::to_string(d));
+    return hs::kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "hecate-sim: error: {}\n", e.what());
+    return 1;
+  }
+  return exit_code;
+}

@@ -1,0 +1,42 @@
+// The analytic network tier (model.md §5): a coflow takes
+//     alpha + max over links (bytes crossing the link / link bandwidth)
+// where alpha is the largest route latency among its transfers and a transfer's bytes cross each
+// link of its route times the route's ECMP fraction. Concurrent coflows do not interfere (that is
+// the flow tier's job); within a coflow every link's load is exact, so NIC sharing and incast onto
+// one GPU show up as that link's serialization time.
+//
+// Closed form checked in the tests: a uniform all-to-all of S bytes per GPU inside one NVSwitch node
+// of n GPUs puts (n-1)/n*S on every GPU's uplink: time = latency + (n-1)/n * S / B.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "collective/transfer.hpp"
+#include "topology/topology.hpp"
+
+namespace hs::collective {
+
+class AnalyticNetwork {
+ public:
+  explicit AnalyticNetwork(const topology::Topology& topo);
+
+  double coflow_time(std::span<const Transfer> transfers);
+  // All-to-all-v from a dense n x n byte matrix (row = source); `transpose` reads it column-wise
+  // (the combine of a dispatch). Diagonal entries stay on their GPU and cost nothing.
+  double alltoallv_time(std::span<const double> matrix, bool transpose = false);
+  // Link that determined the last coflow's time (-1 if none), and its load in bytes.
+  topology::LinkId last_bottleneck() const { return last_bottleneck_; }
+  const topology::Topology& topology() const { return topo_; }
+
+ private:
+  void add(int src, int dst, double bytes);
+  double finish();
+  const topology::Topology& topo_;
+  std::vector<double> load_;
+  std::vector<topology::LinkId> touched_;
+  double alpha_ = 0;
+  topology::LinkId last_bottleneck_ = -1;
+};
+
+}  // namespace hs::collective

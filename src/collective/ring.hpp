@@ -1,0 +1,27 @@
+// Ring collectives decomposed as NCCL runs them (Simple protocol): `channels` rings, each carrying
+// 1/channels of the data. Channel c orders GPUs node by node, rotating each node's GPUs by c, so
+// the inter-node hop of each channel leaves from a different GPU (and NIC): with one channel per
+// NIC, every NIC of a node carries an equal share, as NCCL's rings do on rail-optimized clusters.
+//   all-reduce      : 2(n-1) steps, each GPU sends S/(n*channels) per channel per step
+//   all-gather / reduce-scatter: (n-1) steps  (S = the full, gathered size)
+// Every step is the same coflow, so its time is computed once and multiplied.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "collective/transfer.hpp"
+
+namespace hs::collective {
+
+enum class RingOp { kAllReduce, kAllGather, kReduceScatter };
+
+// The transfers of one ring step over `group` (global GPU ranks) for `bytes` of total data.
+Coflow ring_step(const topology::Topology& topo, std::span<const int> group, double bytes, int channels);
+int ring_steps(RingOp op, int n);
+// Default channel count: the NICs of a node when the group spans nodes, else 1... capped at 8.
+int default_ring_channels(const topology::Topology& topo, std::span<const int> group);
+double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes, RingOp op);
+
+}  // namespace hs::collective

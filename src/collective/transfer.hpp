@@ -1,0 +1,19 @@
+// A transfer is `bytes` sent from one GPU to another; a coflow is a set of transfers that start
+// together and finish when the last one does (one phase of a collective). Collectives are
+// decomposed into coflows the way NCCL runs them (collective/ring.hpp, all_to_all.hpp); network
+// tiers (analytic here, flow-level later) time them.
+#pragma once
+
+#include <vector>
+
+namespace hs::collective {
+
+struct Transfer {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+};
+
+using Coflow = std::vector<Transfer>;
+
+}  // namespace hs::collective

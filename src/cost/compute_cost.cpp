@@ -1,0 +1,109 @@
+#include "cost/compute_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hs::cost {
+
+ComputeCost::ComputeCost(const topology::GpuModel& gpu, const workload::ModelSpec& model, ComputeParams p)
+    : gpu_(gpu), m_(model), p_(p) {}
+
+// One GEMM group of `mats` matrices k x n applied to `tokens` rows; flop_mult = 1 forward, 2 backward.
+// extra_bytes_per_weight: bytes touched per weight beyond reading it once (backward writes grads).
+Seconds ComputeCost::gemm(double tokens, double k, double n, double mats, double flop_mult,
+                          double extra_bytes_per_weight) const {
+  if (tokens <= 0) return Seconds(0);
+  const double tile = p_.tile_rows;
+  const double t_pad = std::ceil(tokens / tile) * tile;
+  const double flops = 2.0 * t_pad * k * n * mats * flop_mult;
+  const double eta_c = p_.eta_max * tokens / (tokens + p_.t_half);
+  const double pb = m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+  const double weight_bytes = k * n * mats * (pb * flop_mult + extra_bytes_per_weight);
+  const double act_bytes = tokens * (k + n * mats) * ab * flop_mult * 2;  // in and out
+  const double t_compute = flops / (eta_c * gpu_.peak_flops.value());
+  const double t_memory = (weight_bytes + act_bytes) / (p_.eta_mem * gpu_.hbm_bandwidth.value());
+  return Seconds(std::max(t_compute, t_memory));
+}
+
+Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
+  Seconds total = p_.launch;
+  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0);
+  return total;
+}
+
+Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
+  Seconds total = p_.launch * 2;  // data-grad and weight-grad grouped launches
+  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes);
+  return total;
+}
+
+Seconds ComputeCost::expert_forward_uniform(double tokens_each, int experts) const {
+  return p_.launch + gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) * experts;
+}
+
+Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) const {
+  return p_.launch * 2 + gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) * experts;
+}
+
+Seconds ComputeCost::attention_forward() const {
+  const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch;
+  const double flops = b * (8.0 * s * d * d + 4.0 * s * s * d);
+  const double t_c = flops / (p_.eta_attn * gpu_.peak_flops.value());
+  const double bytes = b * s * d * m_.precision.activation_bytes * p_.norm_bytes_factor;
+  const double t_m = bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value());
+  return Seconds(t_c + t_m) + p_.launch * 6;
+}
+
+Seconds ComputeCost::attention_backward() const {
+  // 2x the forward's matmul work (data- and weight-gradients); memory-bound part ~2x too.
+  return Seconds(2.0 * (attention_forward() - p_.launch * 6).value()) + p_.launch * 10;
+}
+
+Seconds ComputeCost::router_and_permute(double tokens) const {
+  const double d = m_.d_model, e = m_.experts, ab = m_.precision.activation_bytes;
+  const double flops = 2.0 * tokens * d * e;
+  const double t_c = flops / (p_.eta_max * gpu_.peak_flops.value());
+  // Read tokens for the router, softmax/top-k over E logits, then write top_k copies (permute).
+  const double bytes = tokens * (d * ab + e * 4 * 2 + m_.top_k * d * ab * 2);
+  return Seconds(std::max(t_c, bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value()))) + p_.launch * 3;
+}
+
+Seconds ComputeCost::unpermute(double tokens) const {
+  const double bytes = tokens * m_.top_k * m_.d_model * m_.precision.activation_bytes * 2;
+  return Seconds(bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value())) + p_.launch;
+}
+
+Seconds ComputeCost::dense_ffn_forward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0);
+}
+
+Seconds ComputeCost::dense_ffn_backward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes);
+}
+
+Seconds ComputeCost::head_forward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  return p_.launch + gemm(tok, m_.d_model, m_.vocab, 1, 1.0, 0.0);
+}
+
+Seconds ComputeCost::head_backward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  return p_.launch * 2 + gemm(tok, m_.d_model, m_.vocab, 1, 2.0, m_.precision.grad_bytes);
+}
+
+Seconds ComputeCost::optimizer_step(double params) const {
+  const auto& pr = m_.precision;
+  // Adam (mixed precision): read grad, master, m, v; write master, m, v, working param.
+  const double per_param = pr.grad_bytes + 2 * pr.master_bytes + 2 * pr.optimizer_bytes() + pr.param_bytes;
+  return Seconds(params * per_param / (p_.eta_mem * gpu_.hbm_bandwidth.value())) + p_.launch * 4;
+}
+
+Seconds ComputeCost::memory_copy(Bytes bytes) const {
+  return Seconds(2.0 * bytes.value() / (p_.eta_mem * gpu_.hbm_bandwidth.value())) + p_.launch;
+}
+
+double ComputeCost::expert_param_bytes() const { return m_.expert_params() * m_.precision.param_bytes; }
+
+}  // namespace hs::cost

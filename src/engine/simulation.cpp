@@ -1,0 +1,100 @@
+#include "engine/simulation.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace hs::engine {
+
+Simulation::Simulation(const TaskGraph& graph) : graph_(graph) { models_.push_back(&fixed_); }
+
+ModelId Simulation::add_model(ActivityModel* model) {
+  models_.push_back(model);
+  return static_cast<ModelId>(models_.size() - 1);
+}
+
+void Simulation::try_start(TaskId t) {
+  if (started_[t] || deps_left_[t] > 0) return;
+  for (ResourceId r : graph_.resources(t)) {
+    auto q = graph_.queue(r);
+    if (head_[r] >= q.size() || q[head_[r]] != t) return;
+  }
+  started_[t] = 1;
+  ready_.push_back(t);
+}
+
+void Simulation::run() {
+  graph_.seal();
+  const int n = graph_.num_tasks();
+  start_.assign(n, 0.0);
+  end_.assign(n, 0.0);
+  crit_.assign(n, kNoTask);
+  deps_left_.resize(n);
+  started_.assign(n, 0);
+  head_.assign(graph_.num_resources(), 0);
+  for (TaskId t = 0; t < n; ++t) deps_left_[t] = graph_.num_dependencies(t);
+  for (auto* m : models_) m->reset(graph_);
+  now_ = 0;
+  events_ = 0;
+  ready_.clear();
+  for (TaskId t = 0; t < n; ++t) try_start(t);
+  int done = 0;
+  while (true) {
+    std::sort(ready_.begin(), ready_.end());
+    for (TaskId t : ready_) {
+      start_[t] = now_;
+      models_[graph_.model(t)]->start(t, now_);
+      for (auto* o : observers_) o->on_task_start(t, now_);
+    }
+    ready_.clear();
+    double next = std::numeric_limits<double>::infinity();
+    for (auto* m : models_) next = std::min(next, m->next_completion());
+    if (next == std::numeric_limits<double>::infinity()) break;
+    now_ = next;
+    finished_.clear();
+    for (auto* m : models_)
+      if (m->next_completion() <= now_) m->advance_to(now_, finished_);
+    for (TaskId f : finished_) {
+      ++events_;
+      ++done;
+      end_[f] = now_;
+      for (auto* o : observers_) o->on_task_end(f, now_);
+      for (TaskId s : graph_.successors(f)) {
+        crit_[s] = f;  // finishes come in time order: the last one to arrive is the critical one
+        --deps_left_[s];
+        try_start(s);
+      }
+      for (ResourceId r : graph_.resources(f)) {
+        auto q = graph_.queue(r);
+        ++head_[r];
+        if (head_[r] < q.size()) {
+          TaskId nxt = q[head_[r]];
+          crit_[nxt] = f;
+          try_start(nxt);
+        }
+      }
+    }
+  }
+  if (done != n) {
+    for (TaskId t = 0; t < n; ++t)
+      if (!started_[t])
+        throw std::logic_error("task graph deadlock: task " + std::to_string(t) + " (tag " +
+                               std::to_string(graph_.tag(t)) + ") never became ready");
+  }
+  makespan_ = now_;
+}
+
+std::vector<TaskId> Simulation::critical_path() const {
+  std::vector<TaskId> path;
+  const int n = graph_.num_tasks();
+  if (n == 0) return path;
+  TaskId last = 0;
+  for (TaskId t = 1; t < n; ++t)
+    if (end_[t] > end_[last]) last = t;
+  for (TaskId t = last; t != kNoTask; t = crit_[t]) path.push_back(t);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace hs::engine

@@ -1,0 +1,73 @@
+// A task graph: the work of one simulated interval (e.g. one training iteration), independent of
+// what the tasks mean. The engine knows nothing about MoE; strategies build these graphs.
+//
+// * A resource is an in-order execution queue (a GPU's compute stream, a communication stream):
+//   it runs one task at a time, in the order tasks were added to it (like a CUDA stream).
+// * A task occupies one or more resources at once (a collective spans every participant's
+//   communication stream, so it starts only when all participants reach it: the straggler effect).
+// * A task starts when all its dependencies have finished and it is at the head of every one of its
+//   resources. How long it runs is decided by the model it is assigned to (kFixedModel: its
+//   `duration`; a network model may instead decide by contention).
+// * `tag` is opaque to the engine; builders use it to map tasks back to what they represent.
+//
+// Ids are dense and assigned in construction order; that order breaks every tie, which makes a run
+// deterministic by construction.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/units.hpp"
+
+namespace hs::engine {
+
+using TaskId = int32_t;
+using ResourceId = int32_t;
+using ModelId = int16_t;
+inline constexpr ModelId kFixedModel = 0;
+inline constexpr TaskId kNoTask = -1;
+
+class TaskGraph {
+ public:
+  ResourceId add_resource(std::string name);
+  TaskId add_task(std::span<const ResourceId> resources, Seconds duration, uint32_t tag, ModelId model = kFixedModel);
+  TaskId add_task(ResourceId resource, Seconds duration, uint32_t tag, ModelId model = kFixedModel) {
+    return add_task(std::span<const ResourceId>(&resource, 1), duration, tag, model);
+  }
+  // `after` starts only once `before` has finished.
+  void add_dependency(TaskId before, TaskId after);
+
+  void set_duration(TaskId t, Seconds d) { duration_[t] = d.value(); }
+  Seconds duration(TaskId t) const { return Seconds(duration_[t]); }
+  uint32_t tag(TaskId t) const { return tag_[t]; }
+  ModelId model(TaskId t) const { return model_[t]; }
+  int num_tasks() const { return static_cast<int>(tag_.size()); }
+  int num_resources() const { return static_cast<int>(resource_names_.size()); }
+  const std::string& resource_name(ResourceId r) const { return resource_names_[r]; }
+  std::span<const ResourceId> resources(TaskId t) const;
+  std::span<const TaskId> successors(TaskId t) const;
+  std::span<const TaskId> predecessors(TaskId t) const;
+  // Tasks of a resource in issue order.
+  std::span<const TaskId> queue(ResourceId r) const;
+  int num_dependencies(TaskId t) const;
+
+  // Builds the adjacency arrays; called by the simulation (cheap when nothing changed).
+  void seal() const;
+
+ private:
+  std::vector<std::string> resource_names_;
+  std::vector<double> duration_;
+  std::vector<uint32_t> tag_;
+  std::vector<ModelId> model_;
+  std::vector<uint32_t> res_offset_{0};
+  std::vector<ResourceId> res_list_;
+  std::vector<std::pair<TaskId, TaskId>> edges_;
+  // Sealed CSR views (mutable: derived data).
+  mutable bool sealed_ = false;
+  mutable std::vector<uint32_t> succ_offset_, pred_offset_, queue_offset_;
+  mutable std::vector<TaskId> succ_, pred_, queue_;
+};
+
+}  // namespace hs::engine

@@ -1,0 +1,158 @@
+#include "report/run_report.hpp"
+
+#include <fmt/format.h>
+
+#include "util/hecate_version.hpp"
+
+namespace hs::report {
+
+namespace {
+
+const strategy::RunSummary* find_ep(const RunReport& r) {
+  for (const auto& s : r.strategies)
+    if (s.name == "ep") return &s;
+  for (const auto& s : r.strategies)
+    if (s.name.rfind("ep:", 0) == 0) return &s;
+  return nullptr;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", static_cast<int>(c));
+        else o += c;
+    }
+  }
+  return o;
+}
+
+std::string num(double v) { return fmt::format("{:.9g}", v); }
+
+std::string link_name(const RunReport& r, topology::LinkId l) {
+  if (!r.topo || l < 0) return "";
+  const auto& lk = r.topo->link(l);
+  return fmt::format("{} -> {} ({})", r.topo->vertices()[lk.from].name, r.topo->vertices()[lk.to].name, lk.link_class);
+}
+
+std::string gpu_name(const RunReport& r, int g) {
+  if (!r.topo || g < 0) return "";
+  return fmt::format("gpu{} ({})", g, r.topo->vertices()[r.topo->gpu_vertex(g)].name);
+}
+
+}  // namespace
+
+std::string content_hash(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::string render_table(const RunReport& r) {
+  std::string o;
+  auto it = std::back_inserter(o);
+  const auto* ep = find_ep(r);
+  fmt::format_to(it, "hecate-sim {} | topology {} ({} GPUs, {} nodes) | model {} | {} iterations | network {}\n",
+                 HECATE_VERSION, r.topo ? r.topo->name() : "", r.topo ? r.topo->num_gpus() : 0,
+                 r.topo ? r.topo->num_nodes() : 0, r.inputs.model_name, r.inputs.iterations, r.inputs.network);
+  fmt::format_to(it, "\n{:<28} {:>10} {:>10} {:>10} {:>8} {:>10} {:>5}  {}\n", "strategy", "mean ms", "p50 ms",
+                 "p99 ms", "vs EP", "peak GiB", "fits", "bottleneck GPU");
+  for (const auto& s : r.strategies) {
+    std::string speed = ep ? fmt::format("{:.2f}x", ep->mean / s.mean) : "-";
+    fmt::format_to(it, "{:<28} {:>10.2f} {:>10.2f} {:>10.2f} {:>8} {:>10.2f} {:>5}  {}\n", s.name, s.mean * 1e3,
+                   s.p50 * 1e3, s.p99 * 1e3, speed, s.peak_memory.total() / (1024.0 * 1024 * 1024),
+                   s.fits_memory ? "yes" : "NO", gpu_name(r, s.bottleneck_gpu));
+  }
+  fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<28}", "strategy");
+  for (int c = 0; c < strategy::kNumComponents; ++c)
+    fmt::format_to(it, " {:>15}", strategy::component_name(static_cast<strategy::Component>(c)));
+  o += '\n';
+  for (const auto& s : r.strategies) {
+    fmt::format_to(it, "{:<28}", s.name);
+    for (int c = 0; c < strategy::kNumComponents; ++c) fmt::format_to(it, " {:>15.2f}", s.breakdown[c] * 1e3);
+    o += '\n';
+  }
+  fmt::format_to(it, "\npeak memory per GPU (GiB): params / grads / optimizer / activations / buffers / reserve\n");
+  for (const auto& s : r.strategies) {
+    const auto& m = s.peak_memory;
+    const double G = 1024.0 * 1024 * 1024;
+    fmt::format_to(it, "{:<28} {:.2f} / {:.2f} / {:.2f} / {:.2f} / {:.2f} / {:.2f}{}\n", s.name, m.params / G,
+                   m.grads / G, m.optimizer / G, m.activations / G, m.buffers / G, m.reserve / G,
+                   s.fits_memory ? "" : fmt::format("   DOES NOT FIT ({} GiB available; largest term: {})",
+                                                    r.topo ? r.topo->gpu_model().memory.value() / G : 0.0, m.largest()));
+  }
+  fmt::format_to(it, "\nbusiest link of the slowest all-to-all\n");
+  for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {}\n", s.name, link_name(r, s.bottleneck_link));
+  return o;
+}
+
+std::string render_json(const RunReport& r) {
+  std::string o;
+  auto it = std::back_inserter(o);
+  const auto* ep = find_ep(r);
+  fmt::format_to(it, "{{\n  \"format\": \"hecate-sim/run-result\", \"version\": \"1.0\",\n");
+  fmt::format_to(it, "  \"tool\": {{\"name\": \"hecate-sim\", \"version\": \"{}\"}},\n", HECATE_VERSION);
+  fmt::format_to(it,
+                 "  \"inputs\": {{\"topology\": {{\"file\": \"{}\", \"fnv1a64\": \"{}\", \"name\": \"{}\", \"gpus\": {}, "
+                 "\"nodes\": {}}}, \"trace\": {{\"file\": \"{}\", \"fnv1a64\": \"{}\"}}, \"model\": {{\"name\": \"{}\", "
+                 "\"source\": \"{}\"}}, \"seed\": {}, \"network\": \"{}\"}},\n",
+                 json_escape(r.inputs.topology_file), r.inputs.topology_hash, json_escape(r.topo ? r.topo->name() : ""),
+                 r.topo ? r.topo->num_gpus() : 0, r.topo ? r.topo->num_nodes() : 0, json_escape(r.inputs.trace_file),
+                 r.inputs.trace_hash, json_escape(r.inputs.model_name), json_escape(r.inputs.model_source),
+                 r.inputs.seed, r.inputs.network);
+  fmt::format_to(it, "  \"warnings\": [");
+  for (size_t i = 0; i < r.inputs.warnings.size(); ++i)
+    fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(r.inputs.warnings[i]));
+  fmt::format_to(it, "],\n  \"iterations\": {},\n  \"strategies\": [\n", r.inputs.iterations);
+  for (size_t i = 0; i < r.strategies.size(); ++i) {
+    const auto& s = r.strategies[i];
+    fmt::format_to(it, "    {{\"name\": \"{}\",\n", json_escape(s.name));
+    fmt::format_to(it, "     \"iteration_time_s\": {{\"mean\": {}, \"p50\": {}, \"p99\": {}}},\n", num(s.mean),
+                   num(s.p50), num(s.p99));
+    fmt::format_to(it, "     \"speedup_vs_ep\": {},\n", ep ? num(ep->mean / s.mean) : "null");
+    fmt::format_to(it, "     \"breakdown_s\": {{");
+    for (int c = 0; c < strategy::kNumComponents; ++c)
+      fmt::format_to(it, "{}\"{}\": {}", c ? ", " : "", strategy::component_name(static_cast<strategy::Component>(c)),
+                     num(s.breakdown[c]));
+    const auto& m = s.peak_memory;
+    fmt::format_to(it, "}},\n     \"peak_memory_bytes\": {},\n", num(m.total()));
+    fmt::format_to(it,
+                   "     \"peak_memory_composition_bytes\": {{\"params\": {}, \"grads\": {}, \"optimizer\": {}, "
+                   "\"activations\": {}, \"buffers\": {}, \"reserve\": {}}},\n",
+                   num(m.params), num(m.grads), num(m.optimizer), num(m.activations), num(m.buffers), num(m.reserve));
+    fmt::format_to(it, "     \"fits_memory\": {},\n", s.fits_memory ? "true" : "false");
+    fmt::format_to(it, "     \"bottleneck\": {{\"gpu\": {}, \"link\": \"{}\"}},\n",
+                   s.bottleneck_gpu >= 0 ? fmt::format("{}", s.bottleneck_gpu) : std::string("null"),
+                   json_escape(link_name(r, s.bottleneck_link)));
+    fmt::format_to(it, "     \"simulated_iterations\": {}}}{}\n", s.simulated_iterations,
+                   i + 1 < r.strategies.size() ? "," : "");
+  }
+  o += "  ]\n}\n";
+  return o;
+}
+
+std::string render_csv(const RunReport& r) {
+  std::string o = "strategy,mean_s,p50_s,p99_s,speedup_vs_ep";
+  for (int c = 0; c < strategy::kNumComponents; ++c)
+    o += fmt::format(",{}_s", strategy::component_name(static_cast<strategy::Component>(c)));
+  o += ",peak_memory_bytes,fits_memory,bottleneck_gpu\n";
+  const auto* ep = find_ep(r);
+  for (const auto& s : r.strategies) {
+    std::string name = s.name;
+    if (name.find(',') != std::string::npos) name = "\"" + name + "\"";
+    o += fmt::format("{},{},{},{},{}", name, num(s.mean), num(s.p50), num(s.p99), ep ? num(ep->mean / s.mean) : "");
+    for (int c = 0; c < strategy::kNumComponents; ++c) o += "," + num(s.breakdown[c]);
+    o += fmt::format(",{},{},{}\n", num(s.peak_memory.total()), s.fits_memory ? "true" : "false", s.bottleneck_gpu);
+  }
+  return o;
+}
+
+}  // namespace hs::report

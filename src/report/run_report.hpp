@@ -1,0 +1,39 @@
+// The result of `hecate-sim run`: inputs with provenance, and one summary per strategy, rendered as
+// a table (people), JSON (programs; schema documented in README.md) or CSV (spreadsheets).
+// Rendering is deterministic: fixed key order and number formats, so the same inputs and seed give
+// byte-identical output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strategy/runner.hpp"
+#include "topology/topology.hpp"
+#include "util/diagnostics.hpp"
+
+namespace hs::report {
+
+struct RunInputs {
+  std::string topology_file, topology_hash;
+  std::string trace_file, trace_hash;
+  std::string model_name, model_source;
+  int iterations = 0;
+  uint64_t seed = 0;
+  std::string network = "analytic";
+  std::vector<std::string> warnings;
+};
+
+struct RunReport {
+  RunInputs inputs;
+  const topology::Topology* topo = nullptr;
+  std::vector<strategy::RunSummary> strategies;
+};
+
+std::string render_table(const RunReport& r);
+std::string render_json(const RunReport& r);
+std::string render_csv(const RunReport& r);
+
+// 64-bit FNV-1a of a file's bytes, as 16 hex digits (provenance stamp).
+std::string content_hash(const std::string& bytes);
+
+}  // namespace hs::report

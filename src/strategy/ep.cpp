@@ -1,0 +1,138 @@
+#include "strategy/ep.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "strategy/knobs.hpp"
+#include "strategy/moe_iteration.hpp"
+
+namespace hs::strategy {
+
+namespace {
+
+int resolve_ep_size(const Context& ctx, int requested, const std::string& spec) {
+  const int n = ctx.topo.num_gpus(), e = ctx.model.experts;
+  int ep = requested;
+  if (ep == 0) {
+    if (e % n == 0) ep = n;
+    else if (n % e == 0) ep = e;
+    else
+      throw InputError({"--strategy", 0, 0}, spec,
+                       fmt::format("{} experts cannot be spread evenly over {} GPUs: set ep_size to a divisor of "
+                                   "the GPU count that divides the experts (or divides into them)", e, n));
+  }
+  if (n % ep != 0 || (e % ep != 0 && ep % e != 0) || ep > n)
+    throw InputError({"--strategy", 0, 0}, spec + ".ep_size",
+                     fmt::format("ep_size {} must divide the {} GPUs and divide (or be divided by) the {} experts", ep, n, e));
+  if (ep > e)
+    throw InputError({"--strategy", 0, 0}, spec + ".ep_size",
+                     fmt::format("ep_size {} exceeds the {} experts: use ep_size={} (experts replicated across groups)", ep, e, e));
+  return ep;
+}
+
+class ExpertParallel final : public Strategy {
+ public:
+  ExpertParallel(const Context& ctx, int ep, bool balanced)
+      : ctx_(ctx), n_(ctx.topo.num_gpus()), ep_(ep), balanced_(balanced),
+        graph_(ctx, options(ctx, ep)), plans_(ctx.model.moe_layers()) {
+    const auto& m = ctx.model;
+    const auto params = cost::count_params(m);
+    const double local_experts = static_cast<double>(m.experts) / ep_;
+    const double owned = params.dense + params.per_expert * local_experts * m.moe_layers();
+    static_.params = owned * m.precision.param_bytes;
+    static_.grads = owned * m.precision.grad_bytes;
+    static_.optimizer = owned * (m.precision.master_bytes + m.precision.optimizer_bytes());
+    static_.reserve = cost::kRuntimeReserveBytes;
+    for (auto& p : plans_) {
+      p.expert_tokens.assign(n_, std::vector<double>(static_cast<size_t>(local_experts), 0.0));
+      p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
+      p.received_tokens.assign(n_, 0.0);
+    }
+  }
+
+  static MoeGraphOptions options(const Context& ctx, int ep) {
+    const auto params = cost::count_params(ctx.model);
+    const double local = static_cast<double>(ctx.model.experts) / ep;
+    MoeGraphOptions o;
+    o.ep_size = ep;
+    o.expert_grad_bytes_per_gpu_layer = params.per_expert * local * ctx.model.precision.grad_bytes;
+    o.optimizer_params_per_gpu = params.dense + params.per_expert * local * ctx.model.moe_layers();
+    return o;
+  }
+
+  IterationResult simulate(const std::vector<double>& loads) override {
+    const auto& m = ctx_.model;
+    const int E = m.experts, L = m.moe_layers();
+    const int per = E / ep_;
+    const double token_bytes = m.d_model * m.precision.activation_bytes;
+    for (int l = 0; l < L; ++l) {
+      LayerPlan& p = plans_[l];
+      for (auto& v : p.expert_tokens) std::fill(v.begin(), v.end(), 0.0);
+      std::fill(p.dispatch_bytes.begin(), p.dispatch_bytes.end(), 0.0);
+      std::fill(p.received_tokens.begin(), p.received_tokens.end(), 0.0);
+      const double* layer = loads.data() + static_cast<size_t>(l) * n_ * E;
+      if (balanced_) {
+        // Same total assignments, spread perfectly: every GPU computes total/N, every source sends
+        // an equal share of its assignments to every GPU of its group.
+        double total = 0;
+        for (size_t i = 0; i < static_cast<size_t>(n_) * E; ++i) total += layer[i];
+        const double each = total / n_;
+        for (int g = 0; g < n_; ++g) {
+          std::fill(p.expert_tokens[g].begin(), p.expert_tokens[g].end(), each / per);
+          p.received_tokens[g] = each;
+          double sent = 0;
+          for (int e = 0; e < E; ++e) sent += layer[static_cast<size_t>(g) * E + e];
+          const int base = (g / ep_) * ep_;
+          for (int d = 0; d < ep_; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n_ + base + d] = sent / ep_ * token_bytes;
+        }
+        continue;
+      }
+      for (int s = 0; s < n_; ++s) {
+        const int base = (s / ep_) * ep_;
+        const double* row = layer + static_cast<size_t>(s) * E;
+        for (int e = 0; e < E; ++e) {
+          const double c = row[e];
+          if (c == 0) continue;
+          const int g = base + e / per;
+          p.expert_tokens[g][e % per] += c;
+          p.received_tokens[g] += c;
+          p.dispatch_bytes[static_cast<size_t>(s) * n_ + g] += c * token_bytes;
+        }
+      }
+    }
+    IterationResult r = graph_.run(plans_);
+    // Peak memory: the GPU that receives the most routed tokens over all layers.
+    double worst = -1;
+    for (int g = 0; g < n_; ++g) {
+      double recv = 0;
+      for (int l = 0; l < L; ++l) recv += plans_[l].received_tokens[g];
+      if (recv > worst) worst = recv, r.memory_gpu = g;
+    }
+    r.memory = static_;
+    r.memory.activations = cost::activation_bytes(m, worst / m.grad_accum);
+    return r;
+  }
+
+ private:
+  const Context& ctx_;
+  int n_, ep_;
+  bool balanced_;
+  MoeIterationGraph graph_;
+  std::vector<LayerPlan> plans_;
+  cost::MemoryBreakdown static_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_ep(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const int ep = static_cast<int>(knob_int(knobs, "ep", "ep_size", 0, 0, 1 << 20));
+  return std::make_unique<ExpertParallel>(ctx, resolve_ep_size(ctx, ep, "ep"), false);
+}
+
+std::unique_ptr<Strategy> make_oracle(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const int ep = static_cast<int>(knob_int(knobs, "oracle", "ep_size", 0, 0, 1 << 20));
+  return std::make_unique<ExpertParallel>(ctx, resolve_ep_size(ctx, ep, "oracle"), true);
+}
+
+}  // namespace hs::strategy

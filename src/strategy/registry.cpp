@@ -1,0 +1,76 @@
+// The table of strategies: one line each, with its knobs and their defaults.
+#include <fmt/format.h>
+
+#include "strategy/ep.hpp"
+#include "strategy/strategy.hpp"
+#include "util/diagnostics.hpp"
+
+namespace hs::strategy {
+
+const char* component_name(Component c) {
+  switch (c) {
+    case Component::kAttention: return "attention";
+    case Component::kRouting: return "routing";
+    case Component::kExpertCompute: return "expert_compute";
+    case Component::kStragglerWait: return "straggler_wait";
+    case Component::kAllToAll: return "all_to_all";
+    case Component::kDenseAllReduce: return "dense_allreduce";
+    case Component::kOptimizer: return "optimizer";
+    case Component::kCount: break;
+  }
+  return "?";
+}
+
+const std::vector<StrategyInfo>& registry() {
+  static const std::vector<StrategyInfo> kTable = {
+      {"ep", "expert parallelism: each expert on one GPU per EP group (Megatron-LM, DeepSpeed-MoE, FastMoE)",
+       {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E"}}, make_ep},
+      {"oracle", "balanced oracle: EP with every GPU computing exactly the mean load (lower bound)",
+       {{"ep_size", "0", "as for ep"}}, make_oracle},
+  };
+  return kTable;
+}
+
+StrategySpec parse_strategy_spec(const std::string& text) {
+  StrategySpec s;
+  s.full = text;
+  size_t pos = text.find(':');
+  s.name = text.substr(0, pos);
+  if (s.name.empty()) throw InputError({"--strategy", 0, 0}, text, "expected NAME[:KNOB=VALUE...]");
+  while (pos != std::string::npos) {
+    size_t next = text.find(':', pos + 1);
+    std::string kv = text.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      throw InputError({"--strategy", 0, 0}, text, fmt::format("expected KNOB=VALUE, got '{}'", kv));
+    std::string key = kv.substr(0, eq);
+    if (s.knobs.count(key)) throw InputError({"--strategy", 0, 0}, text, fmt::format("knob '{}' given twice", key));
+    s.knobs[key] = kv.substr(eq + 1);
+    pos = next;
+  }
+  return s;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx) {
+  for (const auto& info : registry()) {
+    if (spec.name != info.name) continue;
+    for (const auto& [k, v] : spec.knobs) {
+      bool known = false;
+      for (const auto& kn : info.knobs) known = known || kn.name == k;
+      if (!known) {
+        std::vector<std::string> names;
+        for (const auto& kn : info.knobs) names.push_back(kn.name);
+        throw InputError({"--strategy", 0, 0}, spec.full,
+                         fmt::format("strategy '{}' has no knob '{}' (knobs: {})", info.name, k,
+                                     names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+      }
+    }
+    return info.make(ctx, spec.knobs);
+  }
+  std::vector<std::string> names;
+  for (const auto& info : registry()) names.push_back(info.name);
+  throw InputError({"--strategy", 0, 0}, spec.full,
+                   fmt::format("unknown strategy '{}' (implemented: {})", spec.name, fmt::join(names, ", ")));
+}
+
+}  // namespace hs::strategy

@@ -1,0 +1,72 @@
+#include "strategy/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace hs::strategy {
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
+                        double gpu_memory_bytes) {
+  RunSummary out;
+  out.name = name;
+  std::vector<double> buf;
+  std::vector<IterationResult> cache;
+  std::vector<char> cached;
+  const int R = loads.num_records();
+  if (s.stateless()) {
+    cache.resize(R);
+    cached.assign(R, 0);
+  }
+  std::map<int, int> gpu_votes;
+  std::map<int, int> link_votes;
+  double worst_mem = -1;
+  for (int i = 0; i < iterations; ++i) {
+    const int rec = i % R;
+    IterationResult r;
+    if (s.stateless() && cached[rec]) {
+      r = cache[rec];
+    } else {
+      loads.load(rec, buf);
+      r = s.simulate(buf);
+      ++out.simulated_iterations;
+      if (s.stateless()) cache[rec] = r, cached[rec] = 1;
+    }
+    out.times.push_back(r.time);
+    for (int c = 0; c < kNumComponents; ++c) out.breakdown[c] += r.breakdown[c];
+    if (r.bottleneck_gpu >= 0) ++gpu_votes[r.bottleneck_gpu];
+    if (r.bottleneck_link >= 0) ++link_votes[r.bottleneck_link];
+    if (r.memory.total() > worst_mem) {
+      worst_mem = r.memory.total();
+      out.peak_memory = r.memory;
+      out.peak_memory_gpu = r.memory_gpu;
+    }
+  }
+  double sum = 0;
+  for (double t : out.times) sum += t;
+  out.mean = iterations > 0 ? sum / iterations : 0;
+  out.p50 = percentile(out.times, 0.5);
+  out.p99 = percentile(out.times, 0.99);
+  for (auto& b : out.breakdown) b /= std::max(1, iterations);
+  auto best = [](const std::map<int, int>& votes) {
+    int id = -1, n = 0;
+    for (auto [k, v] : votes)
+      if (v > n) id = k, n = v;
+    return id;
+  };
+  out.bottleneck_gpu = best(gpu_votes);
+  out.bottleneck_link = best(link_votes);
+  out.fits_memory = out.peak_memory.total() <= gpu_memory_bytes;
+  return out;
+}
+
+}  // namespace hs::strategy

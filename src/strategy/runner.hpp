@@ -1,0 +1,31 @@
+// Runs a strategy over a number of iterations of a trace and summarizes the results.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "strategy/iteration_loads.hpp"
+#include "strategy/strategy.hpp"
+
+namespace hs::strategy {
+
+struct RunSummary {
+  std::string name;                 // full strategy spec
+  std::vector<double> times;        // per iteration, seconds
+  double mean = 0, p50 = 0, p99 = 0;
+  std::array<double, kNumComponents> breakdown{};  // mean per iteration, seconds
+  cost::MemoryBreakdown peak_memory;                // of the worst iteration's worst GPU
+  int peak_memory_gpu = -1;
+  bool fits_memory = true;
+  int bottleneck_gpu = -1;          // most frequent per-iteration bottleneck GPU
+  topology::LinkId bottleneck_link = -1;
+  int simulated_iterations = 0;     // distinct simulations (repeated records are re-used when stateless)
+};
+
+// Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 1].
+double percentile(std::vector<double> v, double q);
+
+RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
+                        double gpu_memory_bytes);
+
+}  // namespace hs::strategy

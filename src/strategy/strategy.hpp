@@ -1,0 +1,91 @@
+// A strategy is a policy for running MoE layers (where experts live, who computes which tokens,
+// what moves over the network when). It builds each iteration's task graph for the engine and
+// reports per-iteration results; the engine knows nothing about MoE (model.md §4).
+//
+// Strategies are named on the command line as NAME[:KNOB=VALUE...] (e.g. "fssdp:window=10"); that
+// full spec is the strategy's name in every output. Every knob is declared with its default so
+// `sweep` can vary any of them, and unknown strategies or knobs are bad input (exit 2).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "cost/compute_cost.hpp"
+#include "cost/memory_model.hpp"
+#include "topology/topology.hpp"
+#include "workload/model_spec.hpp"
+
+namespace hs::strategy {
+
+// Where the time of an iteration went, along its critical path (sums to the iteration time).
+enum class Component {
+  kAttention,       // attention blocks, dense FFNs, embedding / LM head
+  kRouting,         // router, token permute / unpermute
+  kExpertCompute,   // expert FFN at the mean GPU's load
+  kStragglerWait,   // expert FFN beyond the mean: the wait imposed by the most loaded GPU
+  kAllToAll,        // dispatch / combine all-to-all-v
+  kDenseAllReduce,  // exposed data-parallel gradient all-reduce
+  kOptimizer,       // optimizer step
+  kCount
+};
+inline constexpr int kNumComponents = static_cast<int>(Component::kCount);
+const char* component_name(Component c);
+
+struct IterationResult {
+  double time = 0;
+  std::array<double, kNumComponents> breakdown{};
+  int bottleneck_gpu = -1;            // GPU with the most expert work on the critical path
+  topology::LinkId bottleneck_link = -1;  // most loaded link of the slowest all-to-all
+  cost::MemoryBreakdown memory;       // peak memory of the most loaded GPU in this iteration
+  int memory_gpu = -1;
+};
+
+struct Knob {
+  std::string name;
+  std::string value;  // textual; parsed by the strategy
+  std::string help;
+};
+
+struct StrategySpec {
+  std::string name;                           // registered name, e.g. "ep"
+  std::map<std::string, std::string> knobs;   // as given
+  std::string full;                           // canonical "name:k=v:..." (as given order)
+};
+
+// Parses "NAME[:KNOB=VALUE...]" (syntax only; knob names are checked by the factory).
+StrategySpec parse_strategy_spec(const std::string& text);
+
+struct Context {
+  const topology::Topology& topo;
+  const workload::ModelSpec& model;
+  const cost::ComputeCost& compute;
+  uint64_t seed = 1;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Simulates one iteration with loads counts[layer][gpu][expert] (see IterationLoads).
+  virtual IterationResult simulate(const std::vector<double>& loads) = 0;
+  // True when an iteration's result depends only on its loads (no state carried between
+  // iterations): the runner then re-uses the result of a repeated trace record.
+  virtual bool stateless() const { return true; }
+};
+
+struct StrategyInfo {
+  const char* name;
+  const char* help;
+  std::vector<Knob> knobs;  // defaults
+  std::unique_ptr<Strategy> (*make)(const Context&, const std::map<std::string, std::string>& knobs);
+};
+
+// The table of every implemented strategy (feeds --help and the default "run all").
+const std::vector<StrategyInfo>& registry();
+// Validates knobs against the registry and builds the strategy. Throws InputError on bad names.
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx);
+
+}  // namespace hs::strategy

@@ -1,0 +1,103 @@
+// The sealed hardware graph the simulator runs on.
+//
+// Vertices are GPUs, switches (NVSwitch / PCIe / leaf / spine) and NICs; every link is directed and
+// carries an effective bandwidth (line rate x efficiency, bytes/s), a latency and a class name
+// ("nvlink", "pcie", "nic", "fabric") that calibration fits per class. A Topology is immutable once
+// built (TopologyBuilder::build): routes are computed then, so lookups on the simulator's hot path
+// are array reads.
+//
+// Routing: shortest paths by hop count. Where several equal-cost next hops exist (ECMP: spines of a
+// leaf/spine fabric), a transfer's bytes are split evenly over them at every branching point, the
+// fluid limit of per-flow hashing; a Route is therefore a list of (link, fraction of the bytes).
+// This keeps the analytic tier invariant under relabelling GPUs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/units.hpp"
+
+namespace hs::topology {
+
+using LinkId = int32_t;
+using VertexId = int32_t;
+
+enum class VertexKind { kGpu, kSwitch, kNic };
+
+struct GpuModel {
+  std::string model;
+  FlopRate peak_flops{0};     // dense BF16/FP16 tensor-core peak
+  Bandwidth hbm_bandwidth{0};
+  Bytes memory{0};
+};
+
+struct Vertex {
+  std::string name;
+  VertexKind kind = VertexKind::kSwitch;
+  int node = -1;  // node index for GPUs and NICs (and intra-node switches); -1 for fabric switches
+};
+
+struct Link {
+  VertexId from = 0, to = 0;
+  Bandwidth bandwidth{0};    // effective: line rate x efficiency
+  Bandwidth line_rate{0};
+  double efficiency = 1.0;
+  Seconds latency{0};
+  std::string link_class;
+};
+
+struct RouteHop {
+  LinkId link;
+  double fraction;  // share of the transfer's bytes crossing this link (1 unless ECMP splits)
+};
+
+struct Route {
+  std::span<const RouteHop> hops;
+  Seconds latency{0};  // sum of link latencies along the (longest, if ECMP) path
+  int hop_count = 0;
+};
+
+class Topology {
+ public:
+  const std::string& name() const { return name_; }
+  const GpuModel& gpu_model() const { return gpu_; }
+  int num_gpus() const { return static_cast<int>(gpu_vertex_.size()); }
+  int num_nodes() const { return num_nodes_; }
+  int node_of(int gpu) const { return gpu_node_[gpu]; }
+  int gpus_in_node(int node) const { return static_cast<int>(node_gpus_[node].size()); }
+  std::span<const int> node_gpus(int node) const { return node_gpus_[node]; }
+  VertexId gpu_vertex(int gpu) const { return gpu_vertex_[gpu]; }
+  std::span<const Vertex> vertices() const { return vertices_; }
+  std::span<const Link> links() const { return links_; }
+  const Link& link(LinkId l) const { return links_[l]; }
+  int num_links() const { return static_cast<int>(links_.size()); }
+
+  // Route between two GPUs (src != dst). Precomputed; O(1).
+  Route route(int src_gpu, int dst_gpu) const;
+  // Bottleneck effective bandwidth of the route (min over links of bandwidth / fraction).
+  Bandwidth route_bandwidth(int src_gpu, int dst_gpu) const;
+
+  // Whether the topology came from the compact form, and its summary, for `topo show`.
+  std::string description;
+
+ private:
+  friend class TopologyBuilder;
+  std::string name_;
+  GpuModel gpu_;
+  int num_nodes_ = 0;
+  std::vector<Vertex> vertices_;
+  std::vector<Link> links_;
+  std::vector<VertexId> gpu_vertex_;
+  std::vector<int> gpu_node_;
+  std::vector<std::vector<int>> node_gpus_;
+  // All-pairs routes in CSR form: pair p = src * n + dst -> hops_[offset_[p] .. offset_[p+1]).
+  std::vector<uint32_t> route_offset_;
+  std::vector<RouteHop> route_hops_;
+  std::vector<float> route_latency_;
+  std::vector<uint8_t> route_hop_count_;
+};
+
+}  // namespace hs::topology

@@ -1,0 +1,62 @@
+// One builder for every way of describing hardware: the YAML loader (compact or explicit form) and
+// C++ generators (tests, presets) both call it. build() checks the graph (every GPU reaches every
+// other, links reference existing vertices, positive bandwidths) and computes all routes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topology/topology.hpp"
+#include "util/diagnostics.hpp"
+
+namespace hs::topology {
+
+struct LinkParams {
+  Bandwidth line_rate{0};
+  double efficiency = 1.0;
+  Seconds latency{0};
+  std::string link_class;
+};
+
+class TopologyBuilder {
+ public:
+  explicit TopologyBuilder(std::string name, GpuModel gpu);
+  // GPUs are numbered in the order added (global rank).
+  VertexId add_gpu(std::string name, int node);
+  VertexId add_switch(std::string name, int node = -1);
+  VertexId add_nic(std::string name, int node);
+  // A pair of directed links, one per direction, each with the full bandwidth.
+  void add_duplex_link(VertexId a, VertexId b, const LinkParams& p);
+  void add_link(VertexId from, VertexId to, const LinkParams& p);
+  VertexId find(const std::string& name) const;  // -1 if absent
+  void set_description(std::string d) { topo_.description = std::move(d); }
+  // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
+  Topology build(const SourceLocation& where);
+
+ private:
+  Topology topo_;
+};
+
+// Compact-form generator shared by the YAML loader and code: `nodes` nodes of `gpus_per_node` GPUs
+// behind one intra-node switch each, `nics_per_node` NICs (NIC i serves GPUs
+// [i*g/k, (i+1)*g/k)), and a fabric joining the NICs.
+struct CompactSpec {
+  std::string name;
+  GpuModel gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  std::string intra_kind = "nvswitch";  // nvswitch | nvlink-mesh | pcie
+  LinkParams intra;                     // per GPU, per direction
+  int nics_per_node = 0;
+  LinkParams nic;                       // per NIC, per direction
+  LinkParams pcie;                      // GPU <-> NIC
+  std::string fabric_kind = "single-switch";  // single-switch | fat-tree | rail-optimized
+  double oversubscription = 1.0;
+  int nodes_per_leaf = 4;               // fat-tree only
+  int spines = 0;                       // 0 = as many as needed for the oversubscription (min 1)
+  Seconds switch_latency{0};
+};
+
+Topology build_compact(const CompactSpec& spec, const SourceLocation& where);
+
+}  // namespace hs::topology

@@ -1,0 +1,166 @@
+#include "topology/topology_loader.hpp"
+
+#include <fmt/format.h>
+
+#include "topology/topology_builder.hpp"
+#include "util/atomic_file.hpp"
+#include "util/yaml_reader.hpp"
+
+namespace hs::topology {
+
+namespace {
+
+GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
+  GpuModel g;
+  MapReader r(n, "gpu", ctx);
+  g.model = r.str("model").value_or("");
+  g.peak_flops = FlopRate(r.quantity("peak_bf16", Dimension::kFlopRate).value_or(0));
+  g.hbm_bandwidth = Bandwidth(r.quantity("hbm_bandwidth", Dimension::kBandwidth).value_or(0));
+  g.memory = Bytes(r.quantity("memory", Dimension::kBytes).value_or(0));
+  r.finish();
+  return g;
+}
+
+// {bandwidth, efficiency, latency}
+LinkParams read_link_params(const YAML::Node& n, const std::string& path, YamlContext& ctx,
+                            std::initializer_list<const char*> extra_keys, MapReader** keep = nullptr) {
+  (void)keep;
+  LinkParams p;
+  MapReader r(n, path, ctx);
+  p.line_rate = Bandwidth(r.quantity("bandwidth", Dimension::kBandwidth).value_or(0));
+  p.efficiency = r.number("efficiency", false, 0.01, 1.0).value_or(1.0);
+  p.latency = Seconds(r.quantity("latency", Dimension::kTime, false).value_or(0));
+  for (const char* k : extra_keys) r.child(k, false);  // read by the caller
+  r.finish();
+  return p;
+}
+
+Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gpu, YamlContext& ctx) {
+  TopologyBuilder b(name, gpu);
+  YAML::Node gpus = r.child("gpus");
+  YAML::Node switches = r.child("switches", false);
+  YAML::Node nics = r.child("nics", false);
+  YAML::Node links = r.child("links");
+  auto add_named = [&](const YAML::Node& list, const char* field, VertexKind kind) {
+    if (!list.IsDefined()) return;
+    if (!list.IsSequence()) {
+      ctx.diags->error(ctx.at(list), field, "expected a list");
+      return;
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      MapReader e(list[i], fmt::format("{}[{}]", field, i), ctx);
+      auto nm = e.str("name");
+      int node = static_cast<int>(e.integer("node", kind == VertexKind::kGpu, 0, 1 << 20).value_or(-1));
+      e.finish();
+      if (!nm) continue;
+      if (b.find(*nm) >= 0) {
+        e.error("name", fmt::format("'{}' is declared twice", *nm));
+        continue;
+      }
+      if (kind == VertexKind::kGpu) b.add_gpu(*nm, node);
+      else if (kind == VertexKind::kNic) b.add_nic(*nm, node);
+      else b.add_switch(*nm, node);
+    }
+  };
+  add_named(gpus, "gpus", VertexKind::kGpu);
+  add_named(switches, "switches", VertexKind::kSwitch);
+  add_named(nics, "nics", VertexKind::kNic);
+  if (links.IsDefined()) {
+    if (!links.IsSequence()) ctx.diags->error(ctx.at(links), "links", "expected a list of links");
+    else
+      for (size_t i = 0; i < links.size(); ++i) {
+        std::string path = fmt::format("links[{}]", i);
+        MapReader e(links[i], path, ctx);
+        auto from = e.str("from");
+        auto to = e.str("to");
+        LinkParams p;
+        p.line_rate = Bandwidth(e.quantity("bandwidth", Dimension::kBandwidth).value_or(0));
+        p.efficiency = e.number("efficiency", false, 0.01, 1.0).value_or(1.0);
+        p.latency = Seconds(e.quantity("latency", Dimension::kTime, false).value_or(0));
+        p.link_class = e.choice("class", {"nvlink", "pcie", "nic", "fabric"}, false).value_or("fabric");
+        bool duplex = e.boolean("duplex", false).value_or(true);
+        VertexId a = -1, c = -1;
+        if (from && (a = b.find(*from)) < 0) e.error("from", fmt::format("no GPU, switch or NIC named '{}'", *from));
+        if (to && (c = b.find(*to)) < 0) e.error("to", fmt::format("no GPU, switch or NIC named '{}'", *to));
+        e.finish();
+        if (a < 0 || c < 0 || p.line_rate.value() <= 0) continue;
+        if (a == c) {
+          e.error("to", "a link cannot join a vertex to itself");
+          continue;
+        }
+        if (duplex) b.add_duplex_link(a, c, p);
+        else b.add_link(a, c, p);
+      }
+  }
+  ctx.diags->throw_if_errors();
+  b.set_description("explicit nodes/links");
+  return b.build(r.where());
+}
+
+}  // namespace
+
+Topology load_topology(const std::string& text, const std::string& file) {
+  Diagnostics diags;
+  YamlContext ctx{file, &diags};
+  YAML::Node root = parse_yaml(text, ctx);
+  diags.throw_if_errors();
+  MapReader r(root, "", ctx);
+  if (!r.valid()) diags.throw_if_errors();
+  if (auto s = r.str("schema")) {
+    if (*s != "hecate-sim/topology@1")
+      r.error("schema", fmt::format("this version reads 'hecate-sim/topology@1', got '{}'", *s));
+  }
+  std::string name = r.str("name").value_or("");
+  GpuModel gpu = read_gpu(r.child("gpu"), ctx);
+  const bool explicit_form = r.has("links");
+  if (explicit_form) {
+    for (const char* k : {"nodes", "gpus_per_node", "intra_node", "nics_per_node", "nic", "fabric", "pcie"})
+      if (r.has(k)) r.error(k, "the explicit form (links:) cannot be mixed with compact-form keys");
+    Topology t = load_explicit(r, name, gpu, ctx);
+    r.finish();
+    diags.throw_if_errors();
+    return t;
+  }
+  CompactSpec s;
+  s.name = name;
+  s.gpu = gpu;
+  s.nodes = static_cast<int>(r.integer("nodes", true, 1, 1 << 16).value_or(1));
+  s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", true, 1, 1024).value_or(1));
+  {
+    YAML::Node in = r.child("intra_node");
+    s.intra = read_link_params(in, "intra_node", ctx, {"kind"});
+    if (in.IsDefined() && in.IsMap()) {
+      MapReader k(in, "intra_node", ctx);
+      s.intra_kind = k.choice("kind", {"nvswitch", "nvlink-mesh", "pcie"}).value_or("nvswitch");
+    }
+  }
+  s.nics_per_node = static_cast<int>(r.integer("nics_per_node", s.nodes > 1, 1, 1024).value_or(0));
+  if (s.nodes > 1 || r.has("nic")) s.nic = read_link_params(r.child("nic", s.nodes > 1), "nic", ctx, {});
+  s.pcie.line_rate = Bandwidth(64e9);  // PCIe gen5 x16 per direction (~64 GB/s); override with pcie:
+  s.pcie.latency = Seconds(1e-6);
+  if (r.has("pcie")) s.pcie = read_link_params(r.child("pcie"), "pcie", ctx, {});
+  if (s.nodes > 1 || r.has("fabric")) {
+    YAML::Node f = r.child("fabric", s.nodes > 1);
+    MapReader fr(f, "fabric", ctx);
+    s.fabric_kind = fr.choice("kind", {"single-switch", "fat-tree", "rail-optimized"}).value_or("single-switch");
+    s.oversubscription = fr.number("oversubscription", false, 1.0, 1000.0).value_or(1.0);
+    s.nodes_per_leaf = static_cast<int>(fr.integer("nodes_per_leaf", false, 1, 1 << 16).value_or(4));
+    s.spines = static_cast<int>(fr.integer("spines", false, 1, 1 << 16).value_or(0));
+    s.switch_latency = Seconds(fr.quantity("switch_latency", Dimension::kTime, false).value_or(0));
+    fr.finish();
+  }
+  r.finish();
+  if (s.nics_per_node > 0 && s.gpus_per_node % s.nics_per_node != 0)
+    r.error("nics_per_node", fmt::format("gpus_per_node {} must be a multiple of nics_per_node {} (NIC i serves "
+                                         "an equal block of GPUs)", s.gpus_per_node, s.nics_per_node));
+  diags.throw_if_errors();
+  s.name = name;
+  Topology t = build_compact(s, r.where());
+  t.description = fmt::format("{} node(s) x {} GPUs, {} inside a node, {} NIC(s) per node, fabric {}", s.nodes,
+                              s.gpus_per_node, s.intra_kind, s.nics_per_node, s.nodes > 1 ? s.fabric_kind : "none");
+  return t;
+}
+
+Topology load_topology_file(const std::string& path) { return load_topology(read_file(path), path); }
+
+}  // namespace hs::topology

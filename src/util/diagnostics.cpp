@@ -1,0 +1,63 @@
+#include "util/diagnostics.hpp"
+
+#include <fmt/format.h>
+
+namespace hs {
+
+std::string to_string(const Diagnostic& d) {
+  std::string loc = d.where.file.empty() ? std::string("<input>") : d.where.file;
+  if (d.where.line > 0) {
+    loc += fmt::format(":{}", d.where.line);
+    if (d.where.column > 0) loc += fmt::format(":{}", d.where.column);
+  }
+  const char* sev = d.severity == Severity::kError ? "error" : "warning";
+  if (d.field.empty()) return fmt::format("{}: {}: {}", loc, sev, d.message);
+  return fmt::format("{}: {}: {}: {}", loc, sev, d.field, d.message);
+}
+
+void Diagnostics::error(SourceLocation where, std::string field, std::string message) {
+  items_.push_back({Severity::kError, std::move(where), std::move(field), std::move(message)});
+  ++errors_;
+}
+
+void Diagnostics::warning(SourceLocation where, std::string field, std::string message) {
+  items_.push_back({Severity::kWarning, std::move(where), std::move(field), std::move(message)});
+}
+
+std::vector<Diagnostic> Diagnostics::warnings() const {
+  std::vector<Diagnostic> out;
+  for (const auto& d : items_)
+    if (d.severity == Severity::kWarning) out.push_back(d);
+  return out;
+}
+
+void Diagnostics::throw_if_errors() const {
+  if (errors_ > 0) throw InputError(items_);
+}
+
+void Diagnostics::append(const Diagnostics& other) {
+  for (const auto& d : other.items_) {
+    items_.push_back(d);
+    if (d.severity == Severity::kError) ++errors_;
+  }
+}
+
+namespace {
+std::string summarize(const std::vector<Diagnostic>& diags) {
+  std::string s;
+  for (const auto& d : diags) {
+    if (!s.empty()) s += '\n';
+    s += to_string(d);
+  }
+  return s;
+}
+}  // namespace
+
+InputError::InputError(std::vector<Diagnostic> diags)
+    : std::runtime_error(summarize(diags)), diags_(std::move(diags)) {}
+
+InputError::InputError(SourceLocation where, std::string field, std::string message)
+    : InputError(std::vector<Diagnostic>{
+          Diagnostic{Severity::kError, std::move(where), std::move(field), std::move(message)}}) {}
+
+}  // namespace hs

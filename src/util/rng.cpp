@@ -1,0 +1,100 @@
+#include "util/rng.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hs {
+
+namespace {
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+}  // namespace
+
+Rng::Rng(uint64_t seed) {
+  uint64_t x = seed;
+  for (auto& s : s_) s = splitmix64(x);
+}
+
+Rng Rng::derive(uint64_t seed, uint64_t key) {
+  uint64_t x = seed ^ (key * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
+  return Rng(splitmix64(x));
+}
+
+uint64_t Rng::next_u64() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+double Rng::normal() {
+  double u1 = uniform();
+  double u2 = uniform();
+  if (u1 < 1e-300) u1 = 1e-300;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+uint64_t Rng::below(uint64_t n) {
+  // Lemire's nearly-divisionless method would be faster; rejection keeps it obviously unbiased.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do x = next_u64(); while (x >= limit);
+  return x % n;
+}
+
+uint64_t Rng::binomial(uint64_t n, double p) {
+  if (n == 0 || p <= 0) return 0;
+  if (p >= 1) return n;
+  const bool flip = p > 0.5;
+  const double q = flip ? 1 - p : p;
+  uint64_t k;
+  const double mean = static_cast<double>(n) * q;
+  if (mean < 30) {
+    // Inversion by sequential search on the pmf: exact.
+    const double r = q / (1 - q);
+    double pmf = std::pow(1 - q, static_cast<double>(n));
+    double u = uniform();
+    k = 0;
+    while (u > pmf && k < n) {
+      u -= pmf;
+      pmf *= r * static_cast<double>(n - k) / static_cast<double>(k + 1);
+      ++k;
+    }
+  } else {
+    const double sd = std::sqrt(mean * (1 - q));
+    double x = std::floor(mean + sd * normal() + 0.5);
+    x = std::clamp(x, 0.0, static_cast<double>(n));
+    k = static_cast<uint64_t>(x);
+  }
+  return flip ? n - k : k;
+}
+
+void Rng::multinomial(uint64_t n, std::span<const double> p, std::span<uint64_t> out) {
+  double rest = 1.0;
+  uint64_t left = n;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (i + 1 == p.size() || left == 0) {
+      out[i] = (i + 1 == p.size()) ? left : 0;
+      if (i + 1 != p.size()) continue;
+      break;
+    }
+    double pi = rest > 0 ? std::clamp(p[i] / rest, 0.0, 1.0) : 0.0;
+    out[i] = binomial(left, pi);
+    left -= out[i];
+    rest -= p[i];
+  }
+}
+
+}  // namespace hs

@@ -1,0 +1,33 @@
+// Deterministic random numbers, identical on every platform and compiler.
+//
+// std::normal_distribution and friends are implementation-defined, so the same seed would give
+// different traces with another standard library. We use SplitMix64 (seeding) and xoshiro256**
+// (Blackman & Vigna) and write the few distributions we need ourselves.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace hs {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed);
+  uint64_t next_u64();
+  double uniform();                 // [0, 1)
+  double normal();                  // N(0, 1), Box-Muller (no cached second value: simpler state)
+  uint64_t below(uint64_t n);       // uniform integer in [0, n), n > 0, unbiased
+  // Binomial(n, p): exact inversion for small n*p, normal approximation with continuity correction
+  // (clamped to [0, n]) when n*min(p,1-p) > 30 — accurate enough for load sampling.
+  uint64_t binomial(uint64_t n, double p);
+  // Splits n draws over categories with probabilities p (sum 1) by conditional binomials;
+  // out[i] sums to n exactly.
+  void multinomial(uint64_t n, std::span<const double> p, std::span<uint64_t> out);
+  // An independent stream derived from this seed and a key (for per-layer / per-source streams).
+  static Rng derive(uint64_t seed, uint64_t key);
+
+ private:
+  uint64_t s_[4];
+};
+
+}  // namespace hs

@@ -1,0 +1,182 @@
+#include "util/yaml_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace hs {
+
+SourceLocation YamlContext::at(const YAML::Node& n) const {
+  if (!n.IsDefined()) return {file, 0, 0};
+  auto m = n.Mark();
+  if (m.is_null()) return {file, 0, 0};
+  return {file, m.line + 1, m.column + 1};
+}
+
+YAML::Node parse_yaml(const std::string& text, YamlContext& ctx) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    ctx.diags->error({ctx.file, e.mark.line + 1, e.mark.column + 1}, "",
+                     fmt::format("malformed YAML: {}", e.msg));
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+}
+
+std::string describe_yaml_type(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Scalar: return fmt::format("'{}'", n.Scalar());
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing";
+  }
+}
+
+MapReader::MapReader(const YAML::Node& node, std::string path, YamlContext& ctx)
+    : node_(node), path_(std::move(path)), ctx_(ctx) {
+  if (!node.IsDefined()) return;
+  if (!node.IsMap()) {
+    ctx_.diags->error(ctx_.at(node), path_.empty() ? "<document>" : path_,
+                      fmt::format("expected a map of keys, got {}", describe_yaml_type(node)));
+    return;
+  }
+  valid_ = true;
+}
+
+bool MapReader::has(const std::string& key) const { return valid_ && node_[key].IsDefined() && !node_[key].IsNull(); }
+
+SourceLocation MapReader::where(const std::string& key) const {
+  if (valid_) {
+    YAML::Node c = node_[key];
+    if (c.IsDefined()) return ctx_.at(c);
+  }
+  return ctx_.at(node_);
+}
+
+void MapReader::error(const std::string& key, std::string message) {
+  ctx_.diags->error(where(key), field(key), std::move(message));
+}
+
+YAML::Node MapReader::child(const std::string& key, bool required) {
+  known_.insert(key);
+  if (!valid_) return YAML::Node(YAML::NodeType::Undefined);
+  YAML::Node c = node_[key];
+  if (!c.IsDefined() || c.IsNull()) {
+    if (required) ctx_.diags->error(ctx_.at(node_), field(key), "missing required field");
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+  return c;
+}
+
+std::optional<std::string> MapReader::str(const std::string& key, bool required) {
+  YAML::Node c = child(key, required);
+  if (!c.IsDefined()) return std::nullopt;
+  if (!c.IsScalar()) {
+    error(key, fmt::format("expected a string, got {}", describe_yaml_type(c)));
+    return std::nullopt;
+  }
+  return c.Scalar();
+}
+
+std::optional<int64_t> yaml_integer(const YAML::Node& c, const std::string& field, YamlContext& ctx,
+                                    int64_t min, int64_t max) {
+  if (!c.IsScalar()) {
+    ctx.diags->error(ctx.at(c), field, fmt::format("expected an integer, got {}", describe_yaml_type(c)));
+    return std::nullopt;
+  }
+  const std::string& s = c.Scalar();
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) {
+    ctx.diags->error(ctx.at(c), field, fmt::format("expected an integer, got '{}'", s));
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    if (max == INT64_MAX)
+      ctx.diags->error(ctx.at(c), field, fmt::format("expected an integer >= {}, got {}", min, v));
+    else
+      ctx.diags->error(ctx.at(c), field, fmt::format("expected an integer in [{}, {}], got {}", min, max, v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<int64_t> MapReader::integer(const std::string& key, bool required, int64_t min, int64_t max) {
+  YAML::Node c = child(key, required);
+  if (!c.IsDefined()) return std::nullopt;
+  return yaml_integer(c, field(key), ctx_, min, max);
+}
+
+std::optional<double> MapReader::number(const std::string& key, bool required, double min, double max) {
+  YAML::Node c = child(key, required);
+  if (!c.IsDefined()) return std::nullopt;
+  if (!c.IsScalar()) {
+    error(key, fmt::format("expected a number, got {}", describe_yaml_type(c)));
+    return std::nullopt;
+  }
+  const std::string& s = c.Scalar();
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) {
+    error(key, fmt::format("expected a number, got '{}'", s));
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    error(key, fmt::format("expected a number in [{}, {}], got {}", min, max, v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<bool> MapReader::boolean(const std::string& key, bool required) {
+  YAML::Node c = child(key, required);
+  if (!c.IsDefined()) return std::nullopt;
+  if (c.IsScalar()) {
+    const std::string& s = c.Scalar();
+    if (s == "true") return true;
+    if (s == "false") return false;
+  }
+  error(key, fmt::format("expected true or false, got {}", describe_yaml_type(c)));
+  return std::nullopt;
+}
+
+std::optional<double> yaml_quantity(const YAML::Node& c, const std::string& field, Dimension d,
+                                    YamlContext& ctx) {
+  if (c.IsScalar()) {
+    if (auto v = parse_quantity(c.Scalar(), d)) return v;
+  }
+  ctx.diags->error(ctx.at(c), field,
+                   fmt::format("expected a {} with its unit, such as {}; got {}", dimension_name(d),
+                               dimension_examples(d), describe_yaml_type(c)));
+  return std::nullopt;
+}
+
+std::optional<double> MapReader::quantity(const std::string& key, Dimension d, bool required) {
+  YAML::Node c = child(key, required);
+  if (!c.IsDefined()) return std::nullopt;
+  return yaml_quantity(c, field(key), d, ctx_);
+}
+
+std::optional<std::string> MapReader::choice(const std::string& key, const std::vector<std::string>& allowed,
+                                             bool required) {
+  auto s = str(key, required);
+  if (!s) return std::nullopt;
+  for (const auto& a : allowed)
+    if (a == *s) return s;
+  error(key, fmt::format("expected one of {}, got '{}'", fmt::join(allowed, ", "), *s));
+  return std::nullopt;
+}
+
+void MapReader::finish() {
+  if (!valid_) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+    if (known_.count(k)) continue;
+    std::vector<std::string> names(known_.begin(), known_.end());
+    ctx_.diags->error(ctx_.at(it->first), field(k),
+                      fmt::format("unknown key (known keys here: {})", fmt::join(names, ", ")));
+  }
+}
+
+}  // namespace hs

@@ -1,0 +1,162 @@
+#include "workload/model_spec.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "util/atomic_file.hpp"
+#include "util/yaml_reader.hpp"
+
+namespace hs::workload {
+
+bool ModelSpec::is_moe(int block) const {
+  return std::binary_search(moe_layer_ids.begin(), moe_layer_ids.end(), block);
+}
+
+namespace {
+
+std::optional<double> dtype_bytes(const std::string& s) {
+  if (s == "fp32") return 4.0;
+  if (s == "bf16" || s == "fp16") return 2.0;
+  if (s == "fp8") return 1.0;
+  if (s == "none") return 0.0;
+  return std::nullopt;
+}
+
+void apply_override(YAML::Node& root, const std::string& ov, Diagnostics& diags) {
+  auto eq = ov.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    diags.error({"--set", 0, 0}, ov, "expected KEY=VALUE, e.g. experts=32 or precision.params=fp16");
+    return;
+  }
+  std::string key = ov.substr(0, eq);
+  std::string value = ov.substr(eq + 1);
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    parsed = YAML::Node(value);
+  }
+  // Walk dotted keys; yaml-cpp nodes are handles, so assigning through them edits the tree.
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (!root.IsMap()) return;
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = cur[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = cur[parts[i]];
+    }
+    if (!next.IsMap()) {
+      diags.error({"--set", 0, 0}, key, fmt::format("'{}' is not a map in this model", parts[i]));
+      return;
+    }
+    cur.reset(next);
+  }
+  cur[parts.back()] = parsed;
+}
+
+}  // namespace
+
+ModelSpec load_model(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
+  Diagnostics diags;
+  YamlContext ctx{file, &diags};
+  YAML::Node root = parse_yaml(text, ctx);
+  diags.throw_if_errors();
+  if (!root.IsMap()) throw InputError({file, 1, 1}, "", "expected a YAML map describing a model (schema: hecate-sim/model@1)");
+  for (const auto& ov : overrides) apply_override(root, ov, diags);
+
+  ModelSpec m;
+  MapReader r(root, "", ctx);
+  if (auto s = r.str("schema")) {
+    if (*s != "hecate-sim/model@1")
+      r.error("schema", fmt::format("this version reads 'hecate-sim/model@1', got '{}'", *s));
+  }
+  m.name = r.str("name").value_or("");
+  m.layers = static_cast<int>(r.integer("layers", true, 1, 100000).value_or(0));
+  m.d_model = static_cast<int>(r.integer("d_model", true, 1, 1 << 20).value_or(0));
+  m.d_ffn = static_cast<int>(r.integer("d_ffn", true, 1, 1 << 22).value_or(0));
+  m.d_ffn_dense = static_cast<int>(r.integer("d_ffn_dense", false, 1, 1 << 22).value_or(4LL * m.d_model));
+  if (auto s = r.choice("expert_mlp", {"plain", "swiglu"}, false))
+    m.expert_mlp = *s == "swiglu" ? ExpertMlp::kSwiGlu : ExpertMlp::kPlain;
+  m.experts = static_cast<int>(r.integer("experts", true, 1, 1 << 20).value_or(0));
+  m.top_k = static_cast<int>(r.integer("top_k", true, 1, 1024).value_or(0));
+  m.shared_experts = static_cast<int>(r.integer("shared_experts", false, 0, 1024).value_or(0));
+  m.heads = static_cast<int>(r.integer("heads", true, 1, 1 << 16).value_or(0));
+  m.seq_len = static_cast<int>(r.integer("seq_len", true, 1, 1 << 24).value_or(0));
+  m.micro_batch = static_cast<int>(r.integer("micro_batch", false, 1, 1 << 20).value_or(1));
+  m.grad_accum = static_cast<int>(r.integer("grad_accum", false, 1, 1 << 20).value_or(1));
+  m.vocab = static_cast<int>(r.integer("vocab", false, 1, 1 << 24).value_or(50257));
+
+  // moe_layers: all | "every N" | [block indices]
+  YAML::Node ml = r.child("moe_layers", false);
+  if (!ml.IsDefined() || (ml.IsScalar() && ml.Scalar() == "all")) {
+    for (int i = 0; i < m.layers; ++i) m.moe_layer_ids.push_back(i);
+  } else if (ml.IsScalar() && ml.Scalar().rfind("every ", 0) == 0) {
+    int every = std::atoi(ml.Scalar().c_str() + 6);
+    if (every < 1) r.error("moe_layers", "expected 'every N' with N >= 1");
+    else
+      for (int i = every - 1; i < m.layers; i += every) m.moe_layer_ids.push_back(i);
+  } else if (ml.IsScalar() && ml.Scalar().rfind("from ", 0) == 0) {
+    int first = std::atoi(ml.Scalar().c_str() + 5);
+    if (first < 0 || first >= m.layers) r.error("moe_layers", fmt::format("expected 'from N' with 0 <= N < {}", m.layers));
+    else
+      for (int i = first; i < m.layers; ++i) m.moe_layer_ids.push_back(i);
+  } else if (ml.IsSequence()) {
+    for (size_t i = 0; i < ml.size(); ++i) {
+      auto v = yaml_integer(ml[i], fmt::format("moe_layers[{}]", i), ctx, 0, std::max(0, m.layers - 1));
+      if (v) m.moe_layer_ids.push_back(static_cast<int>(*v));
+    }
+    std::sort(m.moe_layer_ids.begin(), m.moe_layer_ids.end());
+    if (std::adjacent_find(m.moe_layer_ids.begin(), m.moe_layer_ids.end()) != m.moe_layer_ids.end())
+      r.error("moe_layers", "a block index appears twice");
+  } else {
+    r.error("moe_layers", fmt::format("expected 'all', 'every N', 'from N' or a list of block indices, got {}",
+                                      describe_yaml_type(ml)));
+  }
+
+  YAML::Node prec = r.child("precision", false);
+  if (prec.IsDefined()) {
+    MapReader p(prec, "precision", ctx);
+    auto bytes_of = [&](const char* key, double& out) {
+      if (auto s = p.str(key, false)) {
+        if (auto b = dtype_bytes(*s)) out = *b;
+        else p.error(key, fmt::format("expected fp32, bf16, fp16, fp8 or none, got '{}'", *s));
+      }
+    };
+    bytes_of("params", m.precision.param_bytes);
+    bytes_of("grads", m.precision.grad_bytes);
+    bytes_of("master", m.precision.master_bytes);
+    bytes_of("activations", m.precision.activation_bytes);
+    if (auto s = p.choice("optimizer", {"adam", "sgd"}, false))
+      m.precision.optimizer = *s == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+    p.finish();
+  }
+  YAML::Node cf = r.child("capacity_factor", false);
+  if (cf.IsDefined() && !(cf.IsScalar() && (cf.Scalar() == "null" || cf.Scalar() == "~"))) {
+    if (auto v = r.number("capacity_factor", false, 0.01, 1000)) m.capacity_factor = *v;
+  }
+  r.finish();
+
+  // Cross-field checks.
+  if (m.heads > 0 && m.d_model > 0 && m.d_model % m.heads != 0)
+    r.error("heads", fmt::format("d_model {} is not divisible by heads {}", m.d_model, m.heads));
+  if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts)
+    r.error("top_k", fmt::format("top_k {} exceeds the number of experts {}", m.top_k, m.experts));
+  if (m.layers > 0 && m.moe_layer_ids.empty() && !diags.has_errors())
+    r.error("moe_layers", "the model has no MoE layer");
+  diags.throw_if_errors();
+  return m;
+}
+
+ModelSpec load_model_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return load_model(read_file(path), path, overrides);
+}
+
+}  // namespace hs::workload

@@ -1,0 +1,28 @@
+// Reading and writing expert-load trace JSON v1 (".json" or ".json.gz").
+//
+// The reader uses simdjson's On-Demand API (chosen over nlohmann-json for speed on large traces: see
+// tests/bench/trace_read_bench) and maps every problem back to file:line:col of the offending value.
+// All problems of a file are collected (up to a cap) before InputError is thrown.
+#pragma once
+
+#include <string>
+
+#include "util/diagnostics.hpp"
+#include "workload/trace.hpp"
+
+namespace hs::workload {
+
+// Reads and validates a trace. Throws InputError (all problems) on bad input.
+Trace read_trace(const std::string& path);
+// Same, from text already in memory; `file` only names the input in diagnostics.
+Trace parse_trace(const std::string& text, const std::string& file);
+
+// Serializes a trace as JSON v1 (one record per line).
+std::string trace_to_json(const Trace& t);
+// Writes atomically; ".gz" suffix compresses.
+void write_trace(const Trace& t, const std::string& path);
+
+// Checks the invariants of trace.hpp; used by the reader and by producers' tests.
+void validate_trace(const Trace& t, const std::string& file, Diagnostics& diags);
+
+}  // namespace hs::workload

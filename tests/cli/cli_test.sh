@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CLI cases: bad input exits 2 with a message naming file, line and field; determinism; atomic
+# output. Usage: cli_test.sh HECATE_SIM SOURCE_ROOT
+set -u
+sim="$1"; root="$2"
+fx="$root/tests/fixtures"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+# expect CODE PATTERN... -- CMD...: run CMD, check exit code and that stderr matches every pattern.
+expect() {
+  local code="$1"; shift
+  local pats=()
+  while [ "$1" != "--" ]; do pats+=("$1"); shift; done
+  shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" != "$code" ]; then
+    echo "FAIL (exit $rc, wanted $code): $*"; sed 's/^/  | /' "$tmp/err" | head -5; fails=$((fails+1)); return
+  fi
+  for p in "${pats[@]}"; do
+    if ! grep -qE -- "$p" "$tmp/err"; then
+      echo "FAIL (stderr lacks /$p/): $*"; sed 's/^/  | /' "$tmp/err" | head -5; fails=$((fails+1)); return
+    fi
+  done
+  echo "ok: $*" | cut -c1-150
+}
+
+run=("$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml")
+
+# Good runs.
+expect 0 -- "${run[@]}"
+expect 0 -- "$sim" --version
+expect 0 -- "$sim" topo show dgx-h100-4node
+expect 0 -- "$sim" trace validate "$fx/tiny-trace.json"
+
+# Topology: bad unit, unknown key, malformed YAML, missing file.
+sed 's/bandwidth: 450GB\/s/bandwidth: 450 parsecs/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/bad-unit.yaml"
+expect 2 "bad-unit.yaml:6:[0-9]+" "intra_node.bandwidth" "expected a bandwidth" -- "$sim" run "$tmp/bad-unit.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
+{ cat "$root/topologies/dgx-h100-1node.yaml"; echo "gpus_per_nodes: 4"; } > "$tmp/typo.yaml"
+expect 2 "typo.yaml:7:1" "gpus_per_nodes" "unknown key" -- "$sim" topo validate "$tmp/typo.yaml"
+printf 'nodes: [1, 2\n' > "$tmp/broken.yaml"
+expect 2 "broken.yaml:[0-9]+:[0-9]+" "malformed YAML" -- "$sim" topo show "$tmp/broken.yaml"
+expect 2 "no such file" -- "$sim" topo show "$tmp/nope.yaml"
+
+# Model: override of an unknown field, bad value.
+expect 2 "expertz" "unknown key" -- "${run[@]}" --set expertz=4
+expect 2 "top_k" "exceeds" -- "${run[@]}" --set top_k=9
+
+# Trace: malformed JSON, wrong sums, experts mismatch, unknown key, wrong version.
+head -c 300 "$fx/tiny-trace.json" > "$tmp/cut.json"
+expect 2 "cut.json" -- "$sim" trace validate "$tmp/cut.json"
+sed '0,/40/s/40/41/' "$fx/tiny-trace.json" > "$tmp/sum.json"
+expect 2 "sum.json:8:5" "records\[0\].counts\[0\]\[0\]" "sum to 129" -- "$sim" trace validate "$tmp/sum.json"
+sed 's/"version": "1.0"/"version": "2.0"/' "$fx/tiny-trace.json" > "$tmp/v2.json"
+expect 2 "v2.json:2:[0-9]+" "version" "reads version 1" -- "$sim" trace validate "$tmp/v2.json"
+sed 's/"axes"/"axis"/' "$fx/tiny-trace.json" > "$tmp/key.json"
+expect 2 "key.json:5:[0-9]+" "axis" "unknown key" -- "$sim" trace validate "$tmp/key.json"
+expect 2 "model.experts" "16 experts|has 8 experts" -- "${run[@]}" --set experts=16
+printf '' > "$tmp/empty.json"
+expect 2 "empty.json" -- "$sim" trace validate "$tmp/empty.json"
+
+# Strategies: unknown name, unknown knob, bad knob value.
+expect 2 "unknown strategy 'fsdpp'" -- "${run[@]}" --strategy ep,fsdpp
+expect 2 "no knob 'windw'" -- "${run[@]}" --strategy ep:windw=3
+expect 2 "ep:ep_size" "expected an integer" -- "${run[@]}" --strategy ep:ep_size=lots
+
+# Determinism: same inputs and seed -> byte-identical JSON; --out is written whole.
+"${run[@]}" --format json --seed 5 > "$tmp/a.json" 2>/dev/null
+"${run[@]}" --format json --seed 5 --out "$tmp/b.json" 2>/dev/null
+if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else echo "FAIL: JSON differs between runs"; fails=$((fails+1)); fi
+if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==2; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
+  && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
+
+if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
+echo "all CLI cases passed"

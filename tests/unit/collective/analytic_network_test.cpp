@@ -1,0 +1,99 @@
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "collective/ring.hpp"
+#include "topology/topology_builder.hpp"
+
+using namespace hs;
+using namespace hs::topology;
+using namespace hs::collective;
+
+namespace {
+Topology one_node(int n, double bw, double lat) {
+  CompactSpec s;
+  s.name = "node";
+  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
+  s.nodes = 1;
+  s.gpus_per_node = n;
+  s.intra = {Bandwidth(bw), 1.0, Seconds(lat), ""};
+  return build_compact(s, {"test", 0, 0});
+}
+Topology cluster(int nodes, int g, int nics, double nic_bw) {
+  CompactSpec s;
+  s.name = "cluster";
+  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
+  s.nodes = nodes;
+  s.gpus_per_node = g;
+  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
+  s.nics_per_node = nics;
+  s.nic = {Bandwidth(nic_bw), 1.0, Seconds(2e-6), ""};
+  s.pcie = {Bandwidth(1e12), 1.0, Seconds(0), ""};
+  s.fabric_kind = "single-switch";
+  return build_compact(s, {"test", 0, 0});
+}
+}  // namespace
+
+TEST_CASE("uniform all-to-all in one NVSwitch node: latency + (n-1)/n * S / B") {
+  // n = 8 GPUs, each sends S = 80 MB split evenly (10 MB to each GPU, its own share stays local):
+  // every uplink carries 7/8 * 80 MB = 70 MB at 100 GB/s = 0.7 ms, plus the route latency 2 x 5 us.
+  const int n = 8;
+  Topology t = one_node(n, 100e9, 5e-6);
+  AnalyticNetwork net(t);
+  std::vector<double> m(n * n, 80e6 / n);
+  CHECK(net.alltoallv_time(m) == doctest::Approx(10e-6 + (n - 1.0) / n * 80e6 / 100e9));
+  // Transposed (combine) of a symmetric matrix: the same time.
+  CHECK(net.alltoallv_time(m, true) == doctest::Approx(net.alltoallv_time(m)));
+}
+
+TEST_CASE("incast onto one GPU is limited by its downlink") {
+  // 7 GPUs each send 10 MB to GPU 0: its downlink carries 70 MB at 100 GB/s = 0.7 ms (+ latency).
+  Topology t = one_node(8, 100e9, 0);
+  AnalyticNetwork net(t);
+  std::vector<double> m(64, 0.0);
+  for (int s = 1; s < 8; ++s) m[s * 8 + 0] = 10e6;
+  CHECK(net.alltoallv_time(m) == doctest::Approx(0.7e-3));
+  // Transposed: GPU 0 sends 7 x 10 MB through its uplink, same 0.7 ms.
+  CHECK(net.alltoallv_time(m, true) == doctest::Approx(0.7e-3));
+}
+
+TEST_CASE("eight GPUs behind one NIC share it") {
+  // 2 nodes x 8 GPUs, one 12.5 GB/s NIC per node. Every GPU of node 0 sends 100 MB to its peer in
+  // node 1: the NIC carries 800 MB -> 64 ms, i.e. each GPU gets an eighth of the NIC.
+  Topology t = cluster(2, 8, 1, 12.5e9);
+  AnalyticNetwork net(t);
+  Coflow c;
+  for (int i = 0; i < 8; ++i) c.push_back({i, 8 + i, 100e6});
+  const double lat = t.route(0, 8).latency.value();
+  CHECK(net.coflow_time(c) == doctest::Approx(lat + 800e6 / 12.5e9));
+}
+
+TEST_CASE("bytes are conserved on every route and time is monotone in bandwidth") {
+  Topology t = cluster(2, 8, 8, 50e9);
+  for (int a = 0; a < 16; ++a)
+    for (int b = 0; b < 16; ++b) {
+      if (a == b) continue;
+      // Bytes leaving the source GPU: fractions on its out-links sum to 1.
+      double out = 0;
+      for (const auto& h : t.route(a, b).hops)
+        if (t.link(h.link).from == t.gpu_vertex(a)) out += h.fraction;
+      CHECK(out == doctest::Approx(1.0));
+    }
+  Topology slow = cluster(2, 8, 8, 25e9);
+  AnalyticNetwork fast_net(t), slow_net(slow);
+  std::vector<double> m(256, 1e6);
+  CHECK(slow_net.alltoallv_time(m) > fast_net.alltoallv_time(m));
+}
+
+TEST_CASE("ring all-reduce inside a node matches NCCL's model") {
+  // n = 8, S = 1 GB, B = 100 GB/s, per-step latency 2 x 1 us:
+  // 2(n-1) steps x (S/n / B + 2 us) = 14 x (1.25 ms + 2 us).
+  Topology t = one_node(8, 100e9, 1e-6);
+  AnalyticNetwork net(t);
+  std::vector<int> g(8);
+  std::iota(g.begin(), g.end(), 0);
+  CHECK(ring_time(net, g, 1e9, RingOp::kAllReduce) == doctest::Approx(14 * (1e9 / 8 / 100e9 + 2e-6)));
+  CHECK(ring_time(net, g, 1e9, RingOp::kAllGather) == doctest::Approx(7 * (1e9 / 8 / 100e9 + 2e-6)));
+}

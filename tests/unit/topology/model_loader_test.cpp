@@ -1,0 +1,56 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "util/diagnostics.hpp"
+#include "workload/model_spec.hpp"
+
+using namespace hs;
+
+namespace {
+const char* kModel = R"(schema: hecate-sim/model@1
+name: m
+layers: 4
+moe_layers: every 2
+d_model: 256
+d_ffn: 512
+experts: 8
+top_k: 2
+heads: 4
+seq_len: 128
+micro_batch: 2
+)";
+}
+
+TEST_CASE("model YAML loads, with defaults and overrides") {
+  auto m = workload::load_model(kModel, "m.yaml");
+  CHECK(m.moe_layer_ids == std::vector<int>{1, 3});
+  CHECK(m.tokens_per_gpu_iteration() == 256);  // micro_batch 2 x seq 128 x grad_accum 1
+  CHECK(m.precision.state_bytes_per_param() == 16);  // bf16 + bf16 + fp32 master + Adam 2 x fp32
+  auto o = workload::load_model(kModel, "m.yaml", {"experts=32", "precision.params=fp32"});
+  CHECK(o.experts == 32);
+  CHECK(o.precision.param_bytes == 4);
+}
+
+TEST_CASE("bad model fields are located and explained") {
+  std::string bad = kModel;
+  bad.replace(bad.find("top_k: 2"), 8, "top_k: 9");
+  try {
+    workload::load_model(bad, "m.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    std::string s = e.what();
+    CHECK(s.find("top_k") != std::string::npos);
+    CHECK(s.find("exceeds") != std::string::npos);
+  }
+  try {
+    workload::load_model(std::string(kModel) + "d_modle: 3\n", "m.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    std::string s = e.what();
+    CHECK(s.find("m.yaml:12:1") != std::string::npos);
+    CHECK(s.find("d_modle") != std::string::npos);
+  }
+  CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"nonsense"}), InputError);
+  CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"experts=many"}), InputError);
+}

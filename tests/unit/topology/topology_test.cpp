@@ -1,0 +1,121 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "topology/topology_builder.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/diagnostics.hpp"
+
+using namespace hs;
+using namespace hs::topology;
+
+namespace {
+const char* kCompact = R"(schema: hecate-sim/topology@1
+name: two nodes
+gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}
+nodes: 2
+gpus_per_node: 4
+intra_node: {kind: nvswitch, bandwidth: 400GB/s, efficiency: 0.9, latency: 3us}
+nics_per_node: 4
+nic: {bandwidth: 400Gbps, efficiency: 0.95, latency: 2us}
+fabric: {kind: rail-optimized, switch_latency: 1us}
+)";
+
+std::string errors_of(const std::string& text) {
+  try {
+    load_topology(text, "t.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("compact form compiles to the expected graph and routes") {
+  Topology t = load_topology(kCompact, "t.yaml");
+  CHECK(t.num_gpus() == 8);
+  CHECK(t.num_nodes() == 2);
+  // Intra-node: GPU -> NVSwitch -> GPU, bottleneck 400 GB/s x 0.9 = 360 GB/s, latency 3 + 3 us.
+  auto r = t.route(0, 1);
+  CHECK(r.hop_count == 2);
+  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(360e9));
+  CHECK(r.latency.value() == doctest::Approx(6e-6));
+  // Inter-node, same rail: GPU -> PCIe -> NIC -> leaf -> NIC -> PCIe -> GPU; NIC 50 GB/s x 0.95.
+  CHECK(t.route_bandwidth(0, 4).value() == doctest::Approx(47.5e9));
+  CHECK(t.route(0, 4).hop_count == 4);
+  // Different rail: through a spine, split evenly over the spines (ECMP): fractions sum to 1 per stage.
+  auto r2 = t.route(0, 5);
+  CHECK(r2.hop_count == 6);
+  double up_to_spines = 0;
+  for (const auto& h : r2.hops)
+    if (t.vertices()[t.link(h.link).to].name.find("spine") != std::string::npos) up_to_spines += h.fraction;
+  CHECK(up_to_spines == doctest::Approx(1.0));
+}
+
+TEST_CASE("GPUs never forward traffic and intra-node traffic stays on NVLink") {
+  Topology t = load_topology(kCompact, "t.yaml");
+  for (int a = 0; a < t.num_gpus(); ++a)
+    for (int b = 0; b < t.num_gpus(); ++b) {
+      if (a == b) continue;
+      for (const auto& h : t.route(a, b).hops) {
+        const auto& l = t.link(h.link);
+        if (l.to != t.gpu_vertex(b)) CHECK(t.vertices()[l.to].kind != VertexKind::kGpu);
+        if (t.node_of(a) == t.node_of(b)) CHECK(l.link_class == "nvlink");
+      }
+    }
+}
+
+TEST_CASE("explicit nodes/links form") {
+  const char* text = R"(schema: hecate-sim/topology@1
+name: ring of 3
+gpu: {model: X, peak_bf16: 100TFLOPS, hbm_bandwidth: 1TB/s, memory: 16GiB}
+gpus: [{name: a, node: 0}, {name: b, node: 0}, {name: c, node: 1}]
+switches: [{name: s}]
+links:
+  - {from: a, to: s, bandwidth: 10GB/s, latency: 1us, class: nvlink}
+  - {from: b, to: s, bandwidth: 20GB/s, latency: 1us, class: nvlink}
+  - {from: c, to: s, bandwidth: 5GB/s, latency: 1us, class: nic}
+)";
+  Topology t = load_topology(text, "x.yaml");
+  CHECK(t.num_gpus() == 3);
+  CHECK(t.num_nodes() == 2);
+  // a -> b: min(10, 20) GB/s; a -> c: min(10, 5) GB/s.
+  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(10e9));
+  CHECK(t.route_bandwidth(0, 2).value() == doctest::Approx(5e9));
+}
+
+TEST_CASE("bad topologies name file, line, field and what was expected") {
+  std::string bad_unit = kCompact;
+  bad_unit.replace(bad_unit.find("400Gbps"), 7, "400 furlongs");
+  auto e = errors_of(bad_unit);
+  CHECK(e.find("t.yaml:8:") != std::string::npos);
+  CHECK(e.find("nic.bandwidth") != std::string::npos);
+  CHECK(e.find("400Gbps") != std::string::npos);  // the example of what is expected
+
+  std::string typo = std::string(kCompact) + "gpus_per_nod: 8\n";
+  e = errors_of(typo);
+  CHECK(e.find("t.yaml:10:1") != std::string::npos);
+  CHECK(e.find("gpus_per_nod") != std::string::npos);
+  CHECK(e.find("unknown key") != std::string::npos);
+
+  // Several problems reported together.
+  std::string two = kCompact;
+  two.replace(two.find("nodes: 2"), 8, "nodes: -1");
+  two += "colour: blue\n";
+  e = errors_of(two);
+  CHECK(e.find("nodes") != std::string::npos);
+  CHECK(e.find("colour") != std::string::npos);
+
+  CHECK(errors_of("{unclosed: [").find("malformed YAML") != std::string::npos);
+  CHECK(errors_of("- just\n- a list\n").find("expected a map") != std::string::npos);
+  std::string disconnected = R"(schema: hecate-sim/topology@1
+name: broken
+gpu: {model: X, peak_bf16: 100TFLOPS, hbm_bandwidth: 1TB/s, memory: 16GiB}
+gpus: [{name: a, node: 0}, {name: b, node: 0}]
+links:
+  - {from: a, to: nowhere, bandwidth: 10GB/s}
+)";
+  e = errors_of(disconnected);
+  CHECK(e.find("links[0].to") != std::string::npos);
+  CHECK(e.find("nowhere") != std::string::npos);
+}

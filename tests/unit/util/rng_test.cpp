@@ -1,0 +1,47 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "util/rng.hpp"
+
+TEST_CASE("rng is deterministic for a seed and differs across seeds") {
+  hs::Rng a(7), b(7), c(8);
+  for (int i = 0; i < 100; ++i) {
+    auto x = a.next_u64();
+    CHECK(x == b.next_u64());
+    (void)c;
+  }
+  hs::Rng d(7), e(8);
+  CHECK(d.next_u64() != e.next_u64());
+}
+
+TEST_CASE("multinomial draws sum exactly to n and follow the probabilities") {
+  hs::Rng r(1);
+  std::vector<double> p{0.5, 0.25, 0.125, 0.125};
+  std::vector<uint64_t> out(4);
+  std::vector<double> acc(4, 0);
+  for (int i = 0; i < 200; ++i) {
+    r.multinomial(8192, p, out);
+    uint64_t s = 0;
+    for (int k = 0; k < 4; ++k) s += out[k], acc[k] += out[k];
+    CHECK(s == 8192);
+  }
+  // Means: n * p_k; over 200 draws the relative error of the mean is well under 1%.
+  for (int k = 0; k < 4; ++k) CHECK(acc[k] / 200 == doctest::Approx(8192 * p[k]).epsilon(0.01));
+}
+
+TEST_CASE("uniform stays in [0, 1) and normal has mean 0, sd 1") {
+  hs::Rng r(3);
+  double s = 0, s2 = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    double u = r.uniform();
+    CHECK(u >= 0.0);
+    CHECK(u < 1.0);
+    double z = r.normal();
+    s += z;
+    s2 += z * z;
+  }
+  CHECK(s / n == doctest::Approx(0.0).epsilon(0.03));
+  CHECK(s2 / n == doctest::Approx(1.0).epsilon(0.05));
+}
