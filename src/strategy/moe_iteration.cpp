@@ -9,20 +9,23 @@
 namespace hs::strategy {
 
 MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
-    : ctx_(ctx), n_(ctx.topo.num_gpus()), net_(ctx.topo) {
+    : ctx_(ctx), opt_(opt), n_(ctx.topo.num_gpus()), net_(ctx.topo) {
   const auto& m = ctx.model;
   const auto& cc = ctx.compute;
   const int L = m.moe_layers();
   expert_fwd_.assign(L, {});
   expert_bwd_.assign(L, {});
   a2a_.assign(L, {});
-  std::vector<engine::ResourceId> compute(n_), a2a(n_), dp(n_);
+  spag_.assign(L, {});
+  sprs_.assign(L, {});
+  calib_.assign(L, {});
+  std::vector<engine::ResourceId> compute(n_), a2a(n_), dp(n_), sparse;
   for (int g = 0; g < n_; ++g) {
     compute[g] = graph_.add_resource(fmt::format("gpu{}.compute", g));
     a2a[g] = graph_.add_resource(fmt::format("gpu{}.a2a", g));
     dp[g] = graph_.add_resource(fmt::format("gpu{}.dp", g));
+    if (opt.sparse) sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g)));
   }
-  // Map block -> MoE layer index.
   std::vector<int> moe_index(m.layers, -1);
   for (int i = 0; i < L; ++i) moe_index[m.moe_layer_ids[i]] = i;
   const double tokens_mb = static_cast<double>(m.tokens_per_micro_batch());
@@ -41,7 +44,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
     collective::Coflow step;
     std::vector<int> group;
-    int members = n_ / ep;
+    const int members = n_ / ep;
     for (int r = 0; r < ep; ++r) {
       group.clear();
       for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
@@ -53,9 +56,6 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   }
 
   std::vector<engine::TaskId> last(n_, engine::kNoTask);  // last compute task per GPU
-  auto seq = [&](int g, engine::TaskId t) {
-    last[g] = t;
-  };
   auto collective_after = [&](Kind k, int layer, std::span<const engine::ResourceId> res,
                               const std::vector<engine::TaskId>& before) {
     engine::TaskId c = add(k, layer, -1, res, 0.0);
@@ -63,61 +63,86 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       if (before[g] != engine::kNoTask) graph_.add_dependency(before[g], c);
     return c;
   };
+  if (opt.sparse) {
+    reshard_ = add(Kind::kReshard, -1, -1, sparse, 0.0);
+  }
+  auto compute_task = [&](Kind k, int l, int g, double d) {
+    engine::TaskId t = add(k, l, g, {&compute[g], 1}, d);
+    if (last[g] == engine::kNoTask && reshard_ != engine::kNoTask) graph_.add_dependency(reshard_, t);
+    last[g] = t;
+    return t;
+  };
   std::vector<engine::TaskId> dp_tasks;
   std::vector<double> dp_durations;
+  std::vector<engine::TaskId> pending_spag(L, engine::kNoTask);  // spAG an expert task must wait for
   for (int mb = 0; mb < m.grad_accum; ++mb) {
     const bool last_mb = mb + 1 == m.grad_accum;
     // Forward.
     for (int b = 0; b < m.layers; ++b) {
-      for (int g = 0; g < n_; ++g) seq(g, add(Kind::kAttnFwd, -1, g, {&compute[g], 1}, attn_f));
       const int l = moe_index[b];
+      if (l >= 0 && opt.sparse && (mb == 0 || opt.rematerialize)) {
+        pending_spag[l] = collective_after(Kind::kSpag, l, sparse, last);
+        spag_[l].push_back(pending_spag[l]);
+      }
+      for (int g = 0; g < n_; ++g) compute_task(Kind::kAttnFwd, -1, g, attn_f);
       if (l < 0) {
-        for (int g = 0; g < n_; ++g) seq(g, add(Kind::kDenseFwd, -1, g, {&compute[g], 1}, cc.dense_ffn_forward().value()));
+        for (int g = 0; g < n_; ++g) compute_task(Kind::kDenseFwd, -1, g, cc.dense_ffn_forward().value());
         continue;
       }
-      for (int g = 0; g < n_; ++g) seq(g, add(Kind::kRouter, l, g, {&compute[g], 1}, router));
+      for (int g = 0; g < n_; ++g) compute_task(Kind::kRouter, l, g, router);
+      engine::TaskId calib = engine::kNoTask;
+      if (opt.sparse && opt.calibration && mb == 0) {
+        calib = collective_after(Kind::kCalibration, l, sparse, last);
+        calib_[l].push_back(calib);
+      }
       engine::TaskId disp = collective_after(Kind::kDispatch, l, a2a, last);
+      if (calib != engine::kNoTask) graph_.add_dependency(calib, disp);
       a2a_[l].push_back({disp, false});
       for (int g = 0; g < n_; ++g) {
-        engine::TaskId t = add(Kind::kExpertFwd, l, g, {&compute[g], 1}, 0.0);
+        engine::TaskId t = compute_task(Kind::kExpertFwd, l, g, 0.0);
         graph_.add_dependency(disp, t);
+        if (pending_spag[l] != engine::kNoTask) graph_.add_dependency(pending_spag[l], t);
         expert_fwd_[l].push_back(t);
-        seq(g, t);
       }
+      pending_spag[l] = engine::kNoTask;
       engine::TaskId comb = collective_after(Kind::kCombine, l, a2a, last);
       a2a_[l].push_back({comb, true});
-      for (int g = 0; g < n_; ++g) {
-        engine::TaskId t = add(Kind::kUnpermute, l, g, {&compute[g], 1}, unperm);
-        graph_.add_dependency(comb, t);
-        seq(g, t);
-      }
+      for (int g = 0; g < n_; ++g) graph_.add_dependency(comb, compute_task(Kind::kUnpermute, l, g, unperm));
     }
-    for (int g = 0; g < n_; ++g) seq(g, add(Kind::kHeadFwd, -1, g, {&compute[g], 1}, cc.head_forward().value()));
-    for (int g = 0; g < n_; ++g) seq(g, add(Kind::kHeadBwd, -1, g, {&compute[g], 1}, cc.head_backward().value()));
+    for (int g = 0; g < n_; ++g) compute_task(Kind::kHeadFwd, -1, g, cc.head_forward().value());
+    // With re-materialization the last block's experts are gathered again during the LM head backward.
+    auto issue_bwd_spag = [&](int block) {
+      if (block < 0 || !opt.sparse || !opt.rematerialize) return;
+      const int l = moe_index[block];
+      if (l < 0) return;
+      pending_spag[l] = collective_after(Kind::kSpag, l, sparse, last);
+      spag_[l].push_back(pending_spag[l]);
+    };
+    issue_bwd_spag(m.layers - 1);
+    for (int g = 0; g < n_; ++g) compute_task(Kind::kHeadBwd, -1, g, cc.head_backward().value());
     // Backward.
     for (int b = m.layers - 1; b >= 0; --b) {
       const int l = moe_index[b];
       if (l < 0) {
-        for (int g = 0; g < n_; ++g) seq(g, add(Kind::kDenseBwd, -1, g, {&compute[g], 1}, cc.dense_ffn_backward().value()));
+        for (int g = 0; g < n_; ++g) compute_task(Kind::kDenseBwd, -1, g, cc.dense_ffn_backward().value());
       } else {
-        for (int g = 0; g < n_; ++g) seq(g, add(Kind::kUnpermuteBwd, l, g, {&compute[g], 1}, unperm));
+        for (int g = 0; g < n_; ++g) compute_task(Kind::kUnpermuteBwd, l, g, unperm);
         engine::TaskId cg = collective_after(Kind::kCombineGrad, l, a2a, last);
         a2a_[l].push_back({cg, false});
         for (int g = 0; g < n_; ++g) {
-          engine::TaskId t = add(Kind::kExpertBwd, l, g, {&compute[g], 1}, 0.0);
+          engine::TaskId t = compute_task(Kind::kExpertBwd, l, g, 0.0);
           graph_.add_dependency(cg, t);
+          if (pending_spag[l] != engine::kNoTask) graph_.add_dependency(pending_spag[l], t);
           expert_bwd_[l].push_back(t);
-          seq(g, t);
         }
+        pending_spag[l] = engine::kNoTask;
+        if (opt.sparse && (last_mb || opt.rematerialize)) sprs_[l].push_back(collective_after(Kind::kSprs, l, sparse, last));
         engine::TaskId dg = collective_after(Kind::kDispatchGrad, l, a2a, last);
         a2a_[l].push_back({dg, true});
-        for (int g = 0; g < n_; ++g) {
-          engine::TaskId t = add(Kind::kRouterBwd, l, g, {&compute[g], 1}, router);
-          graph_.add_dependency(dg, t);
-          seq(g, t);
-        }
+        for (int g = 0; g < n_; ++g) graph_.add_dependency(dg, compute_task(Kind::kRouterBwd, l, g, router));
       }
-      for (int g = 0; g < n_; ++g) seq(g, add(Kind::kAttnBwd, -1, g, {&compute[g], 1}, attn_b));
+      issue_bwd_spag(b - 1);
+      for (int g = 0; g < n_; ++g) compute_task(Kind::kAttnBwd, -1, g, attn_b);
       if (last_mb) {
         dp_tasks.push_back(collective_after(Kind::kDpAllReduce, l, dp, last));
         dp_durations.push_back(dp_time + (l >= 0 ? expert_ar_time : 0.0));
@@ -129,13 +154,28 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
-  const double owned = opt.optimizer_params_per_gpu;
+  default_optimizer_time_ = cc.optimizer_step(opt.optimizer_params_per_gpu).value();
   for (int g = 0; g < n_; ++g) {
-    engine::TaskId t = add(Kind::kOptimizer, -1, g, {&compute[g], 1}, cc.optimizer_step(owned).value());
-    graph_.add_dependency(dp_tasks.back(), t);
+    engine::TaskId t = compute_task(Kind::kOptimizer, -1, g, default_optimizer_time_);
     for (auto d : dp_tasks) graph_.add_dependency(d, t);
+    if (opt.sparse)
+      for (int l = 0; l < L; ++l)
+        for (auto s : sprs_[l]) graph_.add_dependency(s, t);
+    optimizer_.push_back(t);
   }
   graph_.seal();
+  // Stream predecessors.
+  const int nt = graph_.num_tasks();
+  std::vector<std::vector<engine::TaskId>> prev(nt);
+  for (engine::ResourceId r = 0; r < graph_.num_resources(); ++r) {
+    auto q = graph_.queue(r);
+    for (size_t i = 1; i < q.size(); ++i) prev[q[i]].push_back(q[i - 1]);
+  }
+  prev_off_.assign(nt + 1, 0);
+  for (int t = 0; t < nt; ++t) {
+    prev_off_[t + 1] = prev_off_[t] + static_cast<uint32_t>(prev[t].size());
+    prev_.insert(prev_.end(), prev[t].begin(), prev[t].end());
+  }
 }
 
 engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur) {
@@ -143,7 +183,7 @@ engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<
   return graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1));
 }
 
-Component MoeIterationGraph::component(Kind k) const {
+Component MoeIterationGraph::component(Kind k) {
   switch (k) {
     case Kind::kAttnFwd: case Kind::kAttnBwd: case Kind::kDenseFwd: case Kind::kDenseBwd:
     case Kind::kHeadFwd: case Kind::kHeadBwd:
@@ -158,17 +198,80 @@ Component MoeIterationGraph::component(Kind k) const {
       return Component::kDenseAllReduce;
     case Kind::kOptimizer:
       return Component::kOptimizer;
+    case Kind::kSpag:
+      return Component::kExposedSpag;
+    case Kind::kSprs:
+      return Component::kExposedSprs;
+    case Kind::kCalibration:
+      return Component::kCalibrationSpag;
+    case Kind::kReshard:
+      return Component::kReshard;
   }
   return Component::kAttention;
 }
 
-IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans) {
+void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
+                                  const std::vector<double>& mean_bwd, IterationResult& res) const {
+  const int nt = graph_.num_tasks();
+  if (nt == 0) return;
+  std::vector<double> gpu_expert(n_, 0.0);
+  double overlappable_total = 0, overlappable_charged = 0;
+  for (engine::TaskId t = 0; t < nt; ++t)
+    if (overlappable(info_[graph_.tag(t)].kind)) overlappable_total += sim.end_time(t) - sim.start_time(t);
+  engine::TaskId t = 0;
+  for (engine::TaskId i = 1; i < nt; ++i)
+    if (sim.end_time(i) > sim.end_time(t)) t = i;
+  auto charge = [&](engine::TaskId task, double d) {
+    const Info& in = info_[graph_.tag(task)];
+    const Component c = component(in.kind);
+    if (c == Component::kExpertCompute) {
+      const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[in.moe_layer] : mean_bwd[in.moe_layer];
+      // Excess below a relative 1e-9 is rounding, not straggling.
+      const double base = d - mean > 1e-9 * d ? mean : d;
+      res.breakdown[static_cast<int>(Component::kExpertCompute)] += base;
+      res.breakdown[static_cast<int>(Component::kStragglerWait)] += d - base;
+      gpu_expert[in.gpu] += d;
+    } else {
+      res.breakdown[static_cast<int>(c)] += d;
+    }
+    if (overlappable(in.kind)) overlappable_charged += d;
+  };
+  while (t != engine::kNoTask) {
+    // Predecessors that could have held t back: dependencies and stream predecessors.
+    engine::TaskId p = engine::kNoTask, q = engine::kNoTask;  // latest, latest non-overlappable
+    auto consider = [&](engine::TaskId c) {
+      if (p == engine::kNoTask || sim.end_time(c) > sim.end_time(p) ||
+          (sim.end_time(c) == sim.end_time(p) && c == sim.critical_predecessor(t)))
+        p = c;
+      if (!overlappable(info_[graph_.tag(c)].kind) && (q == engine::kNoTask || sim.end_time(c) > sim.end_time(q))) q = c;
+    };
+    for (engine::TaskId c : graph_.predecessors(t)) consider(c);
+    for (uint32_t i = prev_off_[t]; i < prev_off_[t + 1]; ++i) consider(prev_[i]);
+    charge(t, sim.end_time(t) - sim.start_time(t));
+    if (p == engine::kNoTask) {
+      // Idle time before t (only possible at time 0) — nothing to charge.
+      break;
+    }
+    if (overlappable(info_[graph_.tag(p)].kind) && q != engine::kNoTask && sim.end_time(q) >= sim.start_time(p)) {
+      // p ran beside the compute ending in q: charge only what p outlasted it by, follow q.
+      charge(p, sim.end_time(p) - sim.end_time(q));
+      t = q;
+      continue;
+    }
+    t = p;
+  }
+  res.hidden_comm = overlappable_total - overlappable_charged;
+  double best = 0;
+  for (int g = 0; g < n_; ++g)
+    if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
+}
+
+IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const IterationExtras& extras) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const int L = m.moe_layers();
   const double ga = m.grad_accum;
   IterationResult res;
-  // Mean expert time per (layer, direction) for the straggler split.
   std::vector<double> mean_fwd(L), mean_bwd(L);
   std::vector<double> scratch;
   double worst_a2a = -1;
@@ -200,28 +303,19 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans) {
       res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
     }
     for (const auto& a : a2a_[l]) graph_.set_duration(a.task, Seconds(a.transposed ? t_tr : t_fwd));
+    for (auto t : spag_[l]) graph_.set_duration(t, Seconds(p.spag));
+    for (auto t : sprs_[l]) graph_.set_duration(t, Seconds(p.sprs));
+    for (auto t : calib_[l]) graph_.set_duration(t, Seconds(p.calibration_spag));
   }
+  if (reshard_ != engine::kNoTask) graph_.set_duration(reshard_, Seconds(extras.reshard));
+  for (int g = 0; g < n_; ++g)
+    graph_.set_duration(optimizer_[g], Seconds(extras.optimizer_params.empty()
+                                                   ? default_optimizer_time_
+                                                   : cc.optimizer_step(extras.optimizer_params[g]).value()));
   engine::Simulation sim(graph_);
   sim.run();
   res.time = sim.makespan();
-  std::vector<double> gpu_expert(n_, 0.0);
-  for (engine::TaskId t : sim.critical_path()) {
-    const Info& in = info_[graph_.tag(t)];
-    const double d = sim.end_time(t) - sim.start_time(t);
-    const Component c = component(in.kind);
-    if (c == Component::kExpertCompute) {
-      const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[in.moe_layer] : mean_bwd[in.moe_layer];
-      const double base = std::min(d, mean);
-      res.breakdown[static_cast<int>(Component::kExpertCompute)] += base;
-      res.breakdown[static_cast<int>(Component::kStragglerWait)] += d - base;
-      gpu_expert[in.gpu] += d;
-    } else {
-      res.breakdown[static_cast<int>(c)] += d;
-    }
-  }
-  double best = 0;
-  for (int g = 0; g < n_; ++g)
-    if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
+  breakdown(sim, mean_fwd, mean_bwd, res);
   return res;
 }
 

@@ -1,19 +1,32 @@
-// The task graph of one training iteration for strategies whose MoE layers follow the classic
-// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern (EP, the balanced oracle,
-// and the base FSSDP builds on). Built once per run; each iteration only changes durations.
+// The task graph of one training iteration for strategies whose MoE layers follow the
+// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern: EP, the balanced oracle
+// and FSSDP (which adds sparse collectives). Built once per run; each iteration only changes
+// durations, so a 1,000-iteration run builds one graph.
 //
-// Per GPU g there are three in-order resources: compute[g], a2a[g] (token all-to-alls) and dp[g]
-// (data-parallel gradient reductions, overlapping backward as Megatron/DeepSpeed do). Per
-// micro-batch (grad_accum of them, run one after another), per block b:
-//   forward : attn_fwd[g] -> (MoE) router[g] -> dispatch(all) -> expert_fwd[g] -> combine(all) -> unpermute[g]
-//             (dense block) dense_ffn_fwd[g]
+// Per GPU g there are in-order resources compute[g], a2a[g] (token all-to-alls), dp[g]
+// (data-parallel gradient reductions, overlapping backward as Megatron/DeepSpeed do) and, with
+// sparse collectives, sparse[g] (FSSDP's spAG/spRS). Per micro-batch (grad_accum of them, one after
+// another), per block b:
+//   forward : attn_fwd[g] -> (MoE) router[g] -> [calibration spAG(all)] -> dispatch(all)
+//             -> expert_fwd[g] -> combine(all) -> unpermute[g];   dense block: dense_ffn_fwd[g]
+//             spAG(all) of an MoE layer is issued when the attention before it starts, so it runs
+//             concurrently with that attention; expert_fwd waits for it.
 //   LM head : head_fwd[g], head_bwd[g]
-//   backward, blocks reversed: unpermute_bwd[g] -> combine_grad(all) -> expert_bwd[g] -> dispatch_grad(all)
-//             -> router_bwd[g] -> attn_bwd[g]; after the last micro-batch, block b's dense gradients are
-//             all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd of b.
-//   optimizer[g] after all of it.
+//   backward, blocks reversed: unpermute_bwd[g] -> combine_grad(all) -> expert_bwd[g]
+//             -> dispatch_grad(all) -> router_bwd[g] -> attn_bwd[g];
+//             spRS(all) of an MoE layer right after its expert backward (overlapping the attention
+//             backward); with re-materialization a second spAG is issued when the attention backward
+//             preceding the layer (in backward order) starts; after the last micro-batch, block b's
+//             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd.
+//   re-shard migration (all) before everything, optimizer[g] after everything.
 // A collective task spans every participant's resource, so it starts when the slowest participant
 // reaches it: the straggler effect emerges from the graph, it is not added by hand.
+//
+// Breakdown: the critical path is walked back from the last task. When the path enters a
+// communication task that runs beside compute (spAG, spRS, dense all-reduce), only the part that
+// outlasted the compute it overlapped is charged to it ("exposed"); the walk then continues along the
+// compute that ran meanwhile, so the components still sum to the iteration time. The overlapped part
+// is reported as hidden communication.
 //
 // Simplification (documented): every micro-batch of an iteration routes the iteration's counts
 // divided by grad_accum (traces record per-iteration counts).
@@ -34,6 +47,8 @@ struct LayerPlan {
   std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens of each expert instance it runs
   std::vector<double> dispatch_bytes;              // n x n, row = source GPU
   std::vector<double> received_tokens;             // [gpu] tokens it computes (for activation memory)
+  // Sparse collectives of this layer (seconds; FSSDP only).
+  double spag = 0, sprs = 0, calibration_spag = 0;
 };
 
 struct MoeGraphOptions {
@@ -42,8 +57,16 @@ struct MoeGraphOptions {
   // experts (ring per replica set, all sets at once), after the layer's backward.
   int ep_size = 0;  // 0 = all GPUs
   double expert_grad_bytes_per_gpu_layer = 0;
-  // Parameters each GPU updates in the optimizer step.
+  // Parameters each GPU updates in the optimizer step (uniform; FSSDP passes per-GPU counts to run()).
   double optimizer_params_per_gpu = 0;
+  bool sparse = false;           // FSSDP sparse collectives
+  bool rematerialize = false;    // FSSDP: spAG again for backward (and spRS per micro-batch)
+  bool calibration = false;      // FSSDP: calibration-stage spAG after the gate
+};
+
+struct IterationExtras {
+  double reshard = 0;                        // seconds, before the iteration
+  std::vector<double> optimizer_params;      // per GPU; empty = options' uniform count
 };
 
 class MoeIterationGraph {
@@ -51,14 +74,14 @@ class MoeIterationGraph {
   MoeIterationGraph(const Context& ctx, MoeGraphOptions opt);
   // Runs one iteration. `plans` has one entry per MoE layer. Fills time, breakdown, bottlenecks;
   // the caller fills memory.
-  IterationResult run(std::span<const LayerPlan> plans);
+  IterationResult run(std::span<const LayerPlan> plans, const IterationExtras& extras = {});
   collective::AnalyticNetwork& network() { return net_; }
 
  private:
   enum class Kind : uint8_t {
     kAttnFwd, kAttnBwd, kDenseFwd, kDenseBwd, kRouter, kUnpermute, kRouterBwd, kUnpermuteBwd,
     kExpertFwd, kExpertBwd, kDispatch, kCombine, kCombineGrad, kDispatchGrad, kHeadFwd, kHeadBwd,
-    kDpAllReduce, kOptimizer
+    kDpAllReduce, kOptimizer, kSpag, kSprs, kCalibration, kReshard
   };
   struct Info {
     Kind kind;
@@ -66,18 +89,28 @@ class MoeIterationGraph {
     int32_t gpu;        // -1 for collectives
   };
   engine::TaskId add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur);
-  Component component(Kind k) const;
+  static Component component(Kind k);
+  static bool overlappable(Kind k) { return k == Kind::kSpag || k == Kind::kSprs || k == Kind::kDpAllReduce; }
+  void breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
+                 const std::vector<double>& mean_bwd, IterationResult& res) const;
 
   const Context& ctx_;
+  MoeGraphOptions opt_;
   int n_;
   engine::TaskGraph graph_;
   std::vector<Info> info_;
   collective::AnalyticNetwork net_;
-  // Task ids whose durations change per iteration: [moe_layer] -> tasks.
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]
   // [layer] -> all-to-all tasks; `transposed` ones carry the combine direction (expert GPU -> source).
   struct A2aTask { engine::TaskId task; bool transposed; };
   std::vector<std::vector<A2aTask>> a2a_;
+  std::vector<std::vector<engine::TaskId>> spag_, sprs_, calib_;      // [layer] -> tasks
+  std::vector<engine::TaskId> optimizer_;
+  engine::TaskId reshard_ = engine::kNoTask;
+  double default_optimizer_time_ = 0;
+  // Stream predecessors of every task (CSR), for the breakdown walk.
+  std::vector<uint32_t> prev_off_;
+  std::vector<engine::TaskId> prev_;
 };
 
 }  // namespace hs::strategy

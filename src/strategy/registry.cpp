@@ -16,6 +16,10 @@ const char* component_name(Component c) {
     case Component::kAllToAll: return "all_to_all";
     case Component::kDenseAllReduce: return "dense_allreduce";
     case Component::kOptimizer: return "optimizer";
+    case Component::kExposedSpag: return "exposed_spag";
+    case Component::kExposedSprs: return "exposed_sprs";
+    case Component::kCalibrationSpag: return "calibration_spag";
+    case Component::kReshard: return "reshard_migration";
     case Component::kCount: break;
   }
   return "?";

@@ -30,6 +30,10 @@ enum class Component {
   kAllToAll,        // dispatch / combine all-to-all-v
   kDenseAllReduce,  // exposed data-parallel gradient all-reduce
   kOptimizer,       // optimizer step
+  kExposedSpag,     // FSSDP: SparseAllGather not hidden behind attention
+  kExposedSprs,     // FSSDP: SparseReduceScatter not hidden behind attention backward
+  kCalibrationSpag, // FSSDP: extra spAG of the calibration stage (after the gate, on the critical path)
+  kReshard,         // FSSDP: re-sharding migration of owned experts + optimizer states
   kCount
 };
 inline constexpr int kNumComponents = static_cast<int>(Component::kCount);
@@ -38,6 +42,7 @@ const char* component_name(Component c);
 struct IterationResult {
   double time = 0;
   std::array<double, kNumComponents> breakdown{};
+  double hidden_comm = 0;             // sparse/dense collective time overlapped with compute (not in the sum)
   int bottleneck_gpu = -1;            // GPU with the most expert work on the critical path
   topology::LinkId bottleneck_link = -1;  // most loaded link of the slowest all-to-all
   cost::MemoryBreakdown memory;       // peak memory of the most loaded GPU in this iteration

@@ -1,0 +1,38 @@
+// SparseAllGather / SparseReduceScatter as communication plans (FSSDP, Hecate: arXiv 2502.02581).
+//
+// A chunk (one whole expert: its parameters) is owned by exactly one GPU (placement P0). A target
+// placement P1 adds materialized copies. spAG(P0, P1): for every (chunk, GPU) in P1 \ P0 the owner
+// sends the chunk's bytes to that GPU: a set of broadcasts, each from the owner to a subset of GPUs.
+// spRS(P1, P0) is its mirror: every copy's gradient is sent back to the owner and summed there.
+// Plans are plain data (who sends how many bytes to whom), independent of the engine and of the
+// transport, so the same plan drives the simulator's network tiers, CPU tests, and the CUDA/NCCL
+// backend.
+//
+// Per-GPU volume: a GPU sends (copies of its owned chunks) x chunk bytes in spAG and receives as
+// many in spRS; with lambda the fraction of chunks that move, the bottleneck volume is O(lambda*S),
+// the same as the gradient all-reduce replica-based systems pay for the same placement.
+#pragma once
+
+#include <vector>
+
+#include "collective/transfer.hpp"
+
+namespace hs::collective {
+
+struct SparsePlacement {
+  std::vector<int> owner;                  // [chunk] -> owning GPU (P0)
+  std::vector<std::vector<int>> replicas;  // [chunk] -> GPUs holding a materialized copy (P1 \ P0), sorted
+};
+
+// spAG(P0, P1): one transfer per materialized copy, owner -> holder, `chunk_bytes` each.
+Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes);
+// spRS(P1, P0): one transfer per copy, holder -> owner (the owner sums). Same bytes, reversed.
+Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes);
+
+// Bytes each GPU sends and receives in a coflow (for tests and reports).
+struct GpuVolumes {
+  std::vector<double> sent, received;
+};
+GpuVolumes volumes(const Coflow& c, int gpus);
+
+}  // namespace hs::collective
