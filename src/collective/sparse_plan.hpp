@@ -19,15 +19,27 @@
 
 namespace hs::collective {
 
+// How one chunk reaches its holders. kChain: a pipelined chain (NCCL's ring broadcast): owner ->
+// holders of its own node -> the next node's holders -> ...; every link carries the chunk once and
+// each node boundary is crossed once. kDirect: the owner sends to every holder itself (grouped
+// ncclSend), so its uplink carries one copy per holder.
+enum class BroadcastAlgo { kChain, kDirect };
+
 struct SparsePlacement {
   std::vector<int> owner;                  // [chunk] -> owning GPU (P0)
   std::vector<std::vector<int>> replicas;  // [chunk] -> GPUs holding a materialized copy (P1 \ P0), sorted
 };
 
-// spAG(P0, P1): one transfer per materialized copy, owner -> holder, `chunk_bytes` each.
-Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes);
-// spRS(P1, P0): one transfer per copy, holder -> owner (the owner sums). Same bytes, reversed.
-Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes);
+// spAG(P0, P1): per chunk, its broadcast from the owner to the holders (one transfer per copy).
+// node_of maps GPU -> node (for the chain order); may be empty with kDirect.
+Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
+                        BroadcastAlgo algo = BroadcastAlgo::kChain);
+// spRS(P1, P0): the mirror: every transfer of spAG reversed (a chain reduce into the owner, or every
+// holder sending its gradient to the owner); the owner ends with the sum.
+Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
+                             BroadcastAlgo algo = BroadcastAlgo::kChain);
+// The order in which a chunk's broadcast chain visits its holders, starting at the owner.
+std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of);
 
 // Bytes each GPU sends and receives in a coflow (for tests and reports).
 struct GpuVolumes {

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "strategy/ep.hpp"
+#include "strategy/fssdp.hpp"
 #include "strategy/strategy.hpp"
 #include "util/diagnostics.hpp"
 
@@ -31,6 +32,17 @@ const std::vector<StrategyInfo>& registry() {
        {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E"}}, make_ep},
       {"oracle", "balanced oracle: EP with every GPU computing exactly the mean load (lower bound)",
        {{"ep_size", "0", "as for ep"}}, make_oracle},
+      {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
+       {{"window", "5", "iterations in the sliding-window load prediction"},
+        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: T_attn * bw / expert bytes)"},
+        {"memory_budget", "auto", "bytes for materialization buffers (auto: free GPU memory)"},
+        {"rematerialize", "false", "free copies after forward, gather again for backward"},
+        {"calibrate", "false", "re-plan after the gate with actual loads when it pays off"},
+        {"heterogeneous", "true", "heterogeneous sharding of owned experts"},
+        {"reshard_every", "100", "iterations between heterogeneous re-sharding decisions"},
+        {"dispatch", "topology", "topology (local, same node, remote) or even"},
+        {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"}},
+       make_fssdp},
   };
   return kTable;
 }

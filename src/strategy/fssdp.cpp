@@ -1,0 +1,254 @@
+#include "strategy/fssdp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <fmt/format.h>
+
+#include "collective/sparse_plan.hpp"
+#include "strategy/knobs.hpp"
+#include "strategy/materialization.hpp"
+#include "strategy/moe_iteration.hpp"
+#include "strategy/sharding.hpp"
+#include "util/units.hpp"
+
+namespace hs::strategy {
+
+namespace {
+
+struct FssdpKnobs {
+  int window = 5;
+  int overlap_degree = -1;       // -1 = auto
+  double memory_budget = -1;     // bytes for materialization buffers; -1 = auto (free memory)
+  bool rematerialize = false;
+  bool calibrate = false;
+  bool heterogeneous = true;
+  int reshard_every = 100;
+  DispatchRule dispatch = DispatchRule::kTopology;
+  collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
+};
+
+// Per-GPU bandwidth relevant to spAG (see header).
+double sparse_bandwidth(const topology::Topology& t) {
+  const int n = t.num_gpus();
+  if (n < 2) return 1.0;
+  double intra = 0;
+  if (t.gpus_in_node(0) > 1) intra = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(0)[1]).value();
+  if (t.num_nodes() < 2) return intra;
+  // Node 0's egress toward the fabric (NIC links), shared by its GPUs.
+  double egress = 0;
+  for (const auto& l : t.links()) {
+    const auto& from = t.vertices()[l.from];
+    const auto& to = t.vertices()[l.to];
+    if (from.kind == topology::VertexKind::kNic && from.node == 0 && to.kind == topology::VertexKind::kSwitch &&
+        to.node != 0)
+      egress += l.bandwidth.value();
+  }
+  if (egress == 0) egress = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(1)[0]).value() * t.gpus_in_node(0);
+  const double inter = egress / t.gpus_in_node(0);
+  if (intra == 0 || intra > 2 * inter) return inter;
+  return intra;
+}
+
+class Fssdp final : public Strategy {
+ public:
+  Fssdp(const Context& ctx, FssdpKnobs k)
+      : ctx_(ctx), k_(k), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts),
+        graph_(ctx, options(ctx, k)), plans_(L_), history_(L_) {
+    const auto& m = ctx.model;
+    params_ = cost::count_params(m);
+    expert_bytes_ = params_.per_expert * m.precision.param_bytes;
+    state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
+    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    owners_ = homogeneous_owners(L_, E_, n_);
+    const double t_attn = ctx.compute.attention_forward().value();
+    bw_ = sparse_bandwidth(ctx.topo);
+    auto_t_ = static_cast<int>(std::floor(t_attn * bw_ / expert_bytes_));
+    // Memory capacity m: free memory after owned shards (balanced: L*E/N experts), dense state,
+    // uniform-load activations and the reserve, divided by one copy's params + grads.
+    const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
+    double free_bytes = k.memory_budget;
+    if (free_bytes < 0) {
+      const double owned = static_cast<double>(L_) * E_ / n_ * params_.per_expert + params_.dense;
+      const double used = owned * m.precision.state_bytes_per_param() +
+                          cost::activation_bytes(m, static_cast<double>(m.tokens_per_micro_batch()) * m.top_k * L_) +
+                          cost::kRuntimeReserveBytes;
+      free_bytes = std::max(0.0, ctx.topo.gpu_model().memory.value() - used);
+    }
+    const double copies = free_bytes / per_copy / (k.rematerialize ? 1.0 : static_cast<double>(L_));
+    m_cap_ = static_cast<int>(std::min<double>(E_, std::floor(copies)));
+  }
+
+  static MoeGraphOptions options(const Context& ctx, const FssdpKnobs& k) {
+    MoeGraphOptions o;
+    o.sparse = true;
+    o.rematerialize = k.rematerialize;
+    o.calibration = k.calibrate;
+    const auto p = cost::count_params(ctx.model);
+    o.optimizer_params_per_gpu = p.dense + p.per_expert * ctx.model.moe_layers() * ctx.model.experts / ctx.topo.num_gpus();
+    return o;
+  }
+
+  bool stateless() const override { return false; }
+
+  IterationResult simulate(const std::vector<double>& loads) override {
+    const auto& m = ctx_.model;
+    const double token_bytes = m.d_model * m.precision.activation_bytes;
+    // Actual global loads of this iteration, per layer.
+    std::vector<std::vector<double>> actual(L_, std::vector<double>(E_, 0.0));
+    for (int l = 0; l < L_; ++l)
+      for (int s = 0; s < n_; ++s)
+        for (int e = 0; e < E_; ++e) actual[l][e] += loads[(static_cast<size_t>(l) * n_ + s) * E_ + e];
+    // Predicted loads: sliding-window mean (uniform before any history).
+    std::vector<std::vector<double>> predicted(L_, std::vector<double>(E_, 1.0));
+    for (int l = 0; l < L_; ++l) {
+      if (history_[l].empty()) continue;
+      std::fill(predicted[l].begin(), predicted[l].end(), 0.0);
+      for (const auto& h : history_[l])
+        for (int e = 0; e < E_; ++e) predicted[l][e] += h[e] / static_cast<double>(history_[l].size());
+    }
+    const int t = k_.overlap_degree >= 0 ? k_.overlap_degree : auto_t_;
+    IterationExtras extras;
+    // Heterogeneous re-sharding every R iterations, once there is history.
+    if (k_.heterogeneous && iteration_ > 0 && iteration_ % k_.reshard_every == 0) {
+      Owners next = heterogeneous_owners(predicted, std::vector<int>(L_, std::min(t, E_)), node_of_);
+      collective::Coflow moves;
+      for (int l = 0; l < L_; ++l)
+        for (int e = 0; e < E_; ++e)
+          if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
+      if (!moves.empty()) {
+        extras.reshard = graph_.network().coflow_time(moves);
+        owners_ = std::move(next);
+        ++reshards_;
+      }
+    }
+    std::vector<double> owned(n_, 0.0);
+    for (int l = 0; l < L_; ++l)
+      for (int e = 0; e < E_; ++e) owned[owners_[l][e]] += 1;
+    std::vector<double> buffer_copies(n_, 0.0), max_layer_copies(n_, 0.0);
+    std::vector<double> layer_counts;
+    for (int l = 0; l < L_; ++l) {
+      collective::SparsePlacement p = materialize(predicted[l], owners_[l], node_of_, t, m_cap_);
+      layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
+                          loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
+      DispatchResult d;
+      dispatch(layer_counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
+      LayerPlan& plan = plans_[l];
+      plan.calibration_spag = 0;
+      if (k_.calibrate) {
+        // Remaining free slots per GPU after the predicted plan.
+        std::vector<int> free_slots(n_, m_cap_);
+        for (int e = 0; e < E_; ++e)
+          for (int g : p.replicas[e]) --free_slots[g];
+        collective::SparsePlacement q = p;
+        if (extend_placement(q, actual[l], node_of_, std::max(t, 1), free_slots) > 0) {
+          DispatchResult dq;
+          dispatch(layer_counts, n_, q, node_of_, k_.dispatch, token_bytes, dq);
+          collective::SparsePlacement extra{q.owner, std::vector<std::vector<int>>(E_)};
+          for (int e = 0; e < E_; ++e)
+            std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
+                                std::back_inserter(extra.replicas[e]));
+          const double extra_spag = graph_.network().coflow_time(collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast));
+          if (layer_estimate(dq) + extra_spag < layer_estimate(d)) {
+            p = std::move(q);
+            d = std::move(dq);
+            plan.calibration_spag = extra_spag;
+            ++calibrations_accepted_;
+          }
+        }
+      }
+      plan.expert_tokens = std::move(d.expert_tokens);
+      plan.dispatch_bytes = std::move(d.bytes);
+      plan.received_tokens = std::move(d.received);
+      // The first spAG moves the predicted plan; the calibration's extra copies were timed above.
+      plan.spag = graph_.network().coflow_time(collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast)) - plan.calibration_spag;
+      if (plan.spag < 0) plan.spag = 0;
+      plan.sprs = graph_.network().coflow_time(collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast));
+      for (int e = 0; e < E_; ++e)
+        for (int g : p.replicas[e]) buffer_copies[g] += 1;
+      std::vector<double> per_layer(n_, 0.0);
+      for (int e = 0; e < E_; ++e)
+        for (int g : p.replicas[e]) per_layer[g] += 1;
+      for (int g = 0; g < n_; ++g) max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
+    }
+    for (int g = 0; g < n_; ++g) owned[g] = params_.dense + owned[g] * params_.per_expert;
+    extras.optimizer_params = owned;
+    IterationResult r = graph_.run(plans_, extras);
+    // Memory of the worst GPU.
+    const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
+    double worst = -1;
+    for (int g = 0; g < n_; ++g) {
+      cost::MemoryBreakdown mb;
+      mb.params = owned[g] * m.precision.param_bytes;
+      mb.grads = owned[g] * m.precision.grad_bytes;
+      mb.optimizer = owned[g] * (m.precision.master_bytes + m.precision.optimizer_bytes());
+      mb.buffers = (k_.rematerialize ? max_layer_copies[g] : buffer_copies[g]) * per_copy;
+      double recv = 0;
+      for (int l = 0; l < L_; ++l) recv += plans_[l].received_tokens[g];
+      mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
+      mb.reserve = cost::kRuntimeReserveBytes;
+      if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
+    }
+    // History for the next prediction.
+    for (int l = 0; l < L_; ++l) {
+      history_[l].push_back(actual[l]);
+      while (static_cast<int>(history_[l].size()) > k_.window) history_[l].pop_front();
+    }
+    ++iteration_;
+    return r;
+  }
+
+ private:
+  // Predicted time of one layer's MoE part under a dispatch: slowest GPU's expert forward+backward
+  // plus two all-to-alls each way.
+  double layer_estimate(const DispatchResult& d) {
+    double worst = 0;
+    for (int g = 0; g < n_; ++g)
+      worst = std::max(worst, ctx_.compute.expert_forward(d.expert_tokens[g]).value() +
+                                  ctx_.compute.expert_backward(d.expert_tokens[g]).value());
+    return worst + 2 * graph_.network().alltoallv_time(d.bytes, false) + 2 * graph_.network().alltoallv_time(d.bytes, true);
+  }
+
+  const Context& ctx_;
+  FssdpKnobs k_;
+  int n_, L_, E_;
+  MoeIterationGraph graph_;
+  std::vector<LayerPlan> plans_;
+  std::vector<std::deque<std::vector<double>>> history_;
+  cost::ParamCounts params_;
+  double expert_bytes_ = 0, state_bytes_ = 0, bw_ = 0;
+  int auto_t_ = 0, m_cap_ = 0;
+  std::vector<int> node_of_;
+  Owners owners_;
+  int iteration_ = 0, reshards_ = 0, calibrations_accepted_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  FssdpKnobs k;
+  k.window = static_cast<int>(knob_int(knobs, "fssdp", "window", 5, 1, 100000));
+  auto od = knobs.find("overlap_degree");
+  if (od != knobs.end() && od->second != "auto")
+    k.overlap_degree = static_cast<int>(knob_int(knobs, "fssdp", "overlap_degree", 0, 0, 1 << 20));
+  auto mb = knobs.find("memory_budget");
+  if (mb != knobs.end() && mb->second != "auto") {
+    auto v = parse_quantity(mb->second, Dimension::kBytes);
+    if (!v)
+      throw InputError({"--strategy", 0, 0}, "fssdp:memory_budget",
+                       fmt::format("expected auto or a size such as 8GiB, got '{}'", mb->second));
+    k.memory_budget = *v;
+  }
+  k.rematerialize = knob_bool(knobs, "fssdp", "rematerialize", false);
+  k.calibrate = knob_bool(knobs, "fssdp", "calibrate", false);
+  k.heterogeneous = knob_bool(knobs, "fssdp", "heterogeneous", true);
+  k.reshard_every = static_cast<int>(knob_int(knobs, "fssdp", "reshard_every", 100, 1, 1 << 30));
+  k.dispatch = knob_choice(knobs, "fssdp", "dispatch", "topology", {"topology", "even"}) == "even" ? DispatchRule::kEven
+                                                                                                   : DispatchRule::kTopology;
+  k.broadcast = knob_choice(knobs, "fssdp", "broadcast", "chain", {"chain", "direct"}) == "direct"
+                    ? collective::BroadcastAlgo::kDirect
+                    : collective::BroadcastAlgo::kChain;
+  return std::make_unique<Fssdp>(ctx, k);
+}
+
+}  // namespace hs::strategy

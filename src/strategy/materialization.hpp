@@ -1,0 +1,49 @@
+// FSSDP sparse materialization (Hecate, arXiv 2502.02581; model.md §4): which experts of one MoE
+// layer get materialized copies on which GPUs for one iteration, and how tokens are dispatched to
+// the copies.
+//
+// materialize(load, owner, node_of, t, m):
+//   t = how many expert transfers hide behind the attention that precedes the layer (overlap degree),
+//   m = how many extra experts fit in a GPU's free memory. t = min(t, E), m = min(m, t).
+//   * t <= m: the t most-loaded experts are replicated on every GPU.
+//   * t >  m: the top-t experts share N*m slots, replica counts proportional to load (largest
+//     remainder, at most N-1 copies each); each expert's copies go first to nodes that do not hold it
+//     yet (relieving the inter-node all-to-all), the node with the most free slots first, then to any
+//     GPU with a free slot; within a node, the GPU with the most free slots. Ties: lowest id.
+// Loads are ranked by value, ties by expert id, so the plan is deterministic.
+//
+// extend(...) is the calibration stage's variant: given actual loads, the current placement and
+// each GPU's remaining free slots, it adds copies the same way (case t > m) without moving any.
+//
+// dispatch(...): topology-aware token routing. A source's tokens for expert e stay on the source if
+// it holds e; else they go to the holders in the source's node; else to all holders; split evenly
+// across the chosen holders. The `even` rule splits across all holders regardless of topology.
+#pragma once
+
+#include <vector>
+
+#include "collective/sparse_plan.hpp"
+
+namespace hs::strategy {
+
+collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
+                                        const std::vector<int>& node_of, int t, int m);
+
+// Adds copies for the `t` most-loaded experts within `free_slots` (per GPU, decremented). Returns
+// the number of copies added.
+int extend_placement(collective::SparsePlacement& p, const std::vector<double>& load, const std::vector<int>& node_of,
+                     int t, std::vector<int>& free_slots);
+
+enum class DispatchRule { kTopology, kEven };
+
+struct DispatchResult {
+  std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens per expert instance held
+  std::vector<double> bytes;                       // n x n dispatch bytes (row = source)
+  std::vector<double> received;                    // [gpu] tokens computed
+};
+
+// counts: [source][expert] of one layer (n x E, row-major). token_bytes = d_model x activation bytes.
+void dispatch(const std::vector<double>& counts, int n, const collective::SparsePlacement& p,
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out);
+
+}  // namespace hs::strategy

@@ -1,0 +1,81 @@
+#include "strategy/sharding.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace hs::strategy {
+
+std::vector<int> slot_capacity(int layers, int experts, int gpus) {
+  const long long total = static_cast<long long>(layers) * experts;
+  std::vector<int> cap(gpus, static_cast<int>(total / gpus));
+  for (int g = 0; g < static_cast<int>(total % gpus); ++g) ++cap[g];
+  return cap;
+}
+
+Owners homogeneous_owners(int layers, int experts, int gpus) {
+  Owners o(layers, std::vector<int>(experts, 0));
+  for (int l = 0; l < layers; ++l)
+    for (int e = 0; e < experts; ++e)
+      o[l][e] = experts % gpus == 0 ? e / (experts / gpus)
+                                    : static_cast<int>((static_cast<long long>(l) * experts + e) % gpus);
+  return o;
+}
+
+Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const std::vector<int>& t,
+                            const std::vector<int>& node_of) {
+  const int L = static_cast<int>(loads.size());
+  const int E = L ? static_cast<int>(loads[0].size()) : 0;
+  const int n = static_cast<int>(node_of.size());
+  const int nodes = n ? *std::max_element(node_of.begin(), node_of.end()) + 1 : 0;
+  std::vector<int> free_slots = slot_capacity(L, E, n);
+  Owners owner(L, std::vector<int>(E, -1));
+  std::vector<std::vector<int>> ranked(L);
+  for (int l = 0; l < L; ++l) {
+    ranked[l].resize(E);
+    std::iota(ranked[l].begin(), ranked[l].end(), 0);
+    std::stable_sort(ranked[l].begin(), ranked[l].end(), [&](int a, int b) { return loads[l][a] > loads[l][b]; });
+  }
+  std::vector<int> layer_order(L);
+  std::iota(layer_order.begin(), layer_order.end(), 0);
+  std::stable_sort(layer_order.begin(), layer_order.end(), [&](int a, int b) {
+    return *std::max_element(loads[a].begin(), loads[a].end()) > *std::max_element(loads[b].begin(), loads[b].end());
+  });
+  for (int l : layer_order) {
+    std::vector<double> gpu_load(n, 0.0), node_load(nodes, 0.0);
+    const int tl = std::clamp(t[l], 0, E);
+    for (int i = tl; i < E; ++i) {
+      const int e = ranked[l][i];
+      std::vector<int> node_free(nodes, 0);
+      for (int g = 0; g < n; ++g) node_free[node_of[g]] += free_slots[g];
+      int bn = -1;
+      for (int k = 0; k < nodes; ++k) {
+        if (node_free[k] <= 0) continue;
+        if (bn < 0 || node_load[k] < node_load[bn] || (node_load[k] == node_load[bn] && node_free[k] < node_free[bn])) bn = k;
+      }
+      int bg = -1;
+      for (int g = 0; g < n; ++g) {
+        if (node_of[g] != bn || free_slots[g] <= 0) continue;
+        if (bg < 0 || gpu_load[g] < gpu_load[bg] || (gpu_load[g] == gpu_load[bg] && free_slots[g] < free_slots[bg])) bg = g;
+      }
+      owner[l][e] = bg;
+      --free_slots[bg];
+      gpu_load[bg] += loads[l][e];
+      node_load[bn] += loads[l][e];
+    }
+  }
+  // Overlappable experts fill what is left.
+  for (int l : layer_order) {
+    const int tl = std::clamp(t[l], 0, E);
+    for (int i = 0; i < tl; ++i) {
+      const int e = ranked[l][i];
+      int bg = -1;
+      for (int g = 0; g < n; ++g)
+        if (free_slots[g] > 0 && (bg < 0 || free_slots[g] > free_slots[bg])) bg = g;
+      owner[l][e] = bg;
+      --free_slots[bg];
+    }
+  }
+  return owner;
+}
+
+}  // namespace hs::strategy
