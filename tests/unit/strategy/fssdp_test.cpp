@@ -1,0 +1,228 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "collective/sparse_plan.hpp"
+#include "strategy/ep.hpp"
+#include "strategy/fssdp.hpp"
+#include "strategy/materialization.hpp"
+#include "strategy/sharding.hpp"
+#include "topology/topology_builder.hpp"
+#include "workload/model_spec.hpp"
+
+using namespace hs;
+using namespace hs::strategy;
+using hs::collective::SparsePlacement;
+
+namespace {
+// 2 nodes x 4 GPUs.
+const std::vector<int> kNodeOf{0, 0, 0, 0, 1, 1, 1, 1};
+}  // namespace
+
+TEST_CASE("spAG / spRS plans: hand-worked chains and byte volumes") {
+  // 4 experts, owners 0,2,4,6. Expert 0 copied to GPUs 1, 5 and 6; expert 2 (owner 4) to GPU 5.
+  SparsePlacement p{{0, 2, 4, 6}, {{1, 5, 6}, {}, {5}, {}}};
+  const double S = 100;
+  // Chain for expert 0: owner 0 -> 1 (same node) -> 5 -> 6 (next node): three transfers, each link
+  // carries the chunk once, the node boundary is crossed once (1 -> 5).
+  CHECK(collective::chain_order(0, {1, 5, 6}, kNodeOf) == std::vector<int>{0, 1, 5, 6});
+  auto ag = collective::sparse_allgather(p, S, kNodeOf);
+  REQUIRE(ag.size() == 4);
+  CHECK(ag[0].src == 0); CHECK(ag[0].dst == 1);
+  CHECK(ag[1].src == 1); CHECK(ag[1].dst == 5);
+  CHECK(ag[2].src == 5); CHECK(ag[2].dst == 6);
+  CHECK(ag[3].src == 4); CHECK(ag[3].dst == 5);
+  // Volumes: 4 copies x 100 B received in total; GPU 5 receives two chunks (expert 0 and 2).
+  auto v = collective::volumes(ag, 8);
+  CHECK(std::accumulate(v.received.begin(), v.received.end(), 0.0) == 400);
+  CHECK(v.received[5] == 200);
+  // Direct: the owner's uplink carries every copy of its chunk: GPU 0 sends 3 x 100 B.
+  auto direct = collective::sparse_allgather(p, S, kNodeOf, collective::BroadcastAlgo::kDirect);
+  CHECK(collective::volumes(direct, 8).sent[0] == 300);
+  // spRS is the mirror: the same transfers reversed, so owners receive what they sent.
+  auto rs = collective::sparse_reduce_scatter(p, S, kNodeOf);
+  REQUIRE(rs.size() == ag.size());
+  for (size_t i = 0; i < rs.size(); ++i) {
+    CHECK(rs[i].src == ag[i].dst);
+    CHECK(rs[i].dst == ag[i].src);
+  }
+}
+
+TEST_CASE("materialization case t <= m: the top-t experts are replicated on every GPU") {
+  // 8 experts, loads descending from expert 3; t = 2, m = 4 -> experts 3 and 5 everywhere.
+  std::vector<double> load{1, 2, 3, 90, 4, 80, 5, 6};
+  std::vector<int> owner{0, 1, 2, 3, 4, 5, 6, 7};
+  auto p = materialize(load, owner, kNodeOf, 2, 4);
+  for (int e = 0; e < 8; ++e) {
+    if (e == 3 || e == 5) {
+      CHECK(p.replicas[e].size() == 7);  // every GPU but the owner
+      CHECK(std::find(p.replicas[e].begin(), p.replicas[e].end(), owner[e]) == p.replicas[e].end());
+    } else {
+      CHECK(p.replicas[e].empty());
+    }
+  }
+}
+
+TEST_CASE("materialization case t > m: load-proportional copies, node-first") {
+  // t = 2 > m = 1: 8 slots for the top-2 experts, loads 60 and 20 -> 6 and 2 copies (proportional).
+  std::vector<double> load{60, 20, 1, 1, 1, 1, 1, 1};
+  std::vector<int> owner{0, 1, 2, 3, 4, 5, 6, 7};
+  auto p = materialize(load, owner, kNodeOf, 2, 1);
+  CHECK(p.replicas[0].size() == 6);
+  CHECK(p.replicas[1].size() == 2);
+  // No GPU holds more than m = 1 copy.
+  std::vector<int> per_gpu(8, 0);
+  for (auto& r : p.replicas)
+    for (int g : r) ++per_gpu[g];
+  for (int c : per_gpu) CHECK(c <= 1);
+  // Node-first: expert 1 (owned in node 0) gets its first copy in node 1, its second in node 0.
+  auto& r1 = p.replicas[1];
+  CHECK(std::count_if(r1.begin(), r1.end(), [](int g) { return kNodeOf[g] == 1; }) >= 1);
+  // Expert 0, the hottest, is placed first: its first copy goes to the other node.
+  CHECK(std::any_of(p.replicas[0].begin(), p.replicas[0].end(), [](int g) { return kNodeOf[g] == 1; }));
+}
+
+TEST_CASE("node-first spreading: a copy goes to a node without the expert before doubling up") {
+  // One copy (t = 1, m = 1 but only GPU 1 and GPU 5 have free slots): must pick GPU 5 (other node).
+  SparsePlacement p{{0, 1, 2, 3, 4, 5, 6, 7}, std::vector<std::vector<int>>(8)};
+  std::vector<int> free_slots{0, 1, 0, 0, 0, 1, 0, 0};
+  std::vector<double> load{100, 0, 0, 0, 0, 0, 0, 0};
+  // 2 slots -> expert 0 gets 2 copies: first GPU 5 (node 1 lacks it), then GPU 1.
+  CHECK(extend_placement(p, load, kNodeOf, 1, free_slots) == 2);
+  CHECK(p.replicas[0] == std::vector<int>{1, 5});
+  CHECK(free_slots[1] == 0);
+  CHECK(free_slots[5] == 0);
+}
+
+TEST_CASE("dispatch rules: local first, then same node, then remote, split evenly") {
+  // Expert 0 owned by GPU 0, copies on 1 and 5.
+  SparsePlacement p{{0, 1, 2, 3, 4, 5, 6, 7}, {{1, 5}, {}, {}, {}, {}, {}, {}, {}}};
+  std::vector<double> counts(8 * 8, 0.0);
+  counts[1 * 8 + 0] = 10;  // source 1 holds expert 0: stays local
+  counts[2 * 8 + 0] = 10;  // source 2 (node 0): split over 0 and 1
+  counts[6 * 8 + 0] = 10;  // source 6 (node 1): goes to 5
+  DispatchResult d;
+  dispatch(counts, 8, p, kNodeOf, DispatchRule::kTopology, 1.0, d);
+  CHECK(d.bytes[1 * 8 + 1] == 10);
+  CHECK(d.bytes[2 * 8 + 0] == 5);
+  CHECK(d.bytes[2 * 8 + 1] == 5);
+  CHECK(d.bytes[6 * 8 + 5] == 10);
+  CHECK(d.received[0] == 5);
+  CHECK(d.received[1] == 15);
+  CHECK(d.received[5] == 10);
+  // Tokens are conserved: 30 in, 30 computed.
+  CHECK(std::accumulate(d.received.begin(), d.received.end(), 0.0) == 30);
+  // Even: every source splits over all three holders.
+  dispatch(counts, 8, p, kNodeOf, DispatchRule::kEven, 1.0, d);
+  CHECK(d.bytes[6 * 8 + 0] == doctest::Approx(10.0 / 3));
+  CHECK(d.bytes[6 * 8 + 5] == doctest::Approx(10.0 / 3));
+}
+
+TEST_CASE("heterogeneous sharding owns every expert exactly once with balanced slots") {
+  // 3 layers x 8 experts over 8 GPUs: 3 slots each. Skewed loads.
+  std::vector<std::vector<double>> loads{{50, 1, 1, 1, 1, 1, 1, 1}, {5, 5, 5, 5, 20, 1, 1, 1}, {1, 2, 3, 4, 5, 6, 7, 8}};
+  auto owners = heterogeneous_owners(loads, {1, 2, 0}, kNodeOf);
+  std::vector<int> slots(8, 0);
+  for (auto& layer : owners)
+    for (int g : layer) {
+      REQUIRE(g >= 0);
+      REQUIRE(g < 8);
+      ++slots[g];
+    }
+  for (int s : slots) CHECK(s == 3);
+  // Layer 2 (t = 0): the two hottest experts (7 and 6) land on different nodes (least-loaded node).
+  CHECK(kNodeOf[owners[2][7]] != kNodeOf[owners[2][6]]);
+  // Homogeneous: E/N contiguous blocks when E % N == 0 (EP's placement).
+  auto h = homogeneous_owners(2, 16, 8);
+  CHECK(h[1][3] == 1);
+  CHECK(h[1][15] == 7);
+}
+
+namespace {
+workload::ModelSpec model() {
+  return workload::load_model(R"(schema: hecate-sim/model@1
+name: tiny
+layers: 2
+d_model: 512
+d_ffn: 1024
+experts: 8
+top_k: 2
+heads: 8
+seq_len: 1024
+micro_batch: 2
+)", "tiny.yaml");
+}
+topology::Topology two_nodes() {
+  topology::CompactSpec s;
+  s.name = "2x4";
+  s.gpu = {"X", FlopRate(300e12), Bandwidth(2e12), Bytes(80e9)};
+  s.nodes = 2;
+  s.gpus_per_node = 4;
+  s.intra = {Bandwidth(200e9), 1.0, Seconds(2e-6), ""};
+  s.nics_per_node = 1;
+  s.nic = {Bandwidth(12.5e9), 1.0, Seconds(5e-6), ""};
+  s.pcie = {Bandwidth(32e9), 1.0, Seconds(1e-6), ""};
+  return topology::build_compact(s, {"t", 0, 0});
+}
+std::vector<double> skewed(int it) {
+  // loads[layer][gpu][expert]: each source sends 2048 to expert (it % 8) and spreads 2048 evenly.
+  std::vector<double> l(2 * 8 * 8);
+  for (int layer = 0; layer < 2; ++layer)
+    for (int g = 0; g < 8; ++g)
+      for (int e = 0; e < 8; ++e) l[(layer * 8 + g) * 8 + e] = e == (it % 3) ? 2048 : 2048.0 / 7;
+  return l;
+}
+}  // namespace
+
+TEST_CASE("with t = 0, homogeneous sharding and no calibration FSSDP does EP's expert work") {
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  auto ep = make_ep(ctx, {});
+  auto fs = make_fssdp(ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
+  for (int it = 0; it < 3; ++it) {
+    auto a = ep->simulate(skewed(it));
+    auto b = fs->simulate(skewed(it));
+    // Same expert compute on the critical path (incl. straggling) and same all-to-alls.
+    auto idx = [](Component c) { return static_cast<int>(c); };
+    CHECK(a.breakdown[idx(Component::kExpertCompute)] + a.breakdown[idx(Component::kStragglerWait)] ==
+          doctest::Approx(b.breakdown[idx(Component::kExpertCompute)] + b.breakdown[idx(Component::kStragglerWait)]));
+    CHECK(a.bottleneck_gpu == b.bottleneck_gpu);
+    CHECK(b.breakdown[idx(Component::kExposedSpag)] == 0);
+  }
+}
+
+TEST_CASE("re-materialization lowers peak memory and never makes an iteration faster") {
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  auto plain = make_fssdp(ctx, {{"overlap_degree", "4"}});
+  auto rm = make_fssdp(ctx, {{"overlap_degree", "4"}, {"rematerialize", "true"}});
+  for (int it = 0; it < 6; ++it) {
+    auto a = plain->simulate(skewed(it));
+    auto b = rm->simulate(skewed(it));
+    CHECK(b.time >= a.time - 1e-12);
+    CHECK(b.memory.buffers < a.memory.buffers);
+    CHECK(b.memory.total() < a.memory.total());
+  }
+}
+
+TEST_CASE("materialization relieves the straggler on a skewed trace") {
+  // With copies of the hot expert, the slowest GPU computes less than under EP.
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  auto ep = make_ep(ctx, {});
+  auto fs = make_fssdp(ctx, {{"overlap_degree", "2"}});
+  std::vector<double> hot = skewed(0);
+  auto a = ep->simulate(hot);
+  fs->simulate(hot);  // iteration 0 predicts uniform loads; iteration 1 has history
+  auto b = fs->simulate(hot);
+  auto idx = [](Component c) { return static_cast<int>(c); };
+  CHECK(b.breakdown[idx(Component::kStragglerWait)] < a.breakdown[idx(Component::kStragglerWait)]);
+}
