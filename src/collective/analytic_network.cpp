@@ -4,31 +4,33 @@
 
 namespace hs::collective {
 
-AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo) : topo_(topo), load_(topo.num_links(), 0.0) {}
+AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo) : topo_(topo), load_(topo.num_links(), 0.0) {
+  for (const auto& l : topo.links()) inv_bw_.push_back(1.0 / l.bandwidth.value());
+}
 
 void AnalyticNetwork::add(int src, int dst, double bytes) {
   if (src == dst || bytes <= 0) return;
   const auto r = topo_.route(src, dst);
   alpha_ = std::max(alpha_, r.latency.value());
-  for (const auto& h : r.hops) {
-    if (load_[h.link] == 0.0) touched_.push_back(h.link);
-    load_[h.link] += bytes * h.fraction;
-  }
+  double* load = load_.data();
+  for (const auto& h : r.hops) load[h.link] += bytes * h.fraction;
 }
 
 double AnalyticNetwork::finish() {
+  // A dense sweep over all links: cheaper than tracking touched links for the all-to-alls that
+  // dominate, and the lowest link id wins ties deterministically.
   double worst = 0;
   last_bottleneck_ = -1;
-  std::sort(touched_.begin(), touched_.end());  // deterministic tie-break: lowest link id
-  for (auto l : touched_) {
-    const double t = load_[l] / topo_.link(l).bandwidth.value();
+  const int nl = static_cast<int>(load_.size());
+  for (int l = 0; l < nl; ++l) {
+    if (load_[l] == 0.0) continue;
+    const double t = load_[l] * inv_bw_[l];
     if (t > worst) {
       worst = t;
       last_bottleneck_ = l;
     }
     load_[l] = 0.0;
   }
-  touched_.clear();
   const double total = worst > 0 ? alpha_ + worst : 0.0;
   alpha_ = 0;
   return total;

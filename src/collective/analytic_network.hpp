@@ -34,7 +34,7 @@ class AnalyticNetwork {
   double finish();
   const topology::Topology& topo_;
   std::vector<double> load_;
-  std::vector<topology::LinkId> touched_;
+  std::vector<double> inv_bw_;
   double alpha_ = 0;
   topology::LinkId last_bottleneck_ = -1;
 };

@@ -76,7 +76,12 @@ class Topology {
   int num_links() const { return static_cast<int>(links_.size()); }
 
   // Route between two GPUs (src != dst). Precomputed; O(1).
-  Route route(int src_gpu, int dst_gpu) const;
+  Route route(int src_gpu, int dst_gpu) const {
+    const size_t p = static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu);
+    const uint32_t b = route_offset_[p], e = route_offset_[p + 1];
+    return Route{std::span<const RouteHop>(route_hops_.data() + b, e - b), Seconds(route_latency_[p]),
+                 route_hop_count_[p]};
+  }
   // Bottleneck effective bandwidth of the route (min over links of bandwidth / fraction).
   Bandwidth route_bandwidth(int src_gpu, int dst_gpu) const;
 

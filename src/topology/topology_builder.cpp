@@ -12,13 +12,6 @@
 
 namespace hs::topology {
 
-Route Topology::route(int src, int dst) const {
-  const size_t p = static_cast<size_t>(src) * gpu_vertex_.size() + static_cast<size_t>(dst);
-  const uint32_t b = route_offset_[p], e = route_offset_[p + 1];
-  return Route{std::span<const RouteHop>(route_hops_.data() + b, e - b), Seconds(route_latency_[p]),
-               route_hop_count_[p]};
-}
-
 Bandwidth Topology::route_bandwidth(int src, int dst) const {
   double best = std::numeric_limits<double>::infinity();
   for (const auto& h : route(src, dst).hops) best = std::min(best, links_[h.link].bandwidth.value() / h.fraction);
