@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
+#include "report/chrome_trace.hpp"
 #include "report/run_report.hpp"
 #include "strategy/iteration_loads.hpp"
 #include "strategy/runner.hpp"
@@ -20,7 +21,7 @@ namespace hs::cli {
 namespace {
 
 struct RunOptions {
-  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic";
+  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline;
   std::vector<std::string> sets;
   int iterations = 0;
   uint64_t seed = 1;
@@ -82,9 +83,14 @@ int run(const RunOptions& o) {
     rep.inputs.warnings.push_back(to_string(w));
     fmt::print(stderr, "{}\n", to_string(w));
   }
-  for (size_t i = 0; i < built.size(); ++i)
-    rep.strategies.push_back(
-        strategy::run_strategy(*built[i], specs[i].full, loads, iterations, topo.gpu_model().memory.value()));
+  report::ChromeTrace chrome;
+  for (size_t i = 0; i < built.size(); ++i) {
+    if (!o.timeline.empty()) chrome.begin_strategy(specs[i].full);
+    rep.strategies.push_back(strategy::run_strategy(*built[i], specs[i].full, loads, iterations,
+                                                    topo.gpu_model().memory.value(),
+                                                    o.timeline.empty() ? nullptr : &chrome));
+  }
+  if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
 
   std::string text = o.format == "json" ? report::render_json(rep)
                      : o.format == "csv" ? report::render_csv(rep)
@@ -110,6 +116,8 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("--seed", o->seed, "random seed (default 1)");
   sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
   sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
+  sub.add_option("--timeline", o->timeline,
+                 "write the last iteration of every strategy as a Chrome trace (open in ui.perfetto.dev)");
   sub.add_option("--network", o->network, "network tier: analytic")->check(CLI::IsMember({"analytic"}));
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }

@@ -101,7 +101,7 @@ class ExpertParallel final : public Strategy {
         }
       }
     }
-    IterationResult r = graph_.run(plans_);
+    IterationResult r = graph_.run(plans_, {}, take_timeline());
     // Peak memory: the GPU that receives the most routed tokens over all layers.
     double worst = -1;
     for (int g = 0; g < n_; ++g) {

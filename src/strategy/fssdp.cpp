@@ -173,7 +173,7 @@ class Fssdp final : public Strategy {
     }
     for (int g = 0; g < n_; ++g) owned[g] = params_.dense + owned[g] * params_.per_expert;
     extras.optimizer_params = owned;
-    IterationResult r = graph_.run(plans_, extras);
+    IterationResult r = graph_.run(plans_, extras, take_timeline());
     // Memory of the worst GPU.
     const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
     double worst = -1;

@@ -266,7 +266,54 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
     if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
 }
 
-IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const IterationExtras& extras) {
+const char* MoeIterationGraph::kind_name(Kind k) {
+  switch (k) {
+    case Kind::kAttnFwd: return "attention_fwd";
+    case Kind::kAttnBwd: return "attention_bwd";
+    case Kind::kDenseFwd: return "dense_ffn_fwd";
+    case Kind::kDenseBwd: return "dense_ffn_bwd";
+    case Kind::kRouter: return "router+permute";
+    case Kind::kUnpermute: return "unpermute";
+    case Kind::kRouterBwd: return "router_bwd";
+    case Kind::kUnpermuteBwd: return "unpermute_bwd";
+    case Kind::kExpertFwd: return "expert_fwd";
+    case Kind::kExpertBwd: return "expert_bwd";
+    case Kind::kDispatch: return "dispatch";
+    case Kind::kCombine: return "combine";
+    case Kind::kCombineGrad: return "combine_grad";
+    case Kind::kDispatchGrad: return "dispatch_grad";
+    case Kind::kHeadFwd: return "lm_head_fwd";
+    case Kind::kHeadBwd: return "lm_head_bwd";
+    case Kind::kDpAllReduce: return "dp_allreduce";
+    case Kind::kOptimizer: return "optimizer";
+    case Kind::kSpag: return "spAG";
+    case Kind::kSprs: return "spRS";
+    case Kind::kCalibration: return "calibration_spAG";
+    case Kind::kReshard: return "reshard";
+  }
+  return "?";
+}
+
+void MoeIterationGraph::emit(const engine::Simulation& sim, TimelineSink& sink) const {
+  for (engine::TaskId t = 0; t < graph_.num_tasks(); ++t) {
+    const Info& in = info_[graph_.tag(t)];
+    TimelineEvent ev;
+    ev.name = in.moe_layer >= 0 ? fmt::format("{} L{}", kind_name(in.kind), in.moe_layer) : kind_name(in.kind);
+    ev.category = component_name(component(in.kind));
+    ev.start = sim.start_time(t);
+    ev.end = sim.end_time(t);
+    for (engine::ResourceId r : graph_.resources(t)) {
+      const std::string& rn = graph_.resource_name(r);  // "gpu<N>.<stream>"
+      const auto dot = rn.find('.');
+      ev.gpu = std::stoi(rn.substr(3, dot - 3));
+      ev.stream = rn.substr(dot + 1);
+      sink.event(ev);
+    }
+  }
+}
+
+IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const IterationExtras& extras,
+                                       TimelineSink* timeline) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const int L = m.moe_layers();
@@ -316,6 +363,7 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   sim.run();
   res.time = sim.makespan();
   breakdown(sim, mean_fwd, mean_bwd, res);
+  if (timeline) emit(sim, *timeline);
   return res;
 }
 

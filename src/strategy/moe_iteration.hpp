@@ -74,7 +74,8 @@ class MoeIterationGraph {
   MoeIterationGraph(const Context& ctx, MoeGraphOptions opt);
   // Runs one iteration. `plans` has one entry per MoE layer. Fills time, breakdown, bottlenecks;
   // the caller fills memory.
-  IterationResult run(std::span<const LayerPlan> plans, const IterationExtras& extras = {});
+  IterationResult run(std::span<const LayerPlan> plans, const IterationExtras& extras = {},
+                      TimelineSink* timeline = nullptr);
   collective::AnalyticNetwork& network() { return net_; }
 
  private:
@@ -90,6 +91,8 @@ class MoeIterationGraph {
   };
   engine::TaskId add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur);
   static Component component(Kind k);
+  static const char* kind_name(Kind k);
+  void emit(const engine::Simulation& sim, TimelineSink& sink) const;
   static bool overlappable(Kind k) { return k == Kind::kSpag || k == Kind::kSprs || k == Kind::kDpAllReduce; }
   void breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
                  const std::vector<double>& mean_bwd, IterationResult& res) const;

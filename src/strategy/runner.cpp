@@ -16,7 +16,7 @@ double percentile(std::vector<double> v, double q) {
 }
 
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
-                        double gpu_memory_bytes) {
+                        double gpu_memory_bytes, TimelineSink* timeline) {
   RunSummary out;
   out.name = name;
   std::vector<double> buf;
@@ -33,12 +33,14 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
   for (int i = 0; i < iterations; ++i) {
     const int rec = i % R;
     IterationResult r;
-    if (s.stateless() && cached[rec]) {
+    const bool record = timeline && i + 1 == iterations;
+    if (record) s.record_next(timeline);
+    if (s.stateless() && cached[rec] && !record) {
       r = cache[rec];
     } else {
       loads.load(rec, buf);
       r = s.simulate(buf);
-      ++out.simulated_iterations;
+      if (!(s.stateless() && cached[rec])) ++out.simulated_iterations;
       if (s.stateless()) cache[rec] = r, cached[rec] = 1;
     }
     out.times.push_back(r.time);

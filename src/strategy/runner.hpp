@@ -25,7 +25,8 @@ struct RunSummary {
 // Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 1].
 double percentile(std::vector<double> v, double q);
 
+// With a timeline sink, the last iteration is simulated afresh and reported to it.
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
-                        double gpu_memory_bytes);
+                        double gpu_memory_bytes, TimelineSink* timeline = nullptr);
 
 }  // namespace hs::strategy

@@ -17,6 +17,7 @@
 #include "cost/compute_cost.hpp"
 #include "cost/memory_model.hpp"
 #include "topology/topology.hpp"
+#include "strategy/timeline_sink.hpp"
 #include "workload/model_spec.hpp"
 
 namespace hs::strategy {
@@ -79,6 +80,18 @@ class Strategy {
   // True when an iteration's result depends only on its loads (no state carried between
   // iterations): the runner then re-uses the result of a repeated trace record.
   virtual bool stateless() const { return true; }
+  // When set, the next simulate() reports its tasks to `sink` (then the strategy forgets it).
+  void record_next(TimelineSink* sink) { timeline_ = sink; }
+
+ protected:
+  TimelineSink* take_timeline() {
+    TimelineSink* s = timeline_;
+    timeline_ = nullptr;
+    return s;
+  }
+
+ private:
+  TimelineSink* timeline_ = nullptr;
 };
 
 struct StrategyInfo {

@@ -72,5 +72,10 @@ if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==3; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
+# Timeline: a Chrome trace with complete events for every strategy.
+"${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2}" "$tmp/tl.json" \
+  && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
