@@ -21,7 +21,7 @@ namespace hs::cli {
 namespace {
 
 struct RunOptions {
-  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline;
+  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial";
   std::vector<std::string> sets;
   int iterations = 0;
   uint64_t seed = 1;
@@ -53,7 +53,9 @@ int run(const RunOptions& o) {
   workload::ModelSpec model = workload::load_model(model_in.text, model_in.source, o.sets);
 
   Diagnostics warnings;
-  strategy::IterationLoads loads(trace, model, topo.num_gpus(), o.trace, warnings);
+  strategy::IterationLoads loads(trace, model, topo.num_gpus(), o.trace, warnings,
+                                 o.split == "even" ? strategy::GlobalSplit::kEven : strategy::GlobalSplit::kMultinomial,
+                                 o.seed);
   const int iterations = o.iterations > 0 ? o.iterations : loads.num_records();
 
   std::vector<strategy::StrategySpec> specs;
@@ -113,7 +115,9 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "comma-separated NAME[:KNOB=VALUE...] (default: every strategy):" + names);
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(CLI::PositiveNumber);
-  sub.add_option("--seed", o->seed, "random seed (default 1)");
+  sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");
+  sub.add_option("--split", o->split, "how a global-count trace is split over GPUs: multinomial (seeded) | even")
+      ->check(CLI::IsMember({"multinomial", "even"}));
   sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
   sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
   sub.add_option("--timeline", o->timeline,

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "util/rng.hpp"
+
 namespace hs::strategy {
 
 IterationLoads::IterationLoads(const workload::Trace& trace, const workload::ModelSpec& model, int gpus,
-                               const std::string& file, Diagnostics& warnings)
-    : trace_(trace), n_(gpus) {
+                               const std::string& file, Diagnostics& warnings, GlobalSplit split, uint64_t seed)
+    : trace_(trace), n_(gpus), split_(split), seed_(seed) {
   Diagnostics d;
   SourceLocation at{file, 0, 0};
   if (trace.experts != model.experts)
@@ -34,7 +36,8 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
   }
   // bins weights: share of source s's tokens going to GPU j = ov / N (sums to 1 over j).
   if (!trace.per_source())
-    warnings.warning(at, "axes", fmt::format("the trace has global counts only: split evenly over {} GPUs", n_));
+    warnings.warning(at, "axes", fmt::format("the trace has global counts only: split {} over {} GPUs",
+                                             split == GlobalSplit::kEven ? "evenly" : "multinomially (seeded)", n_));
   else if (trace.sources != n_)
     warnings.warning(at, "workload.sources",
                      fmt::format("the trace has {} sources and the topology {} GPUs: sources re-binned "
@@ -54,6 +57,17 @@ void IterationLoads::load(int record, std::vector<double>& out) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
   out.assign(size(), 0.0);
+  if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
+    std::vector<double> p(n_, 1.0 / n_);
+    std::vector<uint64_t> draw(n_);
+    for (int l = 0; l < L; ++l)
+      for (int e = 0; e < E; ++e) {
+        Rng rng = Rng::derive(seed_, (static_cast<uint64_t>(record) * L + l) * E + e);
+        rng.multinomial(rec.counts[static_cast<size_t>(l) * E + e], p, draw);
+        for (int j = 0; j < n_; ++j) out[(static_cast<size_t>(l) * n_ + j) * E + e] = scale_ * static_cast<double>(draw[j]);
+      }
+    return;
+  }
   for (int l = 0; l < L; ++l) {
     for (const auto& b : bins_) {
       const uint32_t* src = rec.counts.data() + (static_cast<size_t>(l) * S + b.src) * E;

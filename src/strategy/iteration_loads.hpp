@@ -5,7 +5,9 @@
 //   * the trace must match the model's MoE layers, experts and top_k (else bad input);
 //   * a trace with S != N sources is re-binned proportionally (source s covers [s/S, (s+1)/S) of
 //     the GPUs' range), with a warning;
-//   * a global ([layer, expert]) trace is split evenly across sources, with a warning;
+//   * a global ([layer, expert]) trace is split across sources multinomially (each assignment to a
+//     source with equal probability, seeded by (seed, record, layer, expert): deterministic) or
+//     evenly (`GlobalSplit::kEven`), with a warning;
 //   * counts are scaled by model tokens per GPU-iteration / trace tokens per source when they differ
 //     (warning);
 //   * a trace shorter than the requested iterations is cycled (or the run stops, `cycle = false`).
@@ -21,11 +23,14 @@
 
 namespace hs::strategy {
 
+enum class GlobalSplit { kMultinomial, kEven };
+
 class IterationLoads {
  public:
   // Checks consistency (throws InputError naming `trace_file`); warnings go to `warnings`.
   IterationLoads(const workload::Trace& trace, const workload::ModelSpec& model, int gpus,
-                 const std::string& trace_file, Diagnostics& warnings);
+                 const std::string& trace_file, Diagnostics& warnings,
+                 GlobalSplit split = GlobalSplit::kMultinomial, uint64_t seed = 1);
   int num_records() const { return static_cast<int>(trace_.records.size()); }
   // Loads of trace record r (use r = i % num_records() to cycle).
   void load(int record, std::vector<double>& out) const;
@@ -39,6 +44,8 @@ class IterationLoads {
   const workload::Trace& trace_;
   int n_;
   double scale_ = 1.0;
+  GlobalSplit split_;
+  uint64_t seed_;
   // Re-binning weights: new source j takes weight w of old source s.
   struct Bin { int src; int dst; double w; };
   std::vector<Bin> bins_;
