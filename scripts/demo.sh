@@ -11,5 +11,5 @@ ninja -C build-release hecate-sim >/dev/null
 echo "== hecate-sim topo show dgx-h100-4node" >&2
 build-release/src/cli/hecate-sim topo show topologies/dgx-h100-4node.yaml
 echo >&2
-echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json" >&2
-build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json
+echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json.gz" >&2
+build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json.gz
