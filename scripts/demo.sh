@@ -7,9 +7,12 @@ scripts/install-deps.sh
 if [ ! -f build-release/build.ninja ]; then
   meson setup build-release --buildtype=release >/dev/null
 fi
-ninja -C build-release hecate-sim >/dev/null
+ninja -C build-release src/cli/hecate-sim >/dev/null
 echo "== hecate-sim topo show dgx-h100-4node" >&2
 build-release/src/cli/hecate-sim topo show topologies/dgx-h100-4node.yaml
 echo >&2
-echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json.gz" >&2
+echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json.gz  (training with a balance loss)" >&2
 build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-aux_loss.json.gz
+echo >&2
+echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-collapsed.json.gz  (router near collapse)" >&2
+build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-collapsed.json.gz

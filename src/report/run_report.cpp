@@ -41,7 +41,7 @@ std::string link_name(const RunReport& r, topology::LinkId l) {
 }
 
 std::string gpu_name(const RunReport& r, int g) {
-  if (!r.topo || g < 0) return "";
+  if (!r.topo || g < 0) return "- (balanced)";
   return fmt::format("gpu{} ({})", g, r.topo->vertices()[r.topo->gpu_vertex(g)].name);
 }
 

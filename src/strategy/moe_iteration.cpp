@@ -261,9 +261,11 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
     t = p;
   }
   res.hidden_comm = overlappable_total - overlappable_charged;
+  // A bottleneck GPU exists only when some GPU's expert work exceeded the mean (straggling).
   double best = 0;
-  for (int g = 0; g < n_; ++g)
-    if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
+  if (res.breakdown[static_cast<int>(Component::kStragglerWait)] > 0)
+    for (int g = 0; g < n_; ++g)
+      if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
 }
 
 const char* MoeIterationGraph::kind_name(Kind k) {
