@@ -12,9 +12,24 @@ std::vector<int> chain_order(int owner, const std::vector<int>& holders, const s
   std::vector<int> rest;
   for (int g : holders)
     if (g != owner) rest.push_back(g);
-  // Owner's node first, then nodes cyclically after it; GPUs in id order within a node.
+  // Owner's node first, then nodes cyclically after it. Within a node, GPUs in order of their local
+  // index counted from the owner's (rail-aligned entry: on rail-optimized fabrics the chain enters a
+  // node on the owner's rail when that GPU is a holder, as NCCL's rings do).
+  std::vector<int> first(nodes, -1), local(node_of.size(), 0), per_node(nodes, 0);
+  for (size_t g = 0; g < node_of.size(); ++g) {
+    if (first[node_of[g]] < 0) first[node_of[g]] = static_cast<int>(g);
+    local[g] = static_cast<int>(g) - first[node_of[g]];
+    ++per_node[node_of[g]];
+  }
   auto rank = [&](int g) { return ((node_of.empty() ? 0 : node_of[g]) - home + nodes) % nodes; };
-  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return rank(a) != rank(b) ? rank(a) < rank(b) : a < b; });
+  auto pos = [&](int g) {
+    if (node_of.empty()) return g;
+    const int k = per_node[node_of[g]];
+    return ((local[g] - local[owner]) % k + k) % k;
+  };
+  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : pos(a) < pos(b);
+  });
   order.insert(order.end(), rest.begin(), rest.end());
   return order;
 }

@@ -28,15 +28,16 @@ struct FssdpKnobs {
   collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
 };
 
-// Per-GPU bandwidth relevant to spAG (see header).
+// Bandwidth relevant to spAG (see header). A chain broadcast enters every node once, so t copies
+// cost t x expert bytes on each node's network links: the inter-node figure is the node's total
+// NIC bandwidth. It is used when it is much lower (> 2x) than a GPU's intra-node bandwidth.
 double sparse_bandwidth(const topology::Topology& t) {
   const int n = t.num_gpus();
   if (n < 2) return 1.0;
   double intra = 0;
   if (t.gpus_in_node(0) > 1) intra = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(0)[1]).value();
   if (t.num_nodes() < 2) return intra;
-  // Node 0's egress toward the fabric (NIC links), shared by its GPUs.
-  double egress = 0;
+  double egress = 0;  // node 0's NIC links toward the fabric
   for (const auto& l : t.links()) {
     const auto& from = t.vertices()[l.from];
     const auto& to = t.vertices()[l.to];
@@ -44,9 +45,8 @@ double sparse_bandwidth(const topology::Topology& t) {
         to.node != 0)
       egress += l.bandwidth.value();
   }
-  if (egress == 0) egress = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(1)[0]).value() * t.gpus_in_node(0);
-  const double inter = egress / t.gpus_in_node(0);
-  if (intra == 0 || intra > 2 * inter) return inter;
+  if (egress == 0) egress = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(1)[0]).value();
+  if (intra == 0 || intra > 2 * egress) return egress;
   return intra;
 }
 
