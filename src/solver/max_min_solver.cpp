@@ -1,0 +1,155 @@
+#include "solver/max_min_solver.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace hs::solver {
+
+int MaxMinSolver::add_link(double capacity) {
+  cap_.push_back(capacity);
+  link_flows_.emplace_back();
+  link_dirty_.push_back(0);
+  link_stamp_.push_back(0);
+  rem_.push_back(0);
+  sumw_.push_back(0);
+  version_.push_back(0);
+  return static_cast<int>(cap_.size() - 1);
+}
+
+void MaxMinSolver::mark(int flow) {
+  for (const auto& e : elems_[flow])
+    if (!link_dirty_[e.link]) {
+      link_dirty_[e.link] = 1;
+      dirty_links_.push_back(e.link);
+    }
+}
+
+int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, double rate_cap) {
+  int id;
+  if (!free_ids_.empty()) {
+    id = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    id = static_cast<int>(alive_.size());
+    elems_.emplace_back();
+    weight_.push_back(0);
+    rate_cap_.push_back(0);
+    rate_.push_back(0);
+    alive_.push_back(0);
+    flow_stamp_.push_back(0);
+    frozen_.push_back(0);
+  }
+  elems_[id].assign(elements.begin(), elements.end());
+  weight_[id] = weight;
+  rate_cap_[id] = rate_cap;
+  rate_[id] = 0;
+  alive_[id] = 1;
+  for (const auto& e : elements) link_flows_[e.link].push_back(id);
+  if (elements.empty()) rate_[id] = rate_cap;  // crosses nothing: only its cap limits it
+  mark(id);
+  return id;
+}
+
+void MaxMinSolver::remove_flow(int flow) {
+  mark(flow);
+  for (const auto& e : elems_[flow]) {
+    auto& v = link_flows_[e.link];
+    auto it = std::find(v.begin(), v.end(), flow);
+    if (it != v.end()) {
+      *it = v.back();
+      v.pop_back();
+    }
+  }
+  alive_[flow] = 0;
+  rate_[flow] = 0;
+  elems_[flow].clear();
+  free_ids_.push_back(flow);
+}
+
+double MaxMinSolver::link_load(int link) const {
+  double s = 0;
+  for (int f : link_flows_[link])
+    for (const auto& e : elems_[f])
+      if (e.link == link) s += weight_[f] * e.coef * rate_[f];
+  return s;
+}
+
+void MaxMinSolver::solve() {
+  if (dirty_links_.empty()) return;
+  // Collect the component(s) of the dirty links (BFS over link -> flows -> links).
+  ++stamp_;
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (int l : dirty_links_) {
+    link_dirty_[l] = 0;
+    if (link_stamp_[l] == stamp_) continue;
+    link_stamp_[l] = stamp_;
+    comp_links_.push_back(l);
+  }
+  dirty_links_.clear();
+  for (size_t i = 0; i < comp_links_.size(); ++i) {
+    for (int f : link_flows_[comp_links_[i]]) {
+      if (flow_stamp_[f] == stamp_) continue;
+      flow_stamp_[f] = stamp_;
+      comp_flows_.push_back(f);
+      for (const auto& e : elems_[f])
+        if (link_stamp_[e.link] != stamp_) {
+          link_stamp_[e.link] = stamp_;
+          comp_links_.push_back(e.link);
+        }
+    }
+  }
+  ++stats_.solves;
+  stats_.flows_recomputed += comp_flows_.size();
+  // Progressive filling.
+  using Entry = std::pair<double, int64_t>;  // (share, id): id >= 0 link, id < 0 flow cap (-1 - f)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  for (int l : comp_links_) {
+    rem_[l] = cap_[l];
+    sumw_[l] = 0;
+    ++version_[l];
+  }
+  for (int f : comp_flows_) {
+    frozen_[f] = 0;
+    for (const auto& e : elems_[f]) sumw_[e.link] += weight_[f] * e.coef;
+    if (rate_cap_[f] < kUnlimited) heap.push({rate_cap_[f], -1 - static_cast<int64_t>(f)});
+  }
+  for (int l : comp_links_)
+    if (sumw_[l] > 0) heap.push({rem_[l] / sumw_[l], l});
+  auto freeze = [&](int f, double r) {
+    frozen_[f] = 1;
+    rate_[f] = r;
+    for (const auto& e : elems_[f]) {
+      ++stats_.elements_visited;
+      rem_[e.link] = std::max(0.0, rem_[e.link] - weight_[f] * e.coef * r);
+      sumw_[e.link] -= weight_[f] * e.coef;
+      if (sumw_[e.link] > 1e-12 * weight_[f]) heap.push({rem_[e.link] / sumw_[e.link], e.link});
+      else sumw_[e.link] = 0;
+    }
+  };
+  while (!heap.empty()) {
+    auto [share, id] = heap.top();
+    heap.pop();
+    if (id < 0) {
+      const int f = static_cast<int>(-1 - id);
+      if (!frozen_[f]) freeze(f, share);
+      continue;
+    }
+    const int l = static_cast<int>(id);
+    if (sumw_[l] <= 0) continue;
+    const double current = rem_[l] / sumw_[l];
+    if (current != share) continue;  // stale entry (a newer one is in the heap)
+    // Freeze every unfrozen flow of this link at its fair share (iterate a copy: freezing edits
+    // nothing in link_flows_, but be explicit about order: by flow id, deterministic).
+    std::vector<int> flows;
+    for (int f : link_flows_[l])
+      if (!frozen_[f]) flows.push_back(f);
+    std::sort(flows.begin(), flows.end());
+    for (int f : flows) freeze(f, std::min(current, rate_cap_[f]));
+  }
+  for (int f : comp_flows_)
+    if (!frozen_[f]) rate_[f] = elems_[f].empty() ? rate_cap_[f] : 0.0;
+}
+
+}  // namespace hs::solver

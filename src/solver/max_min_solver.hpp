@@ -1,0 +1,80 @@
+// Max-min fair sharing of link capacities among flows, by progressive filling (water-filling).
+//
+// A flow f crosses links with consumption coefficients c_{f,l} (1 for a whole flow; an ECMP split
+// sends a fraction of the bytes over each branch, so the flow consumes c_{f,l} x rate there) and
+// stands for `weight` identical flows (a class with multiplicity: each member gets the same rate and
+// the class consumes weight x c x rate on each link). Max-min fairness: no flow's rate can grow
+// without lowering the rate of a flow whose rate is no larger. Progressive filling computes it:
+//   repeat: for every link with unfrozen flows, its fair share = remaining capacity /
+//           sum over its unfrozen flows of weight x coefficient; take the link with the smallest
+//           share (a per-flow rate cap acts as a private link); freeze its unfrozen flows at that
+//           share; subtract their consumption from every link they cross.
+// Links sit in a min-heap keyed by share with lazy invalidation, so one solve costs
+// O(E log L) for E (flow, link) elements and L links of the component.
+//
+// Incremental: adding or removing a flow marks its links dirty; solve() re-solves only the
+// connected component (links and flows reachable through shared links) of the dirty links. That is
+// exact: rates in other components depend on nothing that changed. This is the "pure component" of
+// the flow-level network tier: capacities and incidence in, rates out; no engine or topology types.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+namespace hs::solver {
+
+struct Element {
+  int32_t link;
+  double coef;  // consumption per unit of rate (> 0)
+};
+
+struct SolverStats {
+  uint64_t solves = 0;             // component re-solves
+  uint64_t flows_recomputed = 0;   // flow rates assigned, summed over solves
+  uint64_t elements_visited = 0;
+};
+
+class MaxMinSolver {
+ public:
+  static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+
+  int add_link(double capacity);
+  double capacity(int link) const { return cap_[link]; }
+  int add_flow(std::span<const Element> elements, double weight = 1.0, double rate_cap = kUnlimited);
+  void remove_flow(int flow);
+  // Re-solves the components touched since the last call.
+  void solve();
+  // Rate of one member of the flow class (valid after solve()).
+  double rate(int flow) const { return rate_[flow]; }
+  bool alive(int flow) const { return alive_[flow] != 0; }
+  // Sum over flows crossing the link of weight x coef x rate.
+  double link_load(int link) const;
+  int num_links() const { return static_cast<int>(cap_.size()); }
+  int num_flows() const { return static_cast<int>(alive_.size()); }
+  const SolverStats& stats() const { return stats_; }
+
+ private:
+  void mark(int flow);
+  // Links: capacity and the flows crossing them (with the element's position for O(1) removal).
+  std::vector<double> cap_;
+  std::vector<std::vector<int>> link_flows_;
+  std::vector<char> link_dirty_;
+  std::vector<int> dirty_links_;
+  // Flows.
+  std::vector<std::vector<Element>> elems_;
+  std::vector<double> weight_, rate_cap_, rate_;
+  std::vector<char> alive_;
+  std::vector<int> free_ids_;
+  // Scratch reused across solves.
+  std::vector<uint32_t> link_stamp_, flow_stamp_;
+  uint32_t stamp_ = 0;
+  std::vector<double> rem_, sumw_;
+  std::vector<uint32_t> version_;
+  std::vector<char> frozen_;
+  std::vector<int> comp_links_, comp_flows_;
+  SolverStats stats_;
+};
+
+}  // namespace hs::solver

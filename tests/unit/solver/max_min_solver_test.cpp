@@ -1,0 +1,136 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "solver/max_min_solver.hpp"
+#include "util/rng.hpp"
+
+using hs::solver::Element;
+using hs::solver::MaxMinSolver;
+
+TEST_CASE("two flows on one 400 Gbps link get 200 each; a third limited to 50 elsewhere leaves 175/175") {
+  MaxMinSolver s;
+  const int big = s.add_link(400), small = s.add_link(50);  // Gbps, units do not matter
+  Element on_big[] = {{big, 1.0}};
+  const int a = s.add_flow(on_big), b = s.add_flow(on_big);
+  s.solve();
+  CHECK(s.rate(a) == doctest::Approx(200));
+  CHECK(s.rate(b) == doctest::Approx(200));
+  // Third flow crosses both: bottlenecked at 50 by the small link; 400 - 50 = 350 shared by a, b.
+  Element both[] = {{big, 1.0}, {small, 1.0}};
+  const int c = s.add_flow(both);
+  s.solve();
+  CHECK(s.rate(c) == doctest::Approx(50));
+  CHECK(s.rate(a) == doctest::Approx(175));
+  CHECK(s.rate(b) == doctest::Approx(175));
+  // Removing c gives its share back.
+  s.remove_flow(c);
+  s.solve();
+  CHECK(s.rate(a) == doctest::Approx(200));
+}
+
+TEST_CASE("eight flows behind one NIC each get an eighth; a class of multiplicity 8 equals 8 flows") {
+  MaxMinSolver s;
+  const int nic = s.add_link(100);
+  std::vector<int> up;
+  for (int i = 0; i < 8; ++i) up.push_back(s.add_link(1000));
+  std::vector<int> f;
+  for (int i = 0; i < 8; ++i) {
+    Element e[] = {{up[i], 1.0}, {nic, 1.0}};
+    f.push_back(s.add_flow(e));
+  }
+  s.solve();
+  for (int x : f) CHECK(s.rate(x) == doctest::Approx(100.0 / 8));
+  MaxMinSolver t;
+  const int nic2 = t.add_link(100);
+  Element e[] = {{nic2, 1.0}};
+  const int cls = t.add_flow(e, 8.0);
+  t.solve();
+  CHECK(t.rate(cls) == doctest::Approx(100.0 / 8));
+  CHECK(t.link_load(nic2) == doctest::Approx(100));
+}
+
+TEST_CASE("coefficients: an ECMP-split flow consumes half its rate on each of two spines") {
+  // Flow over uplink 100 and two spines of 30 with coefficient 0.5 each: each spine limits the
+  // rate to 30 / 0.5 = 60, so the flow gets 60.
+  MaxMinSolver s;
+  const int up = s.add_link(100), s1 = s.add_link(30), s2 = s.add_link(30);
+  Element e[] = {{up, 1.0}, {s1, 0.5}, {s2, 0.5}};
+  const int f = s.add_flow(e);
+  s.solve();
+  CHECK(s.rate(f) == doctest::Approx(60));
+}
+
+TEST_CASE("rate caps act as private links; flows crossing nothing get their cap") {
+  MaxMinSolver s;
+  const int l = s.add_link(100);
+  Element e[] = {{l, 1.0}};
+  const int capped = s.add_flow(e, 1.0, 10), free = s.add_flow(e);
+  s.solve();
+  CHECK(s.rate(capped) == doctest::Approx(10));
+  CHECK(s.rate(free) == doctest::Approx(90));
+}
+
+TEST_CASE("disjoint components are not re-solved") {
+  MaxMinSolver s;
+  const int l1 = s.add_link(10), l2 = s.add_link(10);
+  Element a[] = {{l1, 1.0}}, b[] = {{l2, 1.0}};
+  s.add_flow(a);
+  s.add_flow(b);
+  s.solve();
+  const auto before = s.stats().flows_recomputed;
+  s.add_flow(a);  // touches only l1's component: 2 flows recomputed
+  s.solve();
+  CHECK(s.stats().flows_recomputed - before == 2);
+}
+
+TEST_CASE("property: incremental solves equal a from-scratch solve, and the max-min certificate holds") {
+  hs::Rng rng(5);
+  for (int inst = 0; inst < 200; ++inst) {
+    const int nl = 2 + static_cast<int>(rng.below(8));
+    MaxMinSolver inc;
+    std::vector<double> caps;
+    for (int l = 0; l < nl; ++l) caps.push_back(1 + 99 * rng.uniform()), inc.add_link(caps.back());
+    std::vector<std::vector<Element>> flows;
+    std::vector<int> ids;
+    const int nf = 1 + static_cast<int>(rng.below(12));
+    for (int f = 0; f < nf; ++f) {
+      std::vector<Element> e;
+      for (int l = 0; l < nl; ++l)
+        if (rng.uniform() < 0.35) e.push_back({l, 1.0});
+      if (e.empty()) e.push_back({static_cast<int>(rng.below(nl)), 1.0});
+      flows.push_back(e);
+      ids.push_back(inc.add_flow(e));
+      if (rng.uniform() < 0.5) inc.solve();
+    }
+    // Remove a few, then solve.
+    std::vector<char> gone(nf, 0);
+    for (int f = 0; f < nf; ++f)
+      if (rng.uniform() < 0.2) inc.remove_flow(ids[f]), gone[f] = 1;
+    inc.solve();
+    MaxMinSolver fresh;
+    for (double c : caps) fresh.add_link(c);
+    std::vector<int> fid(nf, -1);
+    for (int f = 0; f < nf; ++f)
+      if (!gone[f]) fid[f] = fresh.add_flow(flows[f]);
+    fresh.solve();
+    for (int f = 0; f < nf; ++f) {
+      if (gone[f]) continue;
+      CHECK(inc.rate(ids[f]) == doctest::Approx(fresh.rate(fid[f])).epsilon(1e-9));
+      // Certificate: the flow crosses a saturated link on which no flow has a higher rate.
+      bool bottlenecked = false;
+      for (const auto& e : flows[f]) {
+        const double load = fresh.link_load(e.link);
+        bool highest = true;
+        for (int g = 0; g < nf; ++g)
+          if (!gone[g])
+            for (const auto& x : flows[g])
+              if (x.link == e.link && fresh.rate(fid[g]) > fresh.rate(fid[f]) * (1 + 1e-9)) highest = false;
+        if (load >= caps[e.link] * (1 - 1e-9) && highest) bottlenecked = true;
+      }
+      CHECK(bottlenecked);
+    }
+    for (int l = 0; l < nl; ++l) CHECK(fresh.link_load(l) <= caps[l] * (1 + 1e-9));
+  }
+}
