@@ -65,7 +65,7 @@ int run(const RunOptions& o) {
     for (const auto& s : split_specs(o.strategies)) specs.push_back(strategy::parse_strategy_spec(s));
   }
   cost::ComputeCost compute(topo.gpu_model(), model);
-  strategy::Context ctx{topo, model, compute, o.seed};
+  strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow"};
   // Build every strategy first so a bad knob fails before any simulation runs.
   std::vector<std::unique_ptr<strategy::Strategy>> built;
   for (const auto& spec : specs) built.push_back(strategy::make_strategy(spec, ctx));
@@ -122,7 +122,10 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
   sub.add_option("--timeline", o->timeline,
                  "write the last iteration of every strategy as a Chrome trace (open in ui.perfetto.dev)");
-  sub.add_option("--network", o->network, "network tier: analytic")->check(CLI::IsMember({"analytic"}));
+  sub.add_option("--network", o->network,
+                 "network tier: analytic (default: coflows timed by their most loaded link; fast) | flow "
+                 "(max-min fair flows shared by every concurrent collective: sees contention)")
+      ->check(CLI::IsMember({"analytic", "flow"}));
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }
 

@@ -39,6 +39,22 @@ Coflow ring_step(const topology::Topology& topo, std::span<const int> group, dou
   return out;
 }
 
+Coflow ring_flows(const topology::Topology& topo, std::span<const int> group, double bytes, RingOp op,
+                  double& extra_latency) {
+  extra_latency = 0;
+  const int n = static_cast<int>(group.size());
+  if (n < 2 || bytes <= 0) return {};
+  const int steps = ring_steps(op, n);
+  Coflow step = ring_step(topo, group, bytes, default_ring_channels(topo, group));
+  double alpha = 0;
+  for (auto& t : step) {
+    alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
+    t.bytes *= steps;
+  }
+  extra_latency = alpha * (steps - 1);
+  return step;
+}
+
 double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes, RingOp op) {
   const int n = static_cast<int>(group.size());
   if (n < 2 || bytes <= 0) return 0.0;

@@ -23,5 +23,10 @@ int ring_steps(RingOp op, int n);
 // Default channel count: the NICs of a node when the group spans nodes, else 1... capped at 8.
 int default_ring_channels(const topology::Topology& topo, std::span<const int> group);
 double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes, RingOp op);
+// The fluid form of a ring collective for the flow tier: every ring edge carries its total over all
+// steps at once (a pipelined ring keeps every edge busy), plus the latency of the steps beyond the
+// first (returned in extra_latency; the flow tier adds one route latency itself).
+Coflow ring_flows(const topology::Topology& topo, std::span<const int> group, double bytes, RingOp op,
+                  double& extra_latency);
 
 }  // namespace hs::collective

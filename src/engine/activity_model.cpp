@@ -17,7 +17,7 @@ void FixedDurationModel::start(TaskId t, double now) {
   std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
 }
 
-double FixedDurationModel::next_completion() const {
+double FixedDurationModel::next_completion() {
   return heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.front().time;
 }
 

@@ -16,8 +16,8 @@ class ActivityModel {
   virtual ~ActivityModel() = default;
   virtual void reset(const TaskGraph& g) = 0;
   virtual void start(TaskId t, double now) = 0;
-  // +infinity when nothing is running.
-  virtual double next_completion() const = 0;
+  // +infinity when nothing is running. Not const: a model may settle pending work (re-solve rates).
+  virtual double next_completion() = 0;
   // Appends the tasks that finish at `now` (== next_completion()) in a deterministic order.
   virtual void advance_to(double now, std::vector<TaskId>& finished) = 0;
 };
@@ -28,7 +28,7 @@ class FixedDurationModel final : public ActivityModel {
  public:
   void reset(const TaskGraph& g) override;
   void start(TaskId t, double now) override;
-  double next_completion() const override;
+  double next_completion() override;
   void advance_to(double now, std::vector<TaskId>& finished) override;
 
  private:

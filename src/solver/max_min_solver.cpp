@@ -13,7 +13,6 @@ int MaxMinSolver::add_link(double capacity) {
   link_stamp_.push_back(0);
   rem_.push_back(0);
   sumw_.push_back(0);
-  version_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
 }
 
@@ -102,21 +101,29 @@ void MaxMinSolver::solve() {
   }
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
-  // Progressive filling.
-  using Entry = std::pair<double, int64_t>;  // (share, id): id >= 0 link, id < 0 flow cap (-1 - f)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  // Progressive filling in rounds: each round scans the component's active links for the smallest
+  // fair share (cheaper than a heap keyed by share: a round costs O(active links), and the number
+  // of rounds is the number of distinct bottleneck levels, which is small next to the elements),
+  // freezes the flows of every link at that share, and updates the links they cross.
+  active_.clear();
   for (int l : comp_links_) {
     rem_[l] = cap_[l];
     sumw_[l] = 0;
-    ++version_[l];
   }
   for (int f : comp_flows_) {
     frozen_[f] = 0;
     for (const auto& e : elems_[f]) sumw_[e.link] += weight_[f] * e.coef;
-    if (rate_cap_[f] < kUnlimited) heap.push({rate_cap_[f], -1 - static_cast<int64_t>(f)});
   }
   for (int l : comp_links_)
-    if (sumw_[l] > 0) heap.push({rem_[l] / sumw_[l], l});
+    if (sumw_[l] > 0) active_.push_back(l);
+  // Flow caps, smallest first.
+  capped_.clear();
+  for (int f : comp_flows_)
+    if (rate_cap_[f] < kUnlimited) capped_.push_back(f);
+  std::sort(capped_.begin(), capped_.end(), [&](int a, int b) {
+    return rate_cap_[a] != rate_cap_[b] ? rate_cap_[a] < rate_cap_[b] : a < b;
+  });
+  size_t next_cap = 0;
   auto freeze = [&](int f, double r) {
     frozen_[f] = 1;
     rate_[f] = r;
@@ -124,29 +131,33 @@ void MaxMinSolver::solve() {
       ++stats_.elements_visited;
       rem_[e.link] = std::max(0.0, rem_[e.link] - weight_[f] * e.coef * r);
       sumw_[e.link] -= weight_[f] * e.coef;
-      if (sumw_[e.link] > 1e-12 * weight_[f]) heap.push({rem_[e.link] / sumw_[e.link], e.link});
-      else sumw_[e.link] = 0;
     }
   };
-  while (!heap.empty()) {
-    auto [share, id] = heap.top();
-    heap.pop();
-    if (id < 0) {
-      const int f = static_cast<int>(-1 - id);
-      if (!frozen_[f]) freeze(f, share);
+  while (true) {
+    // Drop links with nothing left to share.
+    size_t w = 0;
+    double best = kUnlimited;
+    for (int l : active_) {
+      if (sumw_[l] <= 1e-12) continue;
+      active_[w++] = l;
+      best = std::min(best, rem_[l] / sumw_[l]);
+    }
+    active_.resize(w);
+    while (next_cap < capped_.size() && frozen_[capped_[next_cap]]) ++next_cap;
+    const double cap_level = next_cap < capped_.size() ? rate_cap_[capped_[next_cap]] : kUnlimited;
+    if (active_.empty() && cap_level == kUnlimited) break;
+    if (cap_level <= best) {
+      freeze(capped_[next_cap], cap_level);
       continue;
     }
-    const int l = static_cast<int>(id);
-    if (sumw_[l] <= 0) continue;
-    const double current = rem_[l] / sumw_[l];
-    if (current != share) continue;  // stale entry (a newer one is in the heap)
-    // Freeze every unfrozen flow of this link at its fair share (iterate a copy: freezing edits
-    // nothing in link_flows_, but be explicit about order: by flow id, deterministic).
-    std::vector<int> flows;
-    for (int f : link_flows_[l])
-      if (!frozen_[f]) flows.push_back(f);
-    std::sort(flows.begin(), flows.end());
-    for (int f : flows) freeze(f, std::min(current, rate_cap_[f]));
+    // Freeze the flows of every link at the minimum share (ties within rounding: 1e-12 relative).
+    const double level = best;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const int l = active_[i];
+      if (sumw_[l] <= 1e-12 || rem_[l] / sumw_[l] > level * (1 + 1e-12)) continue;
+      for (int f : link_flows_[l])
+        if (!frozen_[f]) freeze(f, std::min(level, rate_cap_[f]));
+    }
   }
   for (int f : comp_flows_)
     if (!frozen_[f]) rate_[f] = elems_[f].empty() ? rate_cap_[f] : 0.0;

@@ -9,8 +9,8 @@
 //           sum over its unfrozen flows of weight x coefficient; take the link with the smallest
 //           share (a per-flow rate cap acts as a private link); freeze its unfrozen flows at that
 //           share; subtract their consumption from every link they cross.
-// Links sit in a min-heap keyed by share with lazy invalidation, so one solve costs
-// O(E log L) for E (flow, link) elements and L links of the component.
+// One solve costs O(E + R x L) for E (flow, link) elements, L links of the component and R rounds
+// (distinct bottleneck levels): each round scans the active links for the smallest share.
 //
 // Incremental: adding or removing a flow marks its links dirty; solve() re-solves only the
 // connected component (links and flows reachable through shared links) of the dirty links. That is
@@ -71,7 +71,7 @@ class MaxMinSolver {
   std::vector<uint32_t> link_stamp_, flow_stamp_;
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
-  std::vector<uint32_t> version_;
+  std::vector<int> active_, capped_;
   std::vector<char> frozen_;
   std::vector<int> comp_links_, comp_flows_;
   SolverStats stats_;

@@ -118,6 +118,7 @@ class Fssdp final : public Strategy {
           if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
       if (!moves.empty()) {
         extras.reshard = graph_.network().coflow_time(moves);
+        extras.reshard_flows = moves;
         owners_ = std::move(next);
         ++reshards_;
       }
@@ -135,6 +136,7 @@ class Fssdp final : public Strategy {
       dispatch(layer_counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
       LayerPlan& plan = plans_[l];
       plan.calibration_spag = 0;
+      plan.calibration_flows.clear();
       if (k_.calibrate) {
         // Remaining free slots per GPU after the predicted plan.
         std::vector<int> free_slots(n_, m_cap_);
@@ -148,11 +150,13 @@ class Fssdp final : public Strategy {
           for (int e = 0; e < E_; ++e)
             std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
                                 std::back_inserter(extra.replicas[e]));
-          const double extra_spag = graph_.network().coflow_time(collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast));
+          auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast);
+          const double extra_spag = graph_.network().coflow_time(extra_flows);
           if (layer_estimate(dq) + extra_spag < layer_estimate(d)) {
             p = std::move(q);
             d = std::move(dq);
             plan.calibration_spag = extra_spag;
+            plan.calibration_flows = std::move(extra_flows);
             ++calibrations_accepted_;
           }
         }
@@ -163,7 +167,21 @@ class Fssdp final : public Strategy {
       // The first spAG moves the predicted plan; the calibration's extra copies were timed above.
       plan.spag = graph_.network().coflow_time(collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast)) - plan.calibration_spag;
       if (plan.spag < 0) plan.spag = 0;
-      plan.sprs = graph_.network().coflow_time(collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast));
+      plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
+      plan.sprs = graph_.network().coflow_time(plan.sprs_flows);
+      // The forward spAG moves the predicted plan (calibration copies travel in their own task).
+      plan.spag_flows = plan.sprs_flows;
+      for (auto& t : plan.spag_flows) std::swap(t.src, t.dst);
+      if (!plan.calibration_flows.empty()) {
+        // Drop the calibration transfers from the forward spAG: they are not in the predicted plan.
+        collective::Coflow kept;
+        for (const auto& t : plan.spag_flows) {
+          bool is_extra = false;
+          for (const auto& c : plan.calibration_flows) is_extra = is_extra || (c.src == t.src && c.dst == t.dst && c.bytes == t.bytes);
+          if (!is_extra) kept.push_back(t);
+        }
+        plan.spag_flows = std::move(kept);
+      }
       for (int e = 0; e < E_; ++e)
         for (int g : p.replicas[e]) buffer_copies[g] += 1;
       std::vector<double> per_layer(n_, 0.0);

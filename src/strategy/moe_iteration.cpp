@@ -10,6 +10,10 @@ namespace hs::strategy {
 
 MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     : ctx_(ctx), opt_(opt), n_(ctx.topo.num_gpus()), net_(ctx.topo) {
+  if (ctx.flow_network) {
+    flow_ = std::make_unique<network::FlowNetwork>(ctx.topo);
+    comm_model_ = 1;  // the id Simulation::add_model gives the first extra model
+  }
   const auto& m = ctx.model;
   const auto& cc = ctx.compute;
   const int L = m.moe_layers();
@@ -58,13 +62,13 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   std::vector<engine::TaskId> last(n_, engine::kNoTask);  // last compute task per GPU
   auto collective_after = [&](Kind k, int layer, std::span<const engine::ResourceId> res,
                               const std::vector<engine::TaskId>& before) {
-    engine::TaskId c = add(k, layer, -1, res, 0.0);
+    engine::TaskId c = add(k, layer, -1, res, 0.0, comm_model_);
     for (int g = 0; g < n_; ++g)
       if (before[g] != engine::kNoTask) graph_.add_dependency(before[g], c);
     return c;
   };
   if (opt.sparse) {
-    reshard_ = add(Kind::kReshard, -1, -1, sparse, 0.0);
+    reshard_ = add(Kind::kReshard, -1, -1, sparse, 0.0, comm_model_);
   }
   auto compute_task = [&](Kind k, int l, int g, double d) {
     engine::TaskId t = add(k, l, g, {&compute[g], 1}, d);
@@ -154,6 +158,36 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
+  if (flow_) {
+    // Dense gradient rings (and, with EP replicas, the expert-gradient rings, run alongside: an
+    // approximation of their back-to-back order on the dp stream).
+    double extra_block = 0, extra_emb = 0, extra_exp = 0;
+    auto block_flows = collective::ring_flows(ctx.topo, all, block_grad_bytes, collective::RingOp::kAllReduce, extra_block);
+    auto emb_flows = collective::ring_flows(ctx.topo, all, emb_grad_bytes, collective::RingOp::kAllReduce, extra_emb);
+    collective::Coflow expert_flows;
+    if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
+      const int members = n_ / ep;
+      for (int r = 0; r < ep; ++r) {
+        std::vector<int> group;
+        for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
+        double x = 0;
+        auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
+                                           collective::RingOp::kAllReduce, x);
+        extra_exp = std::max(extra_exp, x);
+        expert_flows.insert(expert_flows.end(), part.begin(), part.end());
+      }
+    }
+    for (size_t i = 0; i < dp_tasks.size(); ++i) {
+      const Info& in = info_[graph_.tag(dp_tasks[i])];
+      if (i + 1 == dp_tasks.size()) {
+        flow_->assign(dp_tasks[i], emb_flows, extra_emb);
+      } else {
+        collective::Coflow c = block_flows;
+        if (in.moe_layer >= 0) c.insert(c.end(), expert_flows.begin(), expert_flows.end());
+        flow_->assign(dp_tasks[i], std::move(c), std::max(extra_block, in.moe_layer >= 0 ? extra_exp : 0.0));
+      }
+    }
+  }
   default_optimizer_time_ = cc.optimizer_step(opt.optimizer_params_per_gpu).value();
   for (int g = 0; g < n_; ++g) {
     engine::TaskId t = compute_task(Kind::kOptimizer, -1, g, default_optimizer_time_);
@@ -178,9 +212,10 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   }
 }
 
-engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur) {
+engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
+                                     engine::ModelId model) {
   info_.push_back({k, static_cast<int16_t>(moe_layer), gpu});
-  return graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1));
+  return graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1), model);
 }
 
 Component MoeIterationGraph::component(Kind k) {
@@ -355,13 +390,29 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
     for (auto t : spag_[l]) graph_.set_duration(t, Seconds(p.spag));
     for (auto t : sprs_[l]) graph_.set_duration(t, Seconds(p.sprs));
     for (auto t : calib_[l]) graph_.set_duration(t, Seconds(p.calibration_spag));
+    if (flow_) {
+      collective::Coflow fwd, tr;
+      for (int s = 0; s < n_; ++s)
+        for (int d = 0; d < n_; ++d) {
+          const double b = scratch[static_cast<size_t>(s) * n_ + d];
+          if (b > 0 && s != d) fwd.push_back({s, d, b}), tr.push_back({d, s, b});
+        }
+      for (const auto& a : a2a_[l]) flow_->assign(a.task, a.transposed ? tr : fwd);
+      for (auto t : spag_[l]) flow_->assign(t, p.spag_flows);
+      for (auto t : sprs_[l]) flow_->assign(t, p.sprs_flows);
+      for (auto t : calib_[l]) flow_->assign(t, p.calibration_flows);
+    }
   }
-  if (reshard_ != engine::kNoTask) graph_.set_duration(reshard_, Seconds(extras.reshard));
+  if (reshard_ != engine::kNoTask) {
+    graph_.set_duration(reshard_, Seconds(extras.reshard));
+    if (flow_) flow_->assign(reshard_, extras.reshard_flows);
+  }
   for (int g = 0; g < n_; ++g)
     graph_.set_duration(optimizer_[g], Seconds(extras.optimizer_params.empty()
                                                    ? default_optimizer_time_
                                                    : cc.optimizer_step(extras.optimizer_params[g]).value()));
   engine::Simulation sim(graph_);
+  if (flow_) sim.add_model(flow_.get());
   sim.run();
   res.time = sim.makespan();
   breakdown(sim, mean_fwd, mean_bwd, res);

@@ -32,12 +32,14 @@
 // divided by grad_accum (traces record per-iteration counts).
 #pragma once
 
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "collective/analytic_network.hpp"
 #include "engine/simulation.hpp"
 #include "engine/task_graph.hpp"
+#include "network/flow_network.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
@@ -47,8 +49,10 @@ struct LayerPlan {
   std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens of each expert instance it runs
   std::vector<double> dispatch_bytes;              // n x n, row = source GPU
   std::vector<double> received_tokens;             // [gpu] tokens it computes (for activation memory)
-  // Sparse collectives of this layer (seconds; FSSDP only).
+  // Sparse collectives of this layer (seconds for the analytic tier, transfers for the flow tier;
+  // FSSDP only).
   double spag = 0, sprs = 0, calibration_spag = 0;
+  collective::Coflow spag_flows, sprs_flows, calibration_flows;
 };
 
 struct MoeGraphOptions {
@@ -66,6 +70,7 @@ struct MoeGraphOptions {
 
 struct IterationExtras {
   double reshard = 0;                        // seconds, before the iteration
+  collective::Coflow reshard_flows;          // the same migration for the flow tier
   std::vector<double> optimizer_params;      // per GPU; empty = options' uniform count
 };
 
@@ -89,7 +94,8 @@ class MoeIterationGraph {
     int16_t moe_layer;  // index among MoE layers, -1 otherwise
     int32_t gpu;        // -1 for collectives
   };
-  engine::TaskId add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur);
+  engine::TaskId add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
+                     engine::ModelId model = engine::kFixedModel);
   static Component component(Kind k);
   static const char* kind_name(Kind k);
   void emit(const engine::Simulation& sim, TimelineSink& sink) const;
@@ -103,6 +109,8 @@ class MoeIterationGraph {
   engine::TaskGraph graph_;
   std::vector<Info> info_;
   collective::AnalyticNetwork net_;
+  std::unique_ptr<network::FlowNetwork> flow_;  // set on the flow tier; communication tasks use it
+  engine::ModelId comm_model_ = engine::kFixedModel;
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]
   // [layer] -> all-to-all tasks; `transposed` ones carry the combine direction (expert GPU -> source).
   struct A2aTask { engine::TaskId task; bool transposed; };

@@ -70,6 +70,7 @@ struct Context {
   const workload::ModelSpec& model;
   const cost::ComputeCost& compute;
   uint64_t seed = 1;
+  bool flow_network = false;  // communication on the flow-level tier instead of the analytic one
 };
 
 class Strategy {
