@@ -11,4 +11,7 @@ $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 ep 
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 oracle 5
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 fssdp 3
 $b/iteration_bench topologies/aws-p3dn-v100-2node.yaml models/gpt-moe-s.yaml 1000 ep 5
-if [ -x $b/solver_bench ]; then echo "== max-min solver"; $b/solver_bench; fi
+echo "== flow tier: one skewed all-to-all-v (one flow per GPU pair)"
+$b/network_bench 32 64 128
+echo "== 1 flow-tier iteration of gpt-moe-s, 32 GPUs (dgx-h100-4node), EP"
+$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 1 2>/dev/null || true
