@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <cmath>
+#include <fmt/format.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "cli/presets.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/trace_generator.hpp"
+#include "workload/trace_import.hpp"
+#include "workload/trace_stats.hpp"
 #include "util/diagnostics.hpp"
 #include "workload/trace_io.hpp"
 
@@ -75,6 +78,77 @@ void setup_trace(CLI::App& sub, int& exit_code) {
     workload::write_trace(t, g->out);
     fmt::print(stderr, "{}: {} records, {} MoE layers x {} sources x {} experts ({} preset, seed {})\n", g->out,
                t.records.size(), t.moe_layers, t.sources, t.experts, g->preset, g->seed);
+    exit_code = 0;
+  });
+
+  struct ImportCli {
+    std::string format, src, out, preset;
+    int top_k = 2, stride = 1;
+  };
+  auto im = std::make_shared<ImportCli>();
+  auto* imp = sub.add_subcommand("import", "convert another tool's expert-load logs to trace JSON v1");
+  imp->add_option("FORMAT", im->format, "smartmoe")->required()->check(CLI::IsMember({"smartmoe"}));
+  imp->add_option("SRC", im->src, "the logs (smartmoe: the moe_trace/ folder)")->required();
+  imp->add_option("-o,--out", im->out, "output trace (.json or .json.gz), written atomically")->required();
+  imp->add_option("--top-k", im->top_k, "experts per token of the recorded model (default 2)")->check(CLI::Range(1, 1024));
+  imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(CLI::Range(1, 1 << 30));
+  imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
+  imp->callback([im, &exit_code] {
+    workload::ImportOptions opt{im->top_k, im->stride, im->preset};
+    auto t = workload::import_smartmoe(im->src, opt);
+    workload::write_trace(t, im->out);
+    fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens\n",
+               im->out, t.records.size(), t.records.front().iter, t.records.back().iter, im->stride, t.moe_layers,
+               t.experts, t.sources, t.tokens_per_source);
+    exit_code = 0;
+  });
+
+  struct StatsCli {
+    std::string file, format = "table";
+    int ep_size = 0;
+  };
+  auto st = std::make_shared<StatsCli>();
+  auto* stats = sub.add_subcommand("stats", "imbalance and stability statistics of a trace, per layer and overall");
+  stats->add_option("FILE", st->file, "trace")->required();
+  stats->add_option("--ep-size", st->ep_size, "GPUs for the GPU-level max/mean (default: the trace's sources)")
+      ->check(CLI::Range(1, 1 << 20));
+  stats->add_option("--format", st->format, "table | json")->check(CLI::IsMember({"table", "json"}));
+  stats->callback([st, &exit_code] {
+    auto t = workload::read_trace(st->file);
+    const int ep = st->ep_size > 0 ? st->ep_size : t.sources;
+    auto ws = workload::trace_stats(t, ep);
+    auto num = [](double x) { return std::isnan(x) ? std::string("null") : fmt::format("{:.6g}", x); };
+    auto row = [&](const workload::LoadStats& s) {
+      return fmt::format("{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>8.3f} {:>8.4f} {:>8.4f} {:>8.3f} {:>8.4f}", s.max_mean, s.cv,
+                         s.gini, s.top1_share, s.gpu_max_mean, s.lag1, s.lag10, s.ar1_log, s.source_tv);
+    };
+    std::string o;
+    if (st->format == "json") {
+      auto js = [&](const workload::LoadStats& s) {
+        return fmt::format("{{\"expert_max_mean\": {}, \"cv\": {}, \"gini\": {}, \"top1_share\": {}, \"gpu_max_mean\": {}, "
+                           "\"lag1_corr\": {}, \"lag10_corr\": {}, \"ar1_log_share\": {}, \"source_tv\": {}}}",
+                           num(s.max_mean), num(s.cv), num(s.gini), num(s.top1_share), num(s.gpu_max_mean), num(s.lag1),
+                           num(s.lag10), num(s.ar1_log), num(s.source_tv));
+      };
+      o = fmt::format("{{\"file\": \"{}\", \"records\": {}, \"ep_size\": {}, \"windows\": [", st->file, t.records.size(), ep);
+      for (size_t w = 0; w < ws.size(); ++w) {
+        o += fmt::format("{}\n  {{\"window\": \"{}\", \"records\": [{}, {}], \"overall\": {}, \"layers\": [", w ? "," : "",
+                         ws[w].window, ws[w].first, ws[w].last, js(ws[w].overall));
+        for (size_t l = 0; l < ws[w].layers.size(); ++l) o += fmt::format("{}\n    {}", l ? "," : "", js(ws[w].layers[l]));
+        o += "]}";
+      }
+      o += "\n]}\n";
+    } else {
+      o = fmt::format("{}: {} records (iter {}..{}), {} MoE layers, {} experts, top-{}, {} sources; GPU level: EP {}\n",
+                      st->file, t.records.size(), t.records.front().iter, t.records.back().iter, t.moe_layers, t.experts,
+                      t.top_k, t.sources, ep);
+      const char* head = "max/mean      CV    Gini    top1  GPU m/m    lag-1   lag-10  AR1(log) src-TV";
+      o += fmt::format("  {:<22} {}\n", "window [records)", head);
+      for (const auto& w : ws) o += fmt::format("  {:<22} {}\n", fmt::format("{} [{}, {})", w.window, w.first, w.last), row(w.overall));
+      o += fmt::format("\nper layer (all records)\n  {:<6} {}\n", "layer", "max/mean      CV    Gini    top1  GPU m/m    lag-1   lag-10  AR1(log) src-TV");
+      for (size_t l = 0; l < ws[0].layers.size(); ++l) o += fmt::format("  {:<6} {}\n", l, row(ws[0].layers[l]));
+    }
+    fmt::print("{}", o);
     exit_code = 0;
   });
 }

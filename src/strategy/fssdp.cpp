@@ -111,7 +111,8 @@ class Fssdp final : public Strategy {
     IterationExtras extras;
     // Heterogeneous re-sharding every R iterations, once there is history.
     if (k_.heterogeneous && iteration_ > 0 && iteration_ % k_.reshard_every == 0) {
-      Owners next = heterogeneous_owners(predicted, std::vector<int>(L_, std::min(t, E_)), node_of_);
+      // Overlappable = experts that will actually be materialized: top-min(t, m).
+      Owners next = heterogeneous_owners(predicted, std::vector<int>(L_, std::min({t, m_cap_, E_})), node_of_);
       collective::Coflow moves;
       for (int l = 0; l < L_; ++l)
         for (int e = 0; e < E_; ++e)

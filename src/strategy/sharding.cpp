@@ -40,13 +40,24 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
   std::stable_sort(layer_order.begin(), layer_order.end(), [&](int a, int b) {
     return *std::max_element(loads[a].begin(), loads[a].end()) > *std::max_element(loads[b].begin(), loads[b].end());
   });
+  int layers_left = L;
   for (int l : layer_order) {
     std::vector<double> gpu_load(n, 0.0), node_load(nodes, 0.0);
     const int tl = std::clamp(t[l], 0, E);
+    // Per-layer quota from the slots a GPU has left, so that the layers placed last are not
+    // crammed onto the few GPUs that still have room (the paper leaves this open).
+    std::vector<int> quota(n), taken(n, 0);
+    for (int g = 0; g < n; ++g) quota[g] = (free_slots[g] + layers_left - 1) / layers_left + 1;
+    --layers_left;
     for (int i = tl; i < E; ++i) {
       const int e = ranked[l][i];
+      auto eligible = [&](int g) { return free_slots[g] > 0 && taken[g] < quota[g]; };
+      bool any = false;
+      for (int g = 0; g < n; ++g) any = any || eligible(g);
+      auto ok = [&](int g) { return any ? eligible(g) : free_slots[g] > 0; };
       std::vector<int> node_free(nodes, 0);
-      for (int g = 0; g < n; ++g) node_free[node_of[g]] += free_slots[g];
+      for (int g = 0; g < n; ++g)
+        if (ok(g)) node_free[node_of[g]] += free_slots[g];
       int bn = -1;
       for (int k = 0; k < nodes; ++k) {
         if (node_free[k] <= 0) continue;
@@ -54,11 +65,12 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
       }
       int bg = -1;
       for (int g = 0; g < n; ++g) {
-        if (node_of[g] != bn || free_slots[g] <= 0) continue;
+        if (node_of[g] != bn || !ok(g)) continue;
         if (bg < 0 || gpu_load[g] < gpu_load[bg] || (gpu_load[g] == gpu_load[bg] && free_slots[g] < free_slots[bg])) bg = g;
       }
       owner[l][e] = bg;
       --free_slots[bg];
+      ++taken[bg];
       gpu_load[bg] += loads[l][e];
       node_load[bn] += loads[l][e];
     }
