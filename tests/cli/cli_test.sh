@@ -59,6 +59,19 @@ expect 2 "model.experts" "16 experts|has 8 experts" -- "${run[@]}" --set experts
 printf '' > "$tmp/empty.json"
 expect 2 "empty.json" -- "$sim" trace validate "$tmp/empty.json"
 
+# Trace tools: stats, gen, import (with a malformed log).
+expect 0 -- "$sim" trace stats "$fx/tiny-trace.json"
+expect 0 -- "$sim" trace stats "$fx/tiny-trace.json" --format json --ep-size 4
+expect 0 -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --iterations 3 --preset collapsed -o "$tmp/gen.json.gz"
+expect 0 -- "$sim" trace validate "$tmp/gen.json.gz"
+expect 2 "unknown preset" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --preset lumpy -o "$tmp/x.json"
+expect 2 "sigmaa" "unknown generator parameter" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --set sigmaa=1 -o "$tmp/x.json"
+expect 0 -- "$sim" trace import smartmoe "$fx/smartmoe" -o "$tmp/sm.json"
+mkdir -p "$tmp/badsm"; cp "$fx"/smartmoe/*.log "$tmp/badsm/"; sed -i 's/3.0, 3.0/3.0, x/' "$tmp/badsm/table_iter1_rank0.log"
+expect 2 "table_iter1_rank0.log:2:[0-9]+" "expected a non-negative integral count" -- "$sim" trace import smartmoe "$tmp/badsm" -o "$tmp/x.json"
+rm "$tmp/badsm/table_iter11_rank1.log"; cp "$fx"/smartmoe/table_iter1_rank0.log "$tmp/badsm/"
+expect 2 "rank 1 has no log file" -- "$sim" trace import smartmoe "$tmp/badsm" -o "$tmp/x.json"
+
 # Strategies: unknown name, unknown knob, bad knob value.
 expect 2 "unknown strategy 'fsdpp'" -- "${run[@]}" --strategy ep,fsdpp
 expect 2 "no knob 'windw'" -- "${run[@]}" --strategy ep:windw=3
