@@ -80,6 +80,8 @@ std::string render_table(const RunReport& r) {
     for (int c = 0; c < strategy::kNumComponents; ++c) fmt::format_to(it, " {:>15.2f}", s.breakdown[c] * 1e3);
     o += '\n';
   }
+  fmt::format_to(it, "\ncommunication hidden behind compute (ms per iteration, not in the breakdown's sum)\n");
+  for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {:.2f}\n", s.name, s.hidden_comm * 1e3);
   fmt::format_to(it, "\npeak memory per GPU (GiB): params / grads / optimizer / activations / buffers / reserve\n");
   for (const auto& s : r.strategies) {
     const auto& m = s.peak_memory;
@@ -123,7 +125,8 @@ std::string render_json(const RunReport& r) {
       fmt::format_to(it, "{}\"{}\": {}", c ? ", " : "", strategy::component_name(static_cast<strategy::Component>(c)),
                      num(s.breakdown[c]));
     const auto& m = s.peak_memory;
-    fmt::format_to(it, "}},\n     \"peak_memory_bytes\": {},\n", num(m.total()));
+    fmt::format_to(it, "}},\n     \"hidden_comm_s\": {},\n", num(s.hidden_comm));
+    fmt::format_to(it, "     \"peak_memory_bytes\": {},\n", num(m.total()));
     fmt::format_to(it,
                    "     \"peak_memory_composition_bytes\": {{\"params\": {}, \"grads\": {}, \"optimizer\": {}, "
                    "\"activations\": {}, \"buffers\": {}, \"reserve\": {}}},\n",

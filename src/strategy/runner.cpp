@@ -45,6 +45,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
     }
     out.times.push_back(r.time);
     for (int c = 0; c < kNumComponents; ++c) out.breakdown[c] += r.breakdown[c];
+    out.hidden_comm += r.hidden_comm;
     if (r.bottleneck_gpu >= 0) ++gpu_votes[r.bottleneck_gpu];
     if (r.bottleneck_link >= 0) ++link_votes[r.bottleneck_link];
     if (r.memory.total() > worst_mem) {
@@ -59,6 +60,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
   out.p50 = percentile(out.times, 0.5);
   out.p99 = percentile(out.times, 0.99);
   for (auto& b : out.breakdown) b /= std::max(1, iterations);
+  out.hidden_comm /= std::max(1, iterations);
   auto best = [](const std::map<int, int>& votes) {
     int id = -1, n = 0;
     for (auto [k, v] : votes)

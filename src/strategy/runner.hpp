@@ -14,6 +14,7 @@ struct RunSummary {
   std::vector<double> times;        // per iteration, seconds
   double mean = 0, p50 = 0, p99 = 0;
   std::array<double, kNumComponents> breakdown{};  // mean per iteration, seconds
+  double hidden_comm = 0;           // mean per iteration: collective time overlapped with compute
   cost::MemoryBreakdown peak_memory;                // of the worst iteration's worst GPU
   int peak_memory_gpu = -1;
   bool fits_memory = true;
