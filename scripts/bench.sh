@@ -15,3 +15,14 @@ echo "== flow tier: one skewed all-to-all-v (one flow per GPU pair)"
 $b/network_bench 32 64 128
 echo "== 1 flow-tier iteration of gpt-moe-s, 32 GPUs (dgx-h100-4node), EP"
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 1 2>/dev/null || true
+echo "== reading a large trace (gpt-moe-s, 32 sources, 1,000 records)"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+build-release/src/cli/hecate-sim trace gen --model gpt-moe-s --sources 32 --iterations 1000 --preset aux_loss -o "$tmp/big.json" 2>/dev/null
+size=$(stat -c %s "$tmp/big.json")
+times=()
+for i in 1 2 3; do
+  s=$(date +%s.%N); build-release/src/cli/hecate-sim trace validate "$tmp/big.json" >/dev/null; e=$(date +%s.%N)
+  times+=("$(echo "$e - $s" | bc -l)")
+done
+med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+printf 'trace validate: %.1f MB in %.3f s (median of 3) = %.0f MB/s\n' "$(echo "$size/1000000" | bc -l)" "$med" "$(echo "$size/1000000/$med" | bc -l)"
