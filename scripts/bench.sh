@@ -13,8 +13,8 @@ $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 fss
 $b/iteration_bench topologies/aws-p3dn-v100-2node.yaml models/gpt-moe-s.yaml 1000 ep 5
 echo "== flow tier: one skewed all-to-all-v (one flow per GPU pair)"
 $b/network_bench 32 64 128
-echo "== 1 flow-tier iteration of gpt-moe-s, 32 GPUs (dgx-h100-4node), EP"
-$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 1 2>/dev/null || true
+echo "== 3 flow-tier iterations of gpt-moe-s, 32 GPUs (dgx-h100-4node), EP"
+$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 1 flow
 echo "== reading a large trace (gpt-moe-s, 32 sources, 1,000 records)"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 build-release/src/cli/hecate-sim trace gen --model gpt-moe-s --sources 32 --iterations 1000 --preset aux_loss -o "$tmp/big.json" 2>/dev/null
@@ -22,7 +22,7 @@ size=$(stat -c %s "$tmp/big.json")
 times=()
 for i in 1 2 3; do
   s=$(date +%s.%N); build-release/src/cli/hecate-sim trace validate "$tmp/big.json" >/dev/null; e=$(date +%s.%N)
-  times+=("$(echo "$e - $s" | bc -l)")
+  times+=("$(awk -v a="$s" -v b="$e" 'BEGIN { print b - a }')")
 done
 med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
-printf 'trace validate: %.1f MB in %.3f s (median of 3) = %.0f MB/s\n' "$(echo "$size/1000000" | bc -l)" "$med" "$(echo "$size/1000000/$med" | bc -l)"
+awk -v b="$size" -v t="$med" 'BEGIN { printf "trace validate: %.1f MB in %.3f s (median of 3) = %.0f MB/s\n", b / 1e6, t, b / 1e6 / t }' 
