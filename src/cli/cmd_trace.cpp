@@ -83,19 +83,26 @@ void setup_trace(CLI::App& sub, int& exit_code) {
 
   struct ImportCli {
     std::string format, src, out, preset;
-    int top_k = 2, stride = 1;
+    int top_k = 2, stride = 1, experts = 0;
   };
   auto im = std::make_shared<ImportCli>();
   auto* imp = sub.add_subcommand("import", "convert another tool's expert-load logs to trace JSON v1");
-  imp->add_option("FORMAT", im->format, "smartmoe")->required()->check(CLI::IsMember({"smartmoe"}));
-  imp->add_option("SRC", im->src, "the logs (smartmoe: the moe_trace/ folder)")->required();
+  imp->add_option("FORMAT", im->format, "smartmoe | megatron | csv")
+      ->required()
+      ->check(CLI::IsMember({"smartmoe", "megatron", "csv"}));
+  imp->add_option("SRC", im->src,
+                  "smartmoe: the moe_trace/ folder; megatron: router-trace JSONL; csv: iter,layer,source,expert,count")
+      ->required();
+  imp->add_option("--experts", im->experts, "expert count (megatron, csv; default: largest id + 1)")->check(CLI::Range(1, 1 << 20));
   imp->add_option("-o,--out", im->out, "output trace (.json or .json.gz), written atomically")->required();
   imp->add_option("--top-k", im->top_k, "experts per token of the recorded model (default 2)")->check(CLI::Range(1, 1024));
   imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(CLI::Range(1, 1 << 30));
   imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
   imp->callback([im, &exit_code] {
     workload::ImportOptions opt{im->top_k, im->stride, im->preset};
-    auto t = workload::import_smartmoe(im->src, opt);
+    auto t = im->format == "smartmoe"   ? workload::import_smartmoe(im->src, opt)
+             : im->format == "megatron" ? workload::import_megatron(im->src, opt, im->experts)
+                                        : workload::import_csv(im->src, opt, im->experts);
     workload::write_trace(t, im->out);
     fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens\n",
                im->out, t.records.size(), t.records.front().iter, t.records.back().iter, im->stride, t.moe_layers,

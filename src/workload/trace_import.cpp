@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <map>
 #include <regex>
+#include <simdjson.h>
+#include <tuple>
 
 #include "util/atomic_file.hpp"
 #include "util/diagnostics.hpp"
@@ -165,6 +167,200 @@ Trace import_smartmoe(const std::string& folder, const ImportOptions& opt) {
   validate_trace(t, folder, check);
   check.throw_if_errors();
   return t;
+}
+
+}  // namespace hs::workload
+
+namespace hs::workload {
+
+namespace {
+
+// Builds a per-source trace from a sparse map (iter, layer, source, expert) -> count, checking
+// completeness and equal per-source sums; `where` names the input in errors.
+struct Key {
+  long long iter;
+  int layer, source, expert;
+  bool operator<(const Key& o) const {
+    return std::tie(iter, layer, source, expert) < std::tie(o.iter, o.layer, o.source, o.expert);
+  }
+};
+
+Trace assemble(const std::map<Key, uint64_t>& counts, int experts, const ImportOptions& opt, const std::string& where,
+               const std::string& importer) {
+  if (counts.empty()) throw InputError({where, 0, 0}, "", "no counts found");
+  int L = 0, S = 0, E = experts;
+  std::vector<long long> iters;
+  for (const auto& [k, c] : counts) {
+    L = std::max(L, k.layer + 1);
+    S = std::max(S, k.source + 1);
+    if (experts == 0) E = std::max(E, k.expert + 1);
+    else if (k.expert >= experts)
+      throw InputError({where, 0, 0}, "expert", fmt::format("expert id {} but --experts is {}", k.expert, experts));
+    if (iters.empty() || iters.back() != k.iter) iters.push_back(k.iter);
+  }
+  Trace t;
+  t.model_preset = opt.model_preset;
+  t.moe_layers = L;
+  t.experts = E;
+  t.top_k = opt.top_k;
+  t.sources = S;
+  t.axes = TraceAxes::kLayerSourceExpert;
+  t.provenance_json = fmt::format("{{\"kind\": \"imported\", \"importer\": \"{}\", \"source\": \"{}\", \"stride\": {}}}",
+                                  importer, std::filesystem::path(where).filename().string(), opt.stride);
+  std::map<long long, size_t> rec_of;
+  for (size_t i = 0; i < iters.size(); i += static_cast<size_t>(opt.stride)) {
+    rec_of[iters[i]] = t.records.size();
+    t.records.push_back({iters[i], std::vector<uint32_t>(static_cast<size_t>(L) * S * E, 0)});
+  }
+  for (const auto& [k, c] : counts) {
+    auto it = rec_of.find(k.iter);
+    if (it == rec_of.end()) continue;
+    t.records[it->second].counts[(static_cast<size_t>(k.layer) * S + k.source) * E + k.expert] += static_cast<uint32_t>(c);
+  }
+  uint64_t want = 0;
+  for (const auto& r : t.records)
+    for (int l = 0; l < L; ++l)
+      for (int s = 0; s < S; ++s) {
+        uint64_t sum = 0;
+        for (int e = 0; e < E; ++e) sum += r.counts[(static_cast<size_t>(l) * S + s) * E + e];
+        if (want == 0) want = sum;
+        if (sum != want)
+          throw InputError({where, 0, 0}, fmt::format("iter {}, layer {}, source {}", r.iter, l, s),
+                           fmt::format("counts sum to {} but other (iter, layer, source) to {}{}", sum, want,
+                                       sum == 0 ? " (missing from the input)" : ""));
+      }
+  if (want % static_cast<uint64_t>(opt.top_k) != 0)
+    throw InputError({where, 0, 0}, "--top-k", fmt::format("per-source sums ({}) are not a multiple of top_k {}", want, opt.top_k));
+  t.tokens_per_source = static_cast<int64_t>(want / static_cast<uint64_t>(opt.top_k));
+  Diagnostics d;
+  validate_trace(t, where, d);
+  d.throw_if_errors();
+  return t;
+}
+
+SourceLocation locate(const std::string& text, size_t offset, const std::string& file) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return {file, line, col};
+}
+
+}  // namespace
+
+Trace import_megatron(const std::string& path, const ImportOptions& opt, int experts) {
+  const std::string text = read_file(path);
+  std::map<Key, uint64_t> counts;
+  int top_k = 0;
+  size_t line_start = 0;
+  int line_no = 0;
+  namespace od = simdjson::ondemand;
+  od::parser parser;
+  while (line_start < text.size()) {
+    size_t end = text.find('\n', line_start);
+    if (end == std::string::npos) end = text.size();
+    ++line_no;
+    std::string_view line(text.data() + line_start, end - line_start);
+    const size_t base = line_start;
+    line_start = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    simdjson::padded_string buf(line);
+    auto fail = [&](const std::string& field, const std::string& msg) {
+      throw InputError(SourceLocation{path, line_no, 1}, field, msg);
+    };
+    (void)base;
+    od::document doc;
+    od::object obj;
+    if (parser.iterate(buf).get(doc) || doc.get_object().get(obj)) fail("", "expected one JSON object per line");
+    long long step = -1;
+    int layer = -1, rank = -1;
+    std::vector<std::pair<int, uint64_t>> local;
+    bool have_idx = false;
+    for (auto field : obj) {
+      std::string_view key;
+      if (field.unescaped_key().get(key)) fail("", "malformed JSON");
+      od::value v;
+      if (field.value().get(v)) fail(std::string(key), "malformed JSON");
+      int64_t x = 0;
+      if (key == "step" || key == "layer" || key == "rank") {
+        if (v.get_int64().get(x) || x < 0) fail(std::string(key), "expected a non-negative integer");
+        if (key == "step") step = x;
+        else if (key == "layer") layer = static_cast<int>(x);
+        else rank = static_cast<int>(x);
+      } else if (key == "top_indices") {
+        have_idx = true;
+        od::array tokens;
+        if (v.get_array().get(tokens)) fail("top_indices", "expected a list of per-token expert-id lists");
+        size_t tok = 0;
+        for (auto t : tokens) {
+          od::array ids;
+          if (t.get_array().get(ids)) fail(fmt::format("top_indices[{}]", tok), "expected a list of expert ids");
+          int k = 0;
+          for (auto id : ids) {
+            int64_t e = 0;
+            if (id.get_int64().get(e) || e < 0) fail(fmt::format("top_indices[{}]", tok), "expected non-negative expert ids");
+            local.push_back({static_cast<int>(e), 1});
+            ++k;
+          }
+          if (top_k == 0) top_k = k;
+          if (k != top_k) fail(fmt::format("top_indices[{}]", tok), fmt::format("{} experts, other tokens {}", k, top_k));
+          ++tok;
+        }
+      } else {
+        fail(std::string(key), "unknown key (known: step, layer, rank, top_indices)");
+      }
+    }
+    if (step < 0 || layer < 0 || rank < 0 || !have_idx) fail("", "needs step, layer, rank and top_indices");
+    for (auto [e, c] : local) counts[{step, layer, rank, e}] += c;
+  }
+  ImportOptions o = opt;
+  if (top_k > 0 && top_k != opt.top_k) o.top_k = top_k;  // the data says how many experts per token
+  return assemble(counts, experts, o, path, "megatron-router-trace");
+}
+
+Trace import_csv(const std::string& path, const ImportOptions& opt, int experts) {
+  const std::string text = read_file(path);
+  std::map<Key, uint64_t> counts;
+  size_t pos = 0;
+  int line_no = 0;
+  bool header = false;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    ++line_no;
+    std::string line = text.substr(pos, end - pos);
+    const size_t base = pos;
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (!header) {
+      if (line != "iter,layer,source,expert,count")
+        throw InputError(locate(text, base, path), "header", "expected the header iter,layer,source,expert,count");
+      header = true;
+      continue;
+    }
+    long long v[5];
+    const char* p = line.data();
+    const char* e = line.data() + line.size();
+    for (int i = 0; i < 5; ++i) {
+      auto [q, ec] = std::from_chars(p, e, v[i]);
+      const char* names[] = {"iter", "layer", "source", "expert", "count"};
+      if (ec != std::errc() || v[i] < 0)
+        throw InputError({path, line_no, static_cast<int>(p - line.data()) + 1}, names[i], "expected a non-negative integer");
+      p = q;
+      if (i < 4) {
+        if (p == e || *p != ',')
+          throw InputError({path, line_no, static_cast<int>(p - line.data()) + 1}, names[i], "expected 5 comma-separated fields");
+        ++p;
+      } else if (p != e) {
+        throw InputError({path, line_no, static_cast<int>(p - line.data()) + 1}, "count", "trailing characters after the count");
+      }
+    }
+    counts[{v[0], static_cast<int>(v[1]), static_cast<int>(v[2]), static_cast<int>(v[3])}] += static_cast<uint64_t>(v[4]);
+  }
+  if (!header) throw InputError({path, 1, 1}, "header", "empty file: expected the header iter,layer,source,expert,count");
+  return assemble(counts, experts, opt, path, "csv");
 }
 
 }  // namespace hs::workload

@@ -23,4 +23,16 @@ struct ImportOptions {
 
 Trace import_smartmoe(const std::string& folder, const ImportOptions& opt);
 
+// Megatron-Core router trace, JSON Lines: one object per (step, layer, rank) —
+//   {"step": 12, "layer": 3, "rank": 0, "top_indices": [[5, 17], [2, 5], ...]}
+// where top_indices lists, per token, the experts it was routed to (top_k each). Counts are summed
+// per (step, layer, rank); steps become records (sorted), layers 0..L-1 and ranks 0..R-1 must all be
+// present for every kept step. `experts` 0 = infer as max expert id + 1 (say it explicitly when
+// the hottest experts may be unused). Unknown keys are errors.
+Trace import_megatron(const std::string& path, const ImportOptions& opt, int experts = 0);
+
+// Plain CSV with the header `iter,layer,source,expert,count`; missing rows are zero counts.
+// The sum of each (iter, layer, source) must be the same for all (tokens x top_k).
+Trace import_csv(const std::string& path, const ImportOptions& opt, int experts = 0);
+
 }  // namespace hs::workload

@@ -72,6 +72,13 @@ expect 2 "table_iter1_rank0.log:2:[0-9]+" "expected a non-negative integral coun
 rm "$tmp/badsm/table_iter11_rank1.log"; cp "$fx"/smartmoe/table_iter1_rank0.log "$tmp/badsm/"
 expect 2 "rank 1 has no log file" -- "$sim" trace import smartmoe "$tmp/badsm" -o "$tmp/x.json"
 
+expect 0 -- "$sim" trace import megatron "$fx/megatron-router.jsonl" -o "$tmp/mg.json"
+expect 0 -- "$sim" trace import csv "$fx/loads.csv" --top-k 1 -o "$tmp/csv.json"
+printf 'iter,layer,source,expert,count\n0,0,0,x,3\n' > "$tmp/bad.csv"
+expect 2 "bad.csv:2:7" "expert" -- "$sim" trace import csv "$tmp/bad.csv" -o "$tmp/x.json"
+printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]], "colour": 1}\n' > "$tmp/bad.jsonl"
+expect 2 "bad.jsonl:1:" "colour" "unknown key" -- "$sim" trace import megatron "$tmp/bad.jsonl" -o "$tmp/x.json"
+
 # Strategies: unknown name, unknown knob, bad knob value.
 expect 2 "unknown strategy 'fsdpp'" -- "${run[@]}" --strategy ep,fsdpp
 expect 2 "no knob 'windw'" -- "${run[@]}" --strategy ep:windw=3

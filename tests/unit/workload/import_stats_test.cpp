@@ -76,3 +76,25 @@ TEST_CASE("trace statistics: hand-computed cases") {
   CHECK(s.gpu_max_mean == doctest::Approx(1.5));
   CHECK(s.source_tv == doctest::Approx(0));
 }
+
+TEST_CASE("Megatron router-trace JSONL and CSV importers") {
+  auto m = import_megatron(env("HECATE_FIXTURES") + "/megatron-router.jsonl", ImportOptions{2, 1, ""});
+  CHECK(m.records.size() == 2);      // steps 0 and 5
+  CHECK(m.records[1].iter == 5);
+  CHECK(m.moe_layers == 2);
+  CHECK(m.experts == 4);
+  CHECK(m.sources == 2);
+  CHECK(m.tokens_per_source == 3);   // 3 tokens x top-2 = 6 assignments per (step, layer, rank)
+  // Step 5, layer 0, rank 0: tokens [0,1] [0,2] [0,3] -> expert 0 has 3.
+  CHECK(m.records[1].counts[0] == 3);
+  // The CSV fixture routes 4 tokens per source, top-1.
+  auto c = import_csv(env("HECATE_FIXTURES") + "/loads.csv", ImportOptions{1, 1, ""});
+  CHECK(c.records.size() == 2);
+  CHECK(c.experts == 2);
+  CHECK(c.tokens_per_source == 4);
+  CHECK(c.records[1].counts[2] == 1);  // iter 7, layer 0, source 1, expert 0
+  // Explicit expert count larger than the ids seen.
+  CHECK(import_csv(env("HECATE_FIXTURES") + "/loads.csv", ImportOptions{1, 1, ""}, 4).experts == 4);
+  // With top-2 the same counts break the cap (an expert above the tokens): bad input.
+  CHECK_THROWS_AS(import_csv(env("HECATE_FIXTURES") + "/loads.csv", ImportOptions{2, 1, ""}), InputError);
+}
