@@ -83,7 +83,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
 
   struct ImportCli {
     std::string format, src, out, preset;
-    int top_k = 2, stride = 1, experts = 0;
+    int top_k = 2, stride = 1, experts = 0, sources = 0;
   };
   auto im = std::make_shared<ImportCli>();
   auto* imp = sub.add_subcommand("import", "convert another tool's expert-load logs to trace JSON v1");
@@ -98,11 +98,18 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   imp->add_option("--top-k", im->top_k, "experts per token of the recorded model (default 2)")->check(CLI::Range(1, 1024));
   imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(CLI::Range(1, 1 << 30));
   imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
+  imp->add_option("--sources", im->sources, "re-bin to this many sources (a divisor or multiple of the recorded ranks)")
+      ->check(CLI::Range(1, 1 << 20));
   imp->callback([im, &exit_code] {
     workload::ImportOptions opt{im->top_k, im->stride, im->preset};
     auto t = im->format == "smartmoe"   ? workload::import_smartmoe(im->src, opt)
              : im->format == "megatron" ? workload::import_megatron(im->src, opt, im->experts)
                                         : workload::import_csv(im->src, opt, im->experts);
+    if (im->sources > 0 && im->sources != t.sources) {
+      const int from = t.sources;
+      workload::rebin_sources(t, im->sources, im->src);
+      fmt::print(stderr, "re-binned {} sources to {} ({} tokens per source)\n", from, t.sources, t.tokens_per_source);
+    }
     workload::write_trace(t, im->out);
     fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens\n",
                im->out, t.records.size(), t.records.front().iter, t.records.back().iter, im->stride, t.moe_layers,

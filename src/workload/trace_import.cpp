@@ -364,3 +364,52 @@ Trace import_csv(const std::string& path, const ImportOptions& opt, int experts)
 }
 
 }  // namespace hs::workload
+
+namespace hs::workload {
+
+void rebin_sources(Trace& t, int n, const std::string& where) {
+  if (!t.per_source()) throw InputError({where, 0, 0}, "--sources", "a trace with global counts has no sources to re-bin");
+  const int S = t.sources, L = t.moe_layers, E = t.experts;
+  if (n == S) return;
+  const bool merge = S % n == 0;
+  const int m = merge ? S / n : n / S;
+  if (!merge && (n % S != 0 || t.tokens_per_source % m != 0))
+    throw InputError({where, 0, 0}, "--sources",
+                     fmt::format("can re-bin {} sources only to a divisor of {} or a multiple whose split divides the "
+                                 "{} tokens per source; `hecate-sim run` re-bins other ratios proportionally",
+                                 S, S, t.tokens_per_source));
+  for (auto& r : t.records) {
+    std::vector<uint32_t> out(static_cast<size_t>(L) * n * E, 0);
+    for (int l = 0; l < L; ++l) {
+      for (int s = 0; s < S; ++s) {
+        const uint32_t* c = r.counts.data() + (static_cast<size_t>(l) * S + s) * E;
+        if (merge) {
+          uint32_t* o = out.data() + (static_cast<size_t>(l) * n + s / m) * E;
+          for (int e = 0; e < E; ++e) o[e] += c[e];
+          continue;
+        }
+        int ptr = 0;
+        for (int e = 0; e < E; ++e) {
+          const uint32_t base = c[e] / static_cast<uint32_t>(m), rem = c[e] % static_cast<uint32_t>(m);
+          for (int p = 0; p < m; ++p) out[(static_cast<size_t>(l) * n + s * m + p) * E + e] = base;
+          for (uint32_t k = 0; k < rem; ++k) {
+            ++out[(static_cast<size_t>(l) * n + s * m + ptr) * E + e];
+            ptr = (ptr + 1) % m;
+          }
+        }
+      }
+    }
+    r.counts = std::move(out);
+  }
+  t.tokens_per_source = merge ? t.tokens_per_source * m : t.tokens_per_source / m;
+  t.sources = n;
+  if (!t.provenance_json.empty() && t.provenance_json.back() == '}')
+    t.provenance_json = t.provenance_json.substr(0, t.provenance_json.size() - 1) +
+                        fmt::format("{}\"rebinned_sources\": {{\"from\": {}, \"to\": {}}}}}",
+                                    t.provenance_json.size() > 2 ? ", " : "", S, n);
+  Diagnostics d;
+  validate_trace(t, where, d);
+  d.throw_if_errors();
+}
+
+}  // namespace hs::workload

@@ -21,6 +21,16 @@ struct ImportOptions {
   std::string model_preset;  // written into the trace's model.preset (may be empty)
 };
 
+// Re-bins a per-source trace to `sources` sources, exactly (integer counts, every invariant kept):
+//   * merging (S a multiple of N): new source j sums old sources [j*S/N, (j+1)*S/N);
+//   * splitting (N a multiple of S, tokens_per_source divisible by N/S): old source s becomes N/S
+//     sources; every expert's count is split as evenly as possible, the remainders dealt round-robin
+//     across the parts with a pointer that carries over from expert to expert, so every part sums to
+//     exactly tokens x top_k and no expert exceeds the new tokens per source.
+// Other ratios are bad input (hecate-sim run re-bins proportionally, in fractions, at simulation time).
+// The provenance records the re-binning.
+void rebin_sources(Trace& t, int sources, const std::string& where);
+
 Trace import_smartmoe(const std::string& folder, const ImportOptions& opt);
 
 // Megatron-Core router trace, JSON Lines: one object per (step, layer, rank) —

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "util/diagnostics.hpp"
 #include "workload/trace_import.hpp"
@@ -97,4 +98,28 @@ TEST_CASE("Megatron router-trace JSONL and CSV importers") {
   CHECK(import_csv(env("HECATE_FIXTURES") + "/loads.csv", ImportOptions{1, 1, ""}, 4).experts == 4);
   // With top-2 the same counts break the cap (an expert above the tokens): bad input.
   CHECK_THROWS_AS(import_csv(env("HECATE_FIXTURES") + "/loads.csv", ImportOptions{2, 1, ""}), InputError);
+}
+
+TEST_CASE("re-binning sources exactly: merge and split keep every invariant") {
+  auto t = import_smartmoe(env("HECATE_FIXTURES") + "/smartmoe", ImportOptions{2, 1, ""});
+  // Merge 2 sources into 1: counts add, tokens per source double (8 -> 16).
+  auto merged = t;
+  rebin_sources(merged, 1, "fixture");
+  CHECK(merged.sources == 1);
+  CHECK(merged.tokens_per_source == 16);
+  CHECK(merged.records[0].counts[0] == t.records[0].counts[0] + t.records[0].counts[4]);
+  // Split 2 sources into 4: tokens per source halve (8 -> 4); iteration 1, layer 0, source 0 had
+  // [6, 4, 3, 3]: halves [3, 2, 2, 1] and [3, 2, 1, 2] (remainders dealt round-robin across experts).
+  auto split = t;
+  rebin_sources(split, 4, "fixture");
+  CHECK(split.tokens_per_source == 4);
+  CHECK(std::vector<uint32_t>(split.records[0].counts.begin(), split.records[0].counts.begin() + 8) ==
+        std::vector<uint32_t>{3, 2, 2, 1, 3, 2, 1, 2});
+  Diagnostics d;
+  validate_trace(split, "split", d);
+  CHECK_FALSE(d.has_errors());
+  // Totals per expert are conserved.
+  for (int e = 0; e < 4; ++e) CHECK(split.global_count(split.records[1], 1, e) == t.global_count(t.records[1], 1, e));
+  auto bad = t;
+  CHECK_THROWS_AS(rebin_sources(bad, 3, "fixture"), InputError);
 }
