@@ -74,10 +74,20 @@ void setup_trace(CLI::App& sub, int& exit_code) {
     auto in = resolve_input(g->model, "models");
     auto model = workload::load_model(in.text, in.source, g->model_sets);
     const std::string preset_name = in.source.rfind("preset:", 0) == 0 ? in.source.substr(7) : model.name;
-    auto t = workload::generate_trace(model, preset_name, g->sources, g->iterations, *params, g->preset, g->seed);
-    workload::write_trace(t, g->out);
+    // Streamed: memory holds one record, whatever the trace's length.
+    workload::Trace t;
+    std::unique_ptr<workload::TraceWriter> w;
+    size_t n = 0;
+    workload::generate_trace_stream(model, preset_name, g->sources, g->iterations, *params, g->preset, g->seed, t,
+                                    [&](const workload::TraceRecord& r) {
+                                      if (!w) w = std::make_unique<workload::TraceWriter>(g->out, t);
+                                      w->write(r);
+                                      ++n;
+                                    });
+    w->close();
+
     fmt::print(stderr, "{}: {} records, {} MoE layers x {} sources x {} experts ({} preset, seed {})\n", g->out,
-               t.records.size(), t.moe_layers, t.sources, t.experts, g->preset, g->seed);
+               n, t.moe_layers, t.sources, t.experts, g->preset, g->seed);
     exit_code = 0;
   });
 

@@ -93,6 +93,16 @@ std::string GeneratorParams::to_json() const {
 Trace generate_trace(const ModelSpec& model, const std::string& model_preset, int sources, int iterations,
                      const GeneratorParams& g, const std::string& preset_name, uint64_t seed) {
   Trace t;
+  std::vector<TraceRecord> recs;
+  generate_trace_stream(model, model_preset, sources, iterations, g, preset_name, seed, t,
+                        [&](const TraceRecord& r) { recs.push_back(r); });
+  t.records = std::move(recs);
+  return t;
+}
+
+void generate_trace_stream(const ModelSpec& model, const std::string& model_preset, int sources, int iterations,
+                           const GeneratorParams& g, const std::string& preset_name, uint64_t seed, Trace& t,
+                           const std::function<void(const TraceRecord&)>& sink) {
   t.model_preset = model_preset;
   t.moe_layers = model.moe_layers();
   t.experts = model.experts;
@@ -124,13 +134,12 @@ Trace generate_trace(const ModelSpec& model, const std::string& model_preset, in
   Rng drift = Rng::derive(seed, 2);
   std::vector<double> p(E), ps(E);
   std::vector<uint64_t> draw(E);
-  t.records.resize(iterations);
+  TraceRecord rec;
   for (int it = 0; it < iterations; ++it) {
     const bool early = it < transient_iters;
     const double phi = early ? g.phi_transient : g.phi;
     const double sd = early ? g.transient_sd : g.sd;
     const double innov = std::sqrt(std::max(0.0, 1 - phi * phi)) * sd;
-    auto& rec = t.records[it];
     rec.iter = it;
     rec.counts.assign(static_cast<size_t>(L) * sources * E, 0);
     for (int l = 0; l < L; ++l) {
@@ -171,8 +180,8 @@ Trace generate_trace(const ModelSpec& model, const std::string& model_preset, in
         for (int e = 0; e < E; ++e) out[e] = static_cast<uint32_t>(draw[e]);
       }
     }
+    sink(rec);
   }
-  return t;
 }
 
 }  // namespace hs::workload

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct GeneratorParams {
   std::string to_json() const;
 };
 
+// Streams records to `sink` one at a time (memory: one record); `header` receives every other field.
+void generate_trace_stream(const ModelSpec& model, const std::string& model_preset, int sources, int iterations,
+                           const GeneratorParams& params, const std::string& preset_name, uint64_t seed, Trace& header,
+                           const std::function<void(const TraceRecord&)>& sink);
 Trace generate_trace(const ModelSpec& model, const std::string& model_preset, int sources, int iterations,
                      const GeneratorParams& params, const std::string& preset_name, uint64_t seed);
 

@@ -6,6 +6,11 @@
 
 #include "util/atomic_file.hpp"
 
+#include <cstdio>
+#include <stdexcept>
+#include <unistd.h>
+#include <zlib.h>
+
 namespace hs::workload {
 
 namespace od = simdjson::ondemand;
@@ -417,9 +422,10 @@ Trace read_trace(const std::string& path) {
   return parse_trace(read_file(path), path);  // .gz, or an unreadable file (read_file says why)
 }
 
-std::string trace_to_json(const Trace& t) {
+namespace {
+
+std::string json_header(const Trace& t) {
   std::string out;
-  out.reserve(64 + t.records.size() * (t.record_size() * 4 + 32));
   auto it = std::back_inserter(out);
   fmt::format_to(it, "{{\n  \"format\": \"hecate-sim/expert-load-trace\", \"version\": \"1.0\",\n");
   fmt::format_to(it, "  \"model\": {{");
@@ -429,32 +435,83 @@ std::string trace_to_json(const Trace& t) {
   fmt::format_to(it, "  \"axes\": {},\n", t.per_source() ? "[\"layer\", \"source\", \"expert\"]" : "[\"layer\", \"expert\"]");
   fmt::format_to(it, "  \"provenance\": {},\n", t.provenance_json.empty() ? "{}" : t.provenance_json);
   fmt::format_to(it, "  \"records\": [\n");
+  return out;
+}
+
+void json_record(const Trace& t, const TraceRecord& rec, std::string& out) {
   const int srcs = t.per_source() ? t.sources : 1;
-  for (size_t r = 0; r < t.records.size(); ++r) {
-    const auto& rec = t.records[r];
-    fmt::format_to(it, "    {{\"iter\": {}, \"counts\": [", rec.iter);
-    for (int l = 0; l < t.moe_layers; ++l) {
-      if (l) out += ',';
-      if (t.per_source()) out += '[';
-      for (int s = 0; s < srcs; ++s) {
-        if (s) out += ',';
-        out += '[';
-        const uint32_t* c = rec.counts.data() + (static_cast<size_t>(l) * srcs + s) * t.experts;
-        for (int e = 0; e < t.experts; ++e) {
-          if (e) out += ',';
-          char buf[16];
-          auto [p, ec] = std::to_chars(buf, buf + sizeof buf, c[e]);
-          (void)ec;
-          out.append(buf, p);
-        }
-        out += ']';
+  fmt::format_to(std::back_inserter(out), "    {{\"iter\": {}, \"counts\": [", rec.iter);
+  for (int l = 0; l < t.moe_layers; ++l) {
+    if (l) out += ',';
+    if (t.per_source()) out += '[';
+    for (int s = 0; s < srcs; ++s) {
+      if (s) out += ',';
+      out += '[';
+      const uint32_t* c = rec.counts.data() + (static_cast<size_t>(l) * srcs + s) * t.experts;
+      for (int e = 0; e < t.experts; ++e) {
+        if (e) out += ',';
+        char buf[16];
+        auto [p, ec] = std::to_chars(buf, buf + sizeof buf, c[e]);
+        (void)ec;
+        out.append(buf, p);
       }
-      if (t.per_source()) out += ']';
+      out += ']';
     }
-    out += r + 1 < t.records.size() ? "]},\n" : "]}\n";
+    if (t.per_source()) out += ']';
+  }
+  out += "]}";
+}
+
+}  // namespace
+
+std::string trace_to_json(const Trace& t) {
+  std::string out = json_header(t);
+  out.reserve(64 + t.records.size() * (t.record_size() * 4 + 32));
+  for (size_t r = 0; r < t.records.size(); ++r) {
+    json_record(t, t.records[r], out);
+    out += r + 1 < t.records.size() ? ",\n" : "\n";
   }
   out += "  ]\n}\n";
   return out;
+}
+
+TraceWriter::TraceWriter(const std::string& path, const Trace& header) : path_(path), header_(header) {
+  gz_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  tmp_ = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  file_ = gz_ ? static_cast<void*>(gzopen(tmp_.c_str(), "wb6")) : static_cast<void*>(std::fopen(tmp_.c_str(), "wb"));
+  if (!file_) throw std::runtime_error(fmt::format("{}: cannot write", path));
+  put(json_header(header));
+}
+
+TraceWriter::~TraceWriter() {
+  if (!file_) return;
+  if (gz_) gzclose(static_cast<gzFile>(file_));
+  else std::fclose(static_cast<FILE*>(file_));
+  std::remove(tmp_.c_str());
+}
+
+void TraceWriter::put(const std::string& s) {
+  const bool ok = gz_ ? gzwrite(static_cast<gzFile>(file_), s.data(), static_cast<unsigned>(s.size())) == static_cast<int>(s.size())
+                      : std::fwrite(s.data(), 1, s.size(), static_cast<FILE*>(file_)) == s.size();
+  if (!ok) throw std::runtime_error(fmt::format("{}: write failed", path_));
+}
+
+void TraceWriter::write(const TraceRecord& r) {
+  buf_.clear();
+  if (!first_) buf_ += ",\n";
+  first_ = false;
+  json_record(header_, r, buf_);
+  put(buf_);
+}
+
+void TraceWriter::close() {
+  put(first_ ? "  ]\n}\n" : "\n  ]\n}\n");
+  const bool ok = gz_ ? gzclose(static_cast<gzFile>(file_)) == Z_OK : std::fclose(static_cast<FILE*>(file_)) == 0;
+  file_ = nullptr;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot write", path_));
+  }
 }
 
 void write_trace(const Trace& t, const std::string& path) { write_file_atomically(path, trace_to_json(t)); }

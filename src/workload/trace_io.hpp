@@ -22,6 +22,25 @@ std::string trace_to_json(const Trace& t);
 // Writes atomically; ".gz" suffix compresses.
 void write_trace(const Trace& t, const std::string& path);
 
+// Streams a trace to a file record by record (memory: one record), atomically (a temporary file
+// renamed on close(); an unclosed writer removes it). ".gz" compresses. `header` gives every field
+// but the records.
+class TraceWriter {
+ public:
+  TraceWriter(const std::string& path, const Trace& header);
+  ~TraceWriter();
+  void write(const TraceRecord& r);
+  void close();
+
+ private:
+  void put(const std::string& s);
+  std::string path_, tmp_;
+  void* file_ = nullptr;  // FILE* or gzFile
+  bool gz_ = false, first_ = true;
+  const Trace& header_;
+  std::string buf_;
+};
+
 // Checks the invariants of trace.hpp; used by the reader and by producers' tests.
 void validate_trace(const Trace& t, const std::string& file, Diagnostics& diags);
 
