@@ -40,6 +40,7 @@ class FlowNetwork final : public engine::ActivityModel {
   double next_completion() override;
   void advance_to(double now, std::vector<engine::TaskId>& finished) override;
   const FlowStats& stats() const { return stats_; }
+  const solver::SolverStats& solver_stats() const { return solver_.stats(); }
 
  private:
   struct ActiveFlow {

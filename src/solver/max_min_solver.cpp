@@ -134,6 +134,7 @@ void MaxMinSolver::solve() {
     }
   };
   while (true) {
+    ++stats_.rounds;
     // Drop links with nothing left to share.
     size_t w = 0;
     double best = kUnlimited;

@@ -34,6 +34,7 @@ struct SolverStats {
   uint64_t solves = 0;             // component re-solves
   uint64_t flows_recomputed = 0;   // flow rates assigned, summed over solves
   uint64_t elements_visited = 0;
+  uint64_t rounds = 0;             // progressive-filling rounds (bottleneck levels), summed over solves
 };
 
 class MaxMinSolver {

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     std::vector<double> walls;
     double simulated = 0;
     network::FlowStats st;
+    uint64_t rounds = 0, elements = 0;
     for (int rep = 0; rep < 3; ++rep) {
       engine::TaskGraph g;
       auto id = g.add_task(g.add_resource("r"), Seconds(0), 0, 1);
@@ -58,11 +59,15 @@ int main(int argc, char** argv) {
       walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
       simulated = sim.makespan();
       st = net.stats();
+      rounds = net.solver_stats().rounds;
+      elements = net.solver_stats().elements_visited;
     }
     std::sort(walls.begin(), walls.end());
     fmt::print("all-to-all-v {:>5} GPUs: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of 3; topology "
                "build {:.3f} s); simulated {:.3f} ms flow vs {:.3f} ms analytic\n",
                n, st.flows, st.solver_updates, walls[1], build, simulated * 1e3, analytic * 1e3);
+    fmt::print("    solver: {:.1f} rounds and {:.0f} element updates per solve\n", double(rounds) / st.solver_updates,
+               double(elements) / st.solver_updates);
   }
   return 0;
 }
