@@ -5,6 +5,7 @@
 
 #include "collective/analytic_network.hpp"
 #include "collective/ring.hpp"
+#include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
 
 using namespace hs;
@@ -13,26 +14,14 @@ using namespace hs::collective;
 
 namespace {
 Topology one_node(int n, double bw, double lat) {
-  CompactSpec s;
-  s.name = "node";
-  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
-  s.nodes = 1;
-  s.gpus_per_node = n;
-  s.intra = {Bandwidth(bw), 1.0, Seconds(lat), ""};
-  return build_compact(s, {"test", 0, 0});
+  test::ClusterShape c;
+  c.gpus_per_node = n, c.intra_bw = bw, c.intra_lat = lat;
+  return test::make_cluster(c);
 }
 Topology cluster(int nodes, int g, int nics, double nic_bw) {
-  CompactSpec s;
-  s.name = "cluster";
-  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
-  s.nodes = nodes;
-  s.gpus_per_node = g;
-  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
-  s.nics_per_node = nics;
-  s.nic = {Bandwidth(nic_bw), 1.0, Seconds(2e-6), ""};
-  s.pcie = {Bandwidth(1e12), 1.0, Seconds(0), ""};
-  s.fabric_kind = "single-switch";
-  return build_compact(s, {"test", 0, 0});
+  test::ClusterShape c;
+  c.nodes = nodes, c.gpus_per_node = g, c.nics = nics, c.nic_bw = nic_bw;
+  return test::make_cluster(c);
 }
 }  // namespace
 

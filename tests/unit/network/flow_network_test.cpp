@@ -5,23 +5,17 @@
 #include "collective/analytic_network.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
+#include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
 
 using namespace hs;
 
 namespace {
 topology::Topology cluster(int nodes, int g, int nics, double nic_bw) {
-  topology::CompactSpec s;
-  s.name = "c";
-  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
-  s.nodes = nodes;
-  s.gpus_per_node = g;
-  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
-  s.nics_per_node = nics;
-  s.nic = {Bandwidth(nic_bw), 1.0, Seconds(2e-6), ""};
-  s.pcie = {Bandwidth(1e12), 1.0, Seconds(0), ""};
-  s.fabric_kind = nodes > 2 ? "rail-optimized" : "single-switch";
-  return topology::build_compact(s, {"t", 0, 0});
+  test::ClusterShape c;
+  c.nodes = nodes, c.gpus_per_node = g, c.nics = nics, c.nic_bw = nic_bw;
+  c.fabric = nodes > 2 ? "rail-optimized" : "single-switch";
+  return test::make_cluster(c);
 }
 // Runs coflows as tasks on separate resources (concurrently) through the flow tier; returns end times.
 std::vector<double> run_flow(const topology::Topology& t, const std::vector<collective::Coflow>& coflows) {

@@ -7,32 +7,17 @@
 #include "strategy/ep.hpp"
 #include "strategy/runner.hpp"
 #include "topology/topology_builder.hpp"
+#include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"
 
 using namespace hs;
 
 namespace {
-workload::ModelSpec small_model() {
-  return workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny
-layers: 2
-d_model: 512
-d_ffn: 1024
-experts: 8
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny.yaml");
-}
+workload::ModelSpec small_model() { return test::tiny_moe_model(); }
 topology::Topology node8() {
-  topology::CompactSpec s;
-  s.name = "node";
-  s.gpu = {"X", FlopRate(300e12), Bandwidth(2e12), Bytes(80e9)};
-  s.nodes = 1;
-  s.gpus_per_node = 8;
-  s.intra = {Bandwidth(200e9), 1.0, Seconds(2e-6), ""};
-  return topology::build_compact(s, {"t", 0, 0});
+  test::ClusterShape c;
+  c.intra_bw = 200e9, c.intra_lat = 2e-6, c.peak_flops = 300e12, c.hbm = 2e12;
+  return test::make_cluster(c);
 }
 // loads[layer][gpu][expert]: every GPU routes its 2048 tokens x top-2 = 4096 assignments.
 std::vector<double> uniform_loads(int L, int n, int E, double per_gpu) {

@@ -10,6 +10,7 @@
 #include "strategy/materialization.hpp"
 #include "strategy/sharding.hpp"
 #include "topology/topology_builder.hpp"
+#include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"
 
 using namespace hs;
@@ -141,30 +142,12 @@ TEST_CASE("heterogeneous sharding owns every expert exactly once with balanced s
 }
 
 namespace {
-workload::ModelSpec model() {
-  return workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny
-layers: 2
-d_model: 512
-d_ffn: 1024
-experts: 8
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny.yaml");
-}
+workload::ModelSpec model() { return test::tiny_moe_model(); }
 topology::Topology two_nodes() {
-  topology::CompactSpec s;
-  s.name = "2x4";
-  s.gpu = {"X", FlopRate(300e12), Bandwidth(2e12), Bytes(80e9)};
-  s.nodes = 2;
-  s.gpus_per_node = 4;
-  s.intra = {Bandwidth(200e9), 1.0, Seconds(2e-6), ""};
-  s.nics_per_node = 1;
-  s.nic = {Bandwidth(12.5e9), 1.0, Seconds(5e-6), ""};
-  s.pcie = {Bandwidth(32e9), 1.0, Seconds(1e-6), ""};
-  return topology::build_compact(s, {"t", 0, 0});
+  test::ClusterShape c;
+  c.nodes = 2, c.gpus_per_node = 4, c.intra_bw = 200e9, c.intra_lat = 2e-6, c.peak_flops = 300e12, c.hbm = 2e12;
+  c.nics = 1, c.nic_bw = 12.5e9, c.nic_lat = 5e-6, c.pcie_bw = 32e9, c.pcie_lat = 1e-6;
+  return test::make_cluster(c);
 }
 std::vector<double> skewed(int it) {
   // loads[layer][gpu][expert]: each source sends 2048 to expert (it % 8) and spreads 2048 evenly.

@@ -1,0 +1,52 @@
+// Small platforms and models built in code for the unit tests (the builder is the same one the
+// YAML loader uses).
+#pragma once
+
+#include <string>
+
+#include "topology/topology_builder.hpp"
+#include "workload/model_spec.hpp"
+
+namespace hs::test {
+
+struct ClusterShape {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  double intra_bw = 400e9, intra_lat = 1e-6;   // per GPU to the node's switch
+  int nics = 0;
+  double nic_bw = 0, nic_lat = 2e-6;
+  double pcie_bw = 1e12, pcie_lat = 0;         // GPU <-> NIC, fast unless a test needs it
+  std::string fabric = "single-switch";
+  double peak_flops = 1e15, hbm = 3e12;
+};
+
+inline topology::Topology make_cluster(const ClusterShape& c) {
+  topology::CompactSpec s;
+  s.name = "test";
+  s.gpu = {"X", FlopRate(c.peak_flops), Bandwidth(c.hbm), Bytes(80e9)};
+  s.nodes = c.nodes;
+  s.gpus_per_node = c.gpus_per_node;
+  s.intra = {Bandwidth(c.intra_bw), 1.0, Seconds(c.intra_lat), ""};
+  s.nics_per_node = c.nics;
+  s.nic = {Bandwidth(c.nic_bw), 1.0, Seconds(c.nic_lat), ""};
+  s.pcie = {Bandwidth(c.pcie_bw), 1.0, Seconds(c.pcie_lat), ""};
+  s.fabric_kind = c.fabric;
+  return topology::build_compact(s, {"test", 0, 0});
+}
+
+// 2 MoE blocks, d_model 512, 8 experts of d_ffn 1024, top-2, 2 x 1024 tokens per GPU.
+inline workload::ModelSpec tiny_moe_model() {
+  return workload::load_model(R"(schema: hecate-sim/model@1
+name: tiny
+layers: 2
+d_model: 512
+d_ffn: 1024
+experts: 8
+top_k: 2
+heads: 8
+seq_len: 1024
+micro_batch: 2
+)", "tiny.yaml");
+}
+
+}  // namespace hs::test
