@@ -82,6 +82,9 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   Topology& t = topo_;
   const int n = t.num_gpus();
   if (n == 0) diags.error(where, "gpus", "the topology has no GPU");
+  if (n > kMaxGpus)
+    diags.error(where, "gpus", fmt::format("{} GPUs: this version supports at most {} (routes are precomputed for "
+                                           "every GPU pair)", n, kMaxGpus));
   for (size_t i = 0; i < t.links_.size(); ++i) {
     const Link& l = t.links_[i];
     if (!(l.bandwidth.value() > 0))

@@ -18,6 +18,9 @@ struct LinkParams {
   std::string link_class;
 };
 
+// Routes are precomputed for every GPU pair (O(N^2) memory), which bounds the GPU count for now.
+inline constexpr int kMaxGpus = 2048;
+
 class TopologyBuilder {
  public:
   explicit TopologyBuilder(std::string name, GpuModel gpu);

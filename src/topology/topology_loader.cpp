@@ -27,7 +27,8 @@ LinkParams read_link_params(const YAML::Node& n, const std::string& path, YamlCo
   (void)keep;
   LinkParams p;
   MapReader r(n, path, ctx);
-  p.line_rate = Bandwidth(r.quantity("bandwidth", Dimension::kBandwidth).value_or(0));
+  p.line_rate = Bandwidth(r.quantity("bandwidth", Dimension::kBandwidth).value_or(1));
+  if (p.line_rate.value() <= 0) r.error("bandwidth", "expected a positive bandwidth");
   p.efficiency = r.number("efficiency", false, 0.01, 1.0).value_or(1.0);
   p.latency = Seconds(r.quantity("latency", Dimension::kTime, false).value_or(0));
   for (const char* k : extra_keys) r.child(k, false);  // read by the caller
@@ -75,6 +76,7 @@ Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gp
         auto to = e.str("to");
         LinkParams p;
         p.line_rate = Bandwidth(e.quantity("bandwidth", Dimension::kBandwidth).value_or(0));
+        if (e.has("bandwidth") && p.line_rate.value() <= 0) e.error("bandwidth", "expected a positive bandwidth");
         p.efficiency = e.number("efficiency", false, 0.01, 1.0).value_or(1.0);
         p.latency = Seconds(e.quantity("latency", Dimension::kTime, false).value_or(0));
         p.link_class = e.choice("class", {"nvlink", "pcie", "nic", "fabric"}, false).value_or("fabric");
@@ -126,6 +128,10 @@ Topology load_topology(const std::string& text, const std::string& file) {
   s.gpu = gpu;
   s.nodes = static_cast<int>(r.integer("nodes", true, 1, 1 << 16).value_or(1));
   s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", true, 1, 1024).value_or(1));
+  if (static_cast<long long>(s.nodes) * s.gpus_per_node > kMaxGpus)
+    r.error("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs: this version supports at most {} (routes are "
+                                 "precomputed for every GPU pair)", s.nodes, s.gpus_per_node,
+                                 static_cast<long long>(s.nodes) * s.gpus_per_node, kMaxGpus));
   {
     YAML::Node in = r.child("intra_node");
     s.intra = read_link_params(in, "intra_node", ctx, {"kind"});

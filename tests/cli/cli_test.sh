@@ -41,6 +41,13 @@ expect 2 "typo.yaml:7:1" "gpus_per_nodes" "unknown key" -- "$sim" topo validate 
 printf 'nodes: [1, 2\n' > "$tmp/broken.yaml"
 expect 2 "broken.yaml:[0-9]+:[0-9]+" "malformed YAML" -- "$sim" topo show "$tmp/broken.yaml"
 expect 2 "no such file" -- "$sim" topo show "$tmp/nope.yaml"
+sed 's/^nodes: 4/nodes: 65536/' "$root/topologies/dgx-h100-4node.yaml" > "$tmp/huge.yaml"
+expect 2 "huge.yaml:4:8" "at most 2048" -- "$sim" topo show "$tmp/huge.yaml"
+sed 's/bandwidth: 450GB\/s/bandwidth: 0GB\/s/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/zero.yaml"
+expect 2 "zero.yaml:6:" "positive bandwidth" -- "$sim" topo validate "$tmp/zero.yaml"
+head -c 3000 /dev/urandom > "$tmp/garbage.bin"
+expect 2 "garbage.bin" -- "$sim" topo show "$tmp/garbage.bin"
+expect 2 "garbage.bin" -- "$sim" trace validate "$tmp/garbage.bin"
 
 # Model: override of an unknown field, bad value.
 expect 2 "expertz" "unknown key" -- "${run[@]}" --set expertz=4
