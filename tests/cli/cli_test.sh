@@ -45,7 +45,7 @@ sed 's/^nodes: 4/nodes: 65536/' "$root/topologies/dgx-h100-4node.yaml" > "$tmp/h
 expect 2 "huge.yaml:4:8" "at most 2048" -- "$sim" topo show "$tmp/huge.yaml"
 sed 's/bandwidth: 450GB\/s/bandwidth: 0GB\/s/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/zero.yaml"
 expect 2 "zero.yaml:6:" "positive bandwidth" -- "$sim" topo validate "$tmp/zero.yaml"
-head -c 3000 /dev/urandom > "$tmp/garbage.bin"
+printf '\177ELF\002\001\000\377\376"{[: \n\t-- ]]}' > "$tmp/garbage.bin"
 expect 2 "garbage.bin" -- "$sim" topo show "$tmp/garbage.bin"
 expect 2 "garbage.bin" -- "$sim" trace validate "$tmp/garbage.bin"
 
