@@ -45,6 +45,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   rate_[id] = 0;
   alive_[id] = 1;
   for (const auto& e : elements) link_flows_[e.link].push_back(id);
+  added_ = true;
   if (elements.empty()) rate_[id] = rate_cap;  // crosses nothing: only its cap limits it
   mark(id);
   return id;
@@ -52,6 +53,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
 
 void MaxMinSolver::remove_flow(int flow) {
   mark(flow);
+  min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
   for (const auto& e : elems_[flow]) {
     auto& v = link_flows_[e.link];
     auto it = std::find(v.begin(), v.end(), flow);
@@ -101,16 +103,23 @@ void MaxMinSolver::solve() {
   }
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
-  // Progressive filling in rounds: each round scans the component's active links for the smallest
-  // fair share (cheaper than a heap keyed by share: a round costs O(active links), and the number
-  // of rounds is the number of distinct bottleneck levels, which is small next to the elements),
-  // freezes the flows of every link at that share, and updates the links they cross.
+  // Progressive filling: initial remaining capacities and unfrozen weights per link.
   active_.clear();
   for (int l : comp_links_) {
     rem_[l] = cap_[l];
     sumw_[l] = 0;
   }
+  // Removal-only: flows strictly below the smallest removed rate keep their rates (see header).
+  const double keep_below = added_ ? 0.0 : min_removed_rate_ * (1 - 1e-9);
+  added_ = false;
+  min_removed_rate_ = kUnlimited;
   for (int f : comp_flows_) {
+    if (rate_[f] < keep_below && !elems_[f].empty()) {
+      frozen_[f] = 1;
+      ++stats_.flows_kept;
+      for (const auto& e : elems_[f]) rem_[e.link] = std::max(0.0, rem_[e.link] - weight_[f] * e.coef * rate_[f]);
+      continue;
+    }
     frozen_[f] = 0;
     for (const auto& e : elems_[f]) sumw_[e.link] += weight_[f] * e.coef;
   }
@@ -119,7 +128,7 @@ void MaxMinSolver::solve() {
   // Flow caps, smallest first.
   capped_.clear();
   for (int f : comp_flows_)
-    if (rate_cap_[f] < kUnlimited) capped_.push_back(f);
+    if (rate_cap_[f] < kUnlimited && !frozen_[f]) capped_.push_back(f);
   std::sort(capped_.begin(), capped_.end(), [&](int a, int b) {
     return rate_cap_[a] != rate_cap_[b] ? rate_cap_[a] < rate_cap_[b] : a < b;
   });
@@ -133,32 +142,42 @@ void MaxMinSolver::solve() {
       sumw_[e.link] -= weight_[f] * e.coef;
     }
   };
-  while (true) {
-    ++stats_.rounds;
-    // Drop links with nothing left to share.
-    size_t w = 0;
-    double best = kUnlimited;
-    for (int l : active_) {
-      if (sumw_[l] <= 1e-12) continue;
-      active_[w++] = l;
-      best = std::min(best, rem_[l] / sumw_[l]);
-    }
-    active_.resize(w);
+  // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
+  // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is
+  // either current, and then the global minimum, or stale and too small: re-push it with its current
+  // share. Pushes happen on pops only, not on every element update.
+  using Entry = std::pair<double, int>;
+  heap_.clear();
+  for (int l : active_) heap_.push_back({rem_[l] / sumw_[l], l});
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  while (!heap_.empty() || next_cap < capped_.size()) {
     while (next_cap < capped_.size() && frozen_[capped_[next_cap]]) ++next_cap;
     const double cap_level = next_cap < capped_.size() ? rate_cap_[capped_[next_cap]] : kUnlimited;
-    if (active_.empty() && cap_level == kUnlimited) break;
-    if (cap_level <= best) {
+    if (heap_.empty()) {
+      if (cap_level == kUnlimited) break;
       freeze(capped_[next_cap], cap_level);
       continue;
     }
-    // Freeze the flows of every link at the minimum share (ties within rounding: 1e-12 relative).
-    const double level = best;
-    for (size_t i = 0; i < active_.size(); ++i) {
-      const int l = active_[i];
-      if (sumw_[l] <= 1e-12 || rem_[l] / sumw_[l] > level * (1 + 1e-12)) continue;
-      for (int f : link_flows_[l])
-        if (!frozen_[f]) freeze(f, std::min(level, rate_cap_[f]));
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const Entry top = heap_.back();
+    heap_.pop_back();
+    const int l = top.second;
+    if (sumw_[l] <= 1e-12) continue;
+    const double current = rem_[l] / sumw_[l];
+    if (current > top.first * (1 + 1e-12)) {
+      heap_.push_back({current, l});
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      continue;
     }
+    if (cap_level < current) {
+      freeze(capped_[next_cap], cap_level);
+      heap_.push_back(top);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      continue;
+    }
+    ++stats_.rounds;
+    for (int f : link_flows_[l])
+      if (!frozen_[f]) freeze(f, std::min(current, rate_cap_[f]));
   }
   for (int f : comp_flows_)
     if (!frozen_[f]) rate_[f] = elems_[f].empty() ? rate_cap_[f] : 0.0;

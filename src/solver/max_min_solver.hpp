@@ -9,12 +9,15 @@
 //           sum over its unfrozen flows of weight x coefficient; take the link with the smallest
 //           share (a per-flow rate cap acts as a private link); freeze its unfrozen flows at that
 //           share; subtract their consumption from every link they cross.
-// One solve costs O(E + R x L) for E (flow, link) elements, L links of the component and R rounds
-// (distinct bottleneck levels): each round scans the active links for the smallest share.
+// One solve costs O(E + P log L) for E (flow, link) elements, L links of the component and P heap
+// pops (one per bottleneck link plus one per stale key).
 //
 // Incremental: adding or removing a flow marks its links dirty; solve() re-solves only the
 // connected component (links and flows reachable through shared links) of the dirty links. That is
-// exact: rates in other components depend on nothing that changed. This is the "pure component" of
+// exact: rates in other components depend on nothing that changed. When only removals happened
+// since the last solve, flows whose rate was below the smallest removed flow's rate keep it (their
+// bottleneck links cannot contain a faster flow, and progressive filling reaches those levels before
+// any link holding a removed flow), so filling restarts from that level. This is the "pure component" of
 // the flow-level network tier: capacities and incidence in, rates out; no engine or topology types.
 #pragma once
 
@@ -34,7 +37,8 @@ struct SolverStats {
   uint64_t solves = 0;             // component re-solves
   uint64_t flows_recomputed = 0;   // flow rates assigned, summed over solves
   uint64_t elements_visited = 0;
-  uint64_t rounds = 0;             // progressive-filling rounds (bottleneck levels), summed over solves
+  uint64_t rounds = 0;             // bottleneck links frozen, summed over solves
+  uint64_t flows_kept = 0;         // flows whose rate a removal-only solve kept without recomputing
 };
 
 class MaxMinSolver {
@@ -73,8 +77,11 @@ class MaxMinSolver {
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
   std::vector<int> active_, capped_;
+  std::vector<std::pair<double, int>> heap_;
   std::vector<char> frozen_;
   std::vector<int> comp_links_, comp_flows_;
+  double min_removed_rate_ = kUnlimited;  // since the last solve
+  bool added_ = false;                    // a flow was added since the last solve
   SolverStats stats_;
 };
 
