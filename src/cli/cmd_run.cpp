@@ -66,9 +66,22 @@ int run(const RunOptions& o) {
   }
   cost::ComputeCost compute(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow"};
-  // Build every strategy first so a bad knob fails before any simulation runs.
+  // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
+  // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
+  // skipped with a warning instead of failing the run.
   std::vector<std::unique_ptr<strategy::Strategy>> built;
-  for (const auto& spec : specs) built.push_back(strategy::make_strategy(spec, ctx));
+  std::vector<strategy::StrategySpec> kept;
+  std::vector<std::string> skipped;
+  for (const auto& spec : specs) {
+    try {
+      built.push_back(strategy::make_strategy(spec, ctx));
+      kept.push_back(spec);
+    } catch (const InputError& e) {
+      if (!o.strategies.empty()) throw;
+      skipped.push_back(fmt::format("strategy {} skipped: {}", spec.full, e.diagnostics().front().message));
+    }
+  }
+  specs = std::move(kept);
 
   report::RunReport rep;
   rep.topo = &topo;
@@ -81,6 +94,10 @@ int run(const RunOptions& o) {
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
   rep.inputs.network = o.network;
+  for (const auto& w : skipped) {
+    rep.inputs.warnings.push_back(w);
+    fmt::print(stderr, "warning: {}\n", w);
+  }
   for (const auto& w : warnings.all()) {
     rep.inputs.warnings.push_back(to_string(w));
     fmt::print(stderr, "{}\n", to_string(w));

@@ -28,7 +28,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     compute[g] = graph_.add_resource(fmt::format("gpu{}.compute", g));
     a2a[g] = graph_.add_resource(fmt::format("gpu{}.a2a", g));
     dp[g] = graph_.add_resource(fmt::format("gpu{}.dp", g));
-    if (opt.sparse) sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g)));
+    if (opt.sparse || opt.migrations) sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g)));
   }
   std::vector<int> moe_index(m.layers, -1);
   for (int i = 0; i < L; ++i) moe_index[m.moe_layer_ids[i]] = i;
@@ -67,7 +67,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       if (before[g] != engine::kNoTask) graph_.add_dependency(before[g], c);
     return c;
   };
-  if (opt.sparse) {
+  if (opt.sparse || opt.migrations) {
     reshard_ = add(Kind::kReshard, -1, -1, sparse, 0.0, comm_model_);
   }
   auto compute_task = [&](Kind k, int l, int g, double d) {

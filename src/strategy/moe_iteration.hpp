@@ -66,6 +66,7 @@ struct MoeGraphOptions {
   bool sparse = false;           // FSSDP sparse collectives
   bool rematerialize = false;    // FSSDP: spAG again for backward (and spRS per micro-batch)
   bool calibration = false;      // FSSDP: calibration-stage spAG after the gate
+  bool migrations = false;       // a migration task before the iteration (SmartMoE; FSSDP has one anyway)
 };
 
 struct IterationExtras {

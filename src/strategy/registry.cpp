@@ -3,6 +3,7 @@
 
 #include "strategy/ep.hpp"
 #include "strategy/fssdp.hpp"
+#include "strategy/smartmoe.hpp"
 #include "strategy/strategy.hpp"
 #include "util/diagnostics.hpp"
 
@@ -43,6 +44,13 @@ const std::vector<StrategyInfo>& registry() {
         {"dispatch", "topology", "topology (local, same node, remote) or even"},
         {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"}},
        make_fssdp},
+      {"smartmoe", "SmartMoE: EP with the placement re-planned every `period` iterations (migrations on the critical path)",
+       {{"period", "50", "iterations between placement re-plans"},
+        {"window", "5", "iterations in the load prediction"}},
+       make_smartmoe},
+      {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",
+       {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)"}},
+       make_fsdp},
   };
   return kTable;
 }

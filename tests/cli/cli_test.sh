@@ -98,12 +98,12 @@ expect 2 "ep:ep_size" "expected an integer" -- "${run[@]}" --strategy ep:ep_size
 "${run[@]}" --format json --seed 5 --out "$tmp/b.json" 2>/dev/null
 if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else echo "FAIL: JSON differs between runs"; fails=$((fails+1)); fi
 if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==3; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==4; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
 # Timeline: a Chrome trace with complete events for every strategy.
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2}" "$tmp/tl.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
 
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi

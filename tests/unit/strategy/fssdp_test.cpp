@@ -209,3 +209,51 @@ TEST_CASE("materialization relieves the straggler on a skewed trace") {
   auto idx = [](Component c) { return static_cast<int>(c); };
   CHECK(b.breakdown[idx(Component::kStragglerWait)] < a.breakdown[idx(Component::kStragglerWait)]);
 }
+
+TEST_CASE("SmartMoE re-plans placement: hot experts sharing a GPU get separated, migration is charged") {
+  // 16 experts on 8 GPUs (2 per GPU): experts 0 and 1 (both on GPU 0) are hot in every layer.
+  auto m = workload::load_model(R"(schema: hecate-sim/model@1
+name: tiny16
+layers: 2
+d_model: 512
+d_ffn: 1024
+experts: 16
+top_k: 2
+heads: 8
+seq_len: 1024
+micro_batch: 2
+)", "tiny16.yaml");
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  std::vector<double> loads(2 * 8 * 16);
+  for (int l = 0; l < 2; ++l)
+    for (int g = 0; g < 8; ++g)
+      for (int e = 0; e < 16; ++e) loads[(l * 8 + g) * 16 + e] = e < 2 ? 1024 : 2048.0 / 14;
+  auto ep = make_ep(ctx, {});
+  auto sm = make_strategy(parse_strategy_spec("smartmoe:period=2"), ctx);
+  const auto idx = [](Component c) { return static_cast<int>(c); };
+  auto e0 = ep->simulate(loads);
+  auto s0 = sm->simulate(loads);  // iteration 0: EP's placement
+  CHECK(s0.time == doctest::Approx(e0.time));
+  sm->simulate(loads);
+  auto s2 = sm->simulate(loads);  // iteration 2: re-planned, experts 0 and 1 on different GPUs
+  CHECK(s2.breakdown[idx(Component::kReshard)] > 0);
+  CHECK(s2.breakdown[idx(Component::kStragglerWait)] < e0.breakdown[idx(Component::kStragglerWait)]);
+  auto s3 = sm->simulate(loads);  // nothing to move any more: no migration, faster than EP
+  CHECK(s3.breakdown[idx(Component::kReshard)] == 0);
+  CHECK(s3.time < e0.time);
+  // One expert per GPU cannot be swapped: bad input.
+  CHECK_THROWS_AS(make_strategy(parse_strategy_spec("smartmoe"), Context{t, model(), cc, 1}), InputError);
+}
+
+TEST_CASE("FSDP of experts keeps every token on its GPU: no all-to-all, all experts gathered") {
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  auto f = make_strategy(parse_strategy_spec("fsdp"), ctx);
+  auto r = f->simulate(skewed(0));
+  CHECK(r.breakdown[static_cast<int>(Component::kAllToAll)] == 0);
+  CHECK(r.memory.buffers > 0);
+}

@@ -1,0 +1,151 @@
+#include "strategy/smartmoe.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "collective/sparse_plan.hpp"
+#include "strategy/fssdp.hpp"
+#include "strategy/knobs.hpp"
+#include "strategy/materialization.hpp"
+#include "strategy/moe_iteration.hpp"
+#include "strategy/sharding.hpp"
+
+namespace hs::strategy {
+
+namespace {
+
+class SmartMoe final : public Strategy {
+ public:
+  SmartMoe(const Context& ctx, int period, int window)
+      : ctx_(ctx), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts), period_(period),
+        window_(window), graph_(ctx, options(ctx)), plans_(L_), history_(L_) {
+    const auto& m = ctx.model;
+    params_ = cost::count_params(m);
+    state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
+    owners_ = homogeneous_owners(L_, E_, n_);
+    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    const double owned = params_.dense + params_.per_expert * static_cast<double>(E_) / n_ * L_;
+    static_.params = owned * m.precision.param_bytes;
+    static_.grads = owned * m.precision.grad_bytes;
+    static_.optimizer = owned * (m.precision.master_bytes + m.precision.optimizer_bytes());
+    static_.reserve = cost::kRuntimeReserveBytes;
+  }
+
+  static MoeGraphOptions options(const Context& ctx) {
+    MoeGraphOptions o;
+    o.migrations = true;
+    const auto p = cost::count_params(ctx.model);
+    o.optimizer_params_per_gpu = p.dense + p.per_expert * ctx.model.moe_layers() * ctx.model.experts / ctx.topo.num_gpus();
+    return o;
+  }
+
+  bool stateless() const override { return false; }
+
+  IterationResult simulate(const std::vector<double>& loads) override {
+    const auto& m = ctx_.model;
+    std::vector<std::vector<double>> actual(L_, std::vector<double>(E_, 0.0));
+    for (int l = 0; l < L_; ++l)
+      for (int s = 0; s < n_; ++s)
+        for (int e = 0; e < E_; ++e) actual[l][e] += loads[(static_cast<size_t>(l) * n_ + s) * E_ + e];
+    IterationExtras extras;
+    if (iteration_ > 0 && iteration_ % period_ == 0) {
+      collective::Coflow moves;
+      Owners next = owners_;
+      const int slots = E_ / n_;
+      for (int l = 0; l < L_; ++l) {
+        std::vector<double> pred(E_, 0.0);
+        for (const auto& h : history_[l])
+          for (int e = 0; e < E_; ++e) pred[e] += h[e];
+        std::vector<int> order(E_);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pred[a] > pred[b]; });
+        std::vector<double> gpu_load(n_, 0.0);
+        std::vector<int> used(n_, 0);
+        for (int e : order) {
+          int best = -1;
+          // Ties go to GPUs in an order rotated by the layer, so one GPU does not collect every
+          // layer's hottest expert (and its activations).
+          for (int k = 0; k < n_; ++k) {
+            const int g = (k + l) % n_;
+            if (used[g] < slots && (best < 0 || gpu_load[g] < gpu_load[best])) best = g;
+          }
+          next[l][e] = best;
+          ++used[best];
+          gpu_load[best] += pred[e];
+        }
+        for (int e = 0; e < E_; ++e)
+          if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
+      }
+      if (!moves.empty()) {
+        extras.reshard = graph_.network().coflow_time(moves);
+        extras.reshard_flows = std::move(moves);
+        owners_ = std::move(next);
+      }
+    }
+    const double token_bytes = m.d_model * m.precision.activation_bytes;
+    std::vector<double> layer_counts;
+    for (int l = 0; l < L_; ++l) {
+      collective::SparsePlacement p{owners_[l], std::vector<std::vector<int>>(E_)};
+      layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
+                          loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
+      DispatchResult d;
+      dispatch(layer_counts, n_, p, node_of_, DispatchRule::kTopology, token_bytes, d);
+      plans_[l].expert_tokens = std::move(d.expert_tokens);
+      plans_[l].dispatch_bytes = std::move(d.bytes);
+      plans_[l].received_tokens = std::move(d.received);
+    }
+    IterationResult r = graph_.run(plans_, extras, take_timeline());
+    double worst = -1;
+    for (int g = 0; g < n_; ++g) {
+      double recv = 0;
+      for (int l = 0; l < L_; ++l) recv += plans_[l].received_tokens[g];
+      if (recv > worst) worst = recv, r.memory_gpu = g;
+    }
+    r.memory = static_;
+    r.memory.activations = cost::activation_bytes(m, worst / m.grad_accum);
+    for (int l = 0; l < L_; ++l) {
+      history_[l].push_back(actual[l]);
+      while (static_cast<int>(history_[l].size()) > window_) history_[l].pop_front();
+    }
+    ++iteration_;
+    return r;
+  }
+
+ private:
+  const Context& ctx_;
+  int n_, L_, E_, period_, window_;
+  MoeIterationGraph graph_;
+  std::vector<LayerPlan> plans_;
+  std::vector<std::deque<std::vector<double>>> history_;
+  cost::ParamCounts params_;
+  double state_bytes_ = 0;
+  Owners owners_;
+  std::vector<int> node_of_;
+  cost::MemoryBreakdown static_;
+  int iteration_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_smartmoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const int n = ctx.topo.num_gpus(), e = ctx.model.experts;
+  if (e % n != 0 || e / n < 2)
+    throw InputError({"--strategy", 0, 0}, "smartmoe",
+                     fmt::format("SmartMoE swaps experts between GPUs and needs at least 2 experts per GPU in equal "
+                                 "numbers: {} experts on {} GPUs", e, n));
+  const int period = static_cast<int>(knob_int(knobs, "smartmoe", "period", 50, 1, 1 << 30));
+  const int window = static_cast<int>(knob_int(knobs, "smartmoe", "window", 5, 1, 100000));
+  return std::make_unique<SmartMoe>(ctx, period, window);
+}
+
+std::unique_ptr<Strategy> make_fsdp(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const bool rm = knob_bool(knobs, "fsdp", "rematerialize", true);
+  return make_fssdp(ctx, {{"overlap_degree", std::to_string(ctx.model.experts)},
+                          {"memory_budget", "1000000TiB"},
+                          {"heterogeneous", "false"},
+                          {"rematerialize", rm ? "true" : "false"}});
+}
+
+}  // namespace hs::strategy

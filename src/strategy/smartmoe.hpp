@@ -1,0 +1,27 @@
+// SmartMoE (Zhai et al., USENIX ATC'23) as simulated here, and FSDP of experts.
+//
+// SmartMoE: expert parallelism whose placement is re-planned every `period` iterations from the
+// loads predicted over the last `window` iterations: per layer, experts by load (descending) go to
+// the least-loaded GPU that still has one of its E/N slots (greedy longest-processing-time), which
+// pairs hot experts with cold ones. An expert that changes GPU migrates its parameters, master
+// weights and optimizer states on the critical path before the iteration (only when the plan
+// changes). Needs at least 2 experts per GPU.
+//
+// FSDP of experts (`fsdp`): the "why not plain FSDP" reference: every expert all-gathered to every
+// GPU for each layer (FSSDP with everything materialized, no memory limit, homogeneous sharding),
+// gradients reduce-scattered back; tokens never leave their GPU. `rematerialize` (default true, as
+// FSDP's reshard-after-forward) gathers again for backward.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "strategy/strategy.hpp"
+
+namespace hs::strategy {
+
+std::unique_ptr<Strategy> make_smartmoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
+std::unique_ptr<Strategy> make_fsdp(const Context& ctx, const std::map<std::string, std::string>& knobs);
+
+}  // namespace hs::strategy
