@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,10 +20,20 @@ std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
+// The SmartMoE-style fixture folder, written once per test run by tests/fixtures/write_smartmoe_fixture.sh.
+std::string smartmoe_fixture() {
+  static const std::string dir = [] {
+    const auto d = std::filesystem::temp_directory_path() / ("hecate-smartmoe-fixture-" + std::to_string(::getpid()));
+    const std::string cmd = "sh '" + env("HECATE_FIXTURES") + "/write_smartmoe_fixture.sh' '" + d.string() + "'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    return d.string();
+  }();
+  return dir;
+}
 }  // namespace
 
 TEST_CASE("SmartMoE importer on the repository's fixture: micro-batches summed per rank") {
-  auto t = import_smartmoe(env("HECATE_FIXTURES") + "/smartmoe", ImportOptions{2, 1, ""});
+  auto t = import_smartmoe(smartmoe_fixture(), ImportOptions{2, 1, ""});
   CHECK(t.records.size() == 2);
   CHECK(t.records[1].iter == 11);
   CHECK(t.moe_layers == 2);
@@ -37,7 +48,7 @@ TEST_CASE("SmartMoE importer on the repository's fixture: micro-batches summed p
   validate_trace(t, "fixture", d);
   CHECK_FALSE(d.has_errors());
   // Stride 2 keeps iteration 1 only.
-  CHECK(import_smartmoe(env("HECATE_FIXTURES") + "/smartmoe", ImportOptions{2, 2, ""}).records.size() == 1);
+  CHECK(import_smartmoe(smartmoe_fixture(), ImportOptions{2, 2, ""}).records.size() == 1);
   CHECK_THROWS_AS(import_smartmoe(env("HECATE_FIXTURES") + "/nowhere", ImportOptions{}), InputError);
 }
 
@@ -101,7 +112,7 @@ TEST_CASE("Megatron router-trace JSONL and CSV importers") {
 }
 
 TEST_CASE("re-binning sources exactly: merge and split keep every invariant") {
-  auto t = import_smartmoe(env("HECATE_FIXTURES") + "/smartmoe", ImportOptions{2, 1, ""});
+  auto t = import_smartmoe(smartmoe_fixture(), ImportOptions{2, 1, ""});
   // Merge 2 sources into 1: counts add, tokens per source double (8 -> 16).
   auto merged = t;
   rebin_sources(merged, 1, "fixture");
