@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "strategy/knobs.hpp"
+#include "strategy/load_history.hpp"
 #include "strategy/moe_iteration.hpp"
 
 namespace hs::strategy {
@@ -39,11 +40,7 @@ class ExpertParallel final : public Strategy {
     const auto& m = ctx.model;
     const auto params = cost::count_params(m);
     const double local_experts = static_cast<double>(m.experts) / ep_;
-    const double owned = params.dense + params.per_expert * local_experts * m.moe_layers();
-    static_.params = owned * m.precision.param_bytes;
-    static_.grads = owned * m.precision.grad_bytes;
-    static_.optimizer = owned * (m.precision.master_bytes + m.precision.optimizer_bytes());
-    static_.reserve = cost::kRuntimeReserveBytes;
+    static_ = owned_state(m, params.dense + params.per_expert * local_experts * m.moe_layers());
     for (auto& p : plans_) {
       p.expert_tokens.assign(n_, std::vector<double>(static_cast<size_t>(local_experts), 0.0));
       p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
@@ -103,14 +100,10 @@ class ExpertParallel final : public Strategy {
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
     // Peak memory: the GPU that receives the most routed tokens over all layers.
-    double worst = -1;
-    for (int g = 0; g < n_; ++g) {
-      double recv = 0;
-      for (int l = 0; l < L; ++l) recv += plans_[l].received_tokens[g];
-      if (recv > worst) worst = recv, r.memory_gpu = g;
-    }
+    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
+    r.memory_gpu = gpu;
     r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, worst / m.grad_accum);
+    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
     return r;
   }
 

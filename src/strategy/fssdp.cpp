@@ -7,6 +7,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/knobs.hpp"
+#include "strategy/load_history.hpp"
 #include "strategy/materialization.hpp"
 #include "strategy/moe_iteration.hpp"
 #include "strategy/sharding.hpp"
@@ -54,7 +55,7 @@ class Fssdp final : public Strategy {
  public:
   Fssdp(const Context& ctx, FssdpKnobs k)
       : ctx_(ctx), k_(k), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts),
-        graph_(ctx, options(ctx, k)), plans_(L_), history_(L_) {
+        graph_(ctx, options(ctx, k)), plans_(L_), history_(L_, k.window) {
     const auto& m = ctx.model;
     params_ = cost::count_params(m);
     expert_bytes_ = params_.per_expert * m.precision.param_bytes;
@@ -94,19 +95,11 @@ class Fssdp final : public Strategy {
   IterationResult simulate(const std::vector<double>& loads) override {
     const auto& m = ctx_.model;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
-    // Actual global loads of this iteration, per layer.
-    std::vector<std::vector<double>> actual(L_, std::vector<double>(E_, 0.0));
-    for (int l = 0; l < L_; ++l)
-      for (int s = 0; s < n_; ++s)
-        for (int e = 0; e < E_; ++e) actual[l][e] += loads[(static_cast<size_t>(l) * n_ + s) * E_ + e];
-    // Predicted loads: sliding-window mean (uniform before any history).
-    std::vector<std::vector<double>> predicted(L_, std::vector<double>(E_, 1.0));
-    for (int l = 0; l < L_; ++l) {
-      if (history_[l].empty()) continue;
-      std::fill(predicted[l].begin(), predicted[l].end(), 0.0);
-      for (const auto& h : history_[l])
-        for (int e = 0; e < E_; ++e) predicted[l][e] += h[e] / static_cast<double>(history_[l].size());
-    }
+    // Actual global loads of this iteration, and the prediction: sliding-window mean (uniform before
+    // any history).
+    const auto actual = global_loads(loads, L_, n_, E_);
+    std::vector<std::vector<double>> predicted(L_);
+    for (int l = 0; l < L_; ++l) predicted[l] = history_.mean(l, E_);
     const int t = k_.overlap_degree >= 0 ? k_.overlap_degree : auto_t_;
     IterationExtras extras;
     // Heterogeneous re-sharding every R iterations, once there is history.
@@ -197,22 +190,14 @@ class Fssdp final : public Strategy {
     const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
     double worst = -1;
     for (int g = 0; g < n_; ++g) {
-      cost::MemoryBreakdown mb;
-      mb.params = owned[g] * m.precision.param_bytes;
-      mb.grads = owned[g] * m.precision.grad_bytes;
-      mb.optimizer = owned[g] * (m.precision.master_bytes + m.precision.optimizer_bytes());
+      cost::MemoryBreakdown mb = owned_state(m, owned[g]);
       mb.buffers = (k_.rematerialize ? max_layer_copies[g] : buffer_copies[g]) * per_copy;
       double recv = 0;
       for (int l = 0; l < L_; ++l) recv += plans_[l].received_tokens[g];
       mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
-      mb.reserve = cost::kRuntimeReserveBytes;
       if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
     }
-    // History for the next prediction.
-    for (int l = 0; l < L_; ++l) {
-      history_[l].push_back(actual[l]);
-      while (static_cast<int>(history_[l].size()) > k_.window) history_[l].pop_front();
-    }
+    history_.push(actual);  // for the next prediction
     ++iteration_;
     return r;
   }
@@ -233,7 +218,7 @@ class Fssdp final : public Strategy {
   int n_, L_, E_;
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
-  std::vector<std::deque<std::vector<double>>> history_;
+  LoadHistory history_;
   cost::ParamCounts params_;
   double expert_bytes_ = 0, state_bytes_ = 0, bw_ = 0;
   int auto_t_ = 0, m_cap_ = 0;

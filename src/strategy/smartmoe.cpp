@@ -8,6 +8,7 @@
 #include "collective/sparse_plan.hpp"
 #include "strategy/fssdp.hpp"
 #include "strategy/knobs.hpp"
+#include "strategy/load_history.hpp"
 #include "strategy/materialization.hpp"
 #include "strategy/moe_iteration.hpp"
 #include "strategy/sharding.hpp"
@@ -20,17 +21,13 @@ class SmartMoe final : public Strategy {
  public:
   SmartMoe(const Context& ctx, int period, int window)
       : ctx_(ctx), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts), period_(period),
-        window_(window), graph_(ctx, options(ctx)), plans_(L_), history_(L_) {
+        graph_(ctx, options(ctx)), plans_(L_), history_(L_, window) {
     const auto& m = ctx.model;
     params_ = cost::count_params(m);
     state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     owners_ = homogeneous_owners(L_, E_, n_);
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
-    const double owned = params_.dense + params_.per_expert * static_cast<double>(E_) / n_ * L_;
-    static_.params = owned * m.precision.param_bytes;
-    static_.grads = owned * m.precision.grad_bytes;
-    static_.optimizer = owned * (m.precision.master_bytes + m.precision.optimizer_bytes());
-    static_.reserve = cost::kRuntimeReserveBytes;
+    static_ = owned_state(m, params_.dense + params_.per_expert * static_cast<double>(E_) / n_ * L_);
   }
 
   static MoeGraphOptions options(const Context& ctx) {
@@ -45,19 +42,14 @@ class SmartMoe final : public Strategy {
 
   IterationResult simulate(const std::vector<double>& loads) override {
     const auto& m = ctx_.model;
-    std::vector<std::vector<double>> actual(L_, std::vector<double>(E_, 0.0));
-    for (int l = 0; l < L_; ++l)
-      for (int s = 0; s < n_; ++s)
-        for (int e = 0; e < E_; ++e) actual[l][e] += loads[(static_cast<size_t>(l) * n_ + s) * E_ + e];
+    const auto actual = global_loads(loads, L_, n_, E_);
     IterationExtras extras;
     if (iteration_ > 0 && iteration_ % period_ == 0) {
       collective::Coflow moves;
       Owners next = owners_;
       const int slots = E_ / n_;
       for (int l = 0; l < L_; ++l) {
-        std::vector<double> pred(E_, 0.0);
-        for (const auto& h : history_[l])
-          for (int e = 0; e < E_; ++e) pred[e] += h[e];
+        const std::vector<double> pred = history_.mean(l, E_);
         std::vector<int> order(E_);
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pred[a] > pred[b]; });
@@ -97,28 +89,21 @@ class SmartMoe final : public Strategy {
       plans_[l].received_tokens = std::move(d.received);
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
-    double worst = -1;
-    for (int g = 0; g < n_; ++g) {
-      double recv = 0;
-      for (int l = 0; l < L_; ++l) recv += plans_[l].received_tokens[g];
-      if (recv > worst) worst = recv, r.memory_gpu = g;
-    }
+    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
+    r.memory_gpu = gpu;
     r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, worst / m.grad_accum);
-    for (int l = 0; l < L_; ++l) {
-      history_[l].push_back(actual[l]);
-      while (static_cast<int>(history_[l].size()) > window_) history_[l].pop_front();
-    }
+    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+    history_.push(actual);
     ++iteration_;
     return r;
   }
 
  private:
   const Context& ctx_;
-  int n_, L_, E_, period_, window_;
+  int n_, L_, E_, period_;
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
-  std::vector<std::deque<std::vector<double>>> history_;
+  LoadHistory history_;
   cost::ParamCounts params_;
   double state_bytes_ = 0;
   Owners owners_;

@@ -1,0 +1,37 @@
+// Per-iteration loads seen by strategies that plan ahead (FSSDP, SmartMoE): the global per-expert
+// counts of an iteration, a sliding window of them, and its mean (the load prediction), plus the
+// per-GPU quantities a plan implies for the memory model.
+#pragma once
+
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "cost/memory_model.hpp"
+#include "strategy/moe_iteration.hpp"
+
+namespace hs::strategy {
+
+// counts[layer][gpu][expert] (n sources) -> global[layer][expert].
+std::vector<std::vector<double>> global_loads(const std::vector<double>& loads, int layers, int gpus, int experts);
+
+class LoadHistory {
+ public:
+  LoadHistory(int layers, int window) : window_(window), h_(layers) {}
+  void push(const std::vector<std::vector<double>>& global);
+  bool empty() const { return h_.empty() || h_[0].empty(); }
+  // Mean over the window; `uniform` (1.0 each) before any history.
+  std::vector<double> mean(int layer, int experts) const;
+
+ private:
+  int window_;
+  std::vector<std::deque<std::vector<double>>> h_;
+};
+
+// The GPU that computes the most routed tokens over all layers, and that total (per iteration).
+std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus);
+
+// Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
+cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
+
+}  // namespace hs::strategy
