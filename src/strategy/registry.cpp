@@ -45,7 +45,7 @@ const std::vector<StrategyInfo>& registry() {
         {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"}},
        make_fssdp},
       {"smartmoe", "SmartMoE: EP with the placement re-planned every `period` iterations (migrations on the critical path)",
-       {{"period", "50", "iterations between placement re-plans"},
+       {{"period", "10", "iterations between placement re-plans"},
         {"window", "5", "iterations in the load prediction"}},
        make_smartmoe},
       {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",

@@ -120,7 +120,7 @@ std::unique_ptr<Strategy> make_smartmoe(const Context& ctx, const std::map<std::
     throw InputError({"--strategy", 0, 0}, "smartmoe",
                      fmt::format("SmartMoE swaps experts between GPUs and needs at least 2 experts per GPU in equal "
                                  "numbers: {} experts on {} GPUs", e, n));
-  const int period = static_cast<int>(knob_int(knobs, "smartmoe", "period", 50, 1, 1 << 30));
+  const int period = static_cast<int>(knob_int(knobs, "smartmoe", "period", 10, 1, 1 << 30));
   const int window = static_cast<int>(knob_int(knobs, "smartmoe", "window", 5, 1, 100000));
   return std::make_unique<SmartMoe>(ctx, period, window);
 }
