@@ -8,6 +8,7 @@
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
+#include "report/html_report.hpp"
 #include "report/run_report.hpp"
 #include "strategy/iteration_loads.hpp"
 #include "strategy/runner.hpp"
@@ -21,7 +22,7 @@ namespace hs::cli {
 namespace {
 
 struct RunOptions {
-  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial";
+  std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial", html;
   std::vector<std::string> sets;
   int iterations = 0;
   uint64_t seed = 1;
@@ -110,6 +111,7 @@ int run(const RunOptions& o) {
                                                     o.timeline.empty() ? nullptr : &chrome));
   }
   if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
+  if (!o.html.empty()) write_file_atomically(o.html, report::render_html(rep));
 
   std::string text = o.format == "json" ? report::render_json(rep)
                      : o.format == "csv" ? report::render_csv(rep)
@@ -139,6 +141,7 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
   sub.add_option("--timeline", o->timeline,
                  "write the last iteration of every strategy as a Chrome trace (open in ui.perfetto.dev)");
+  sub.add_option("--report", o->html, "write a self-contained HTML report with charts to FILE");
   sub.add_option("--network", o->network,
                  "network tier: analytic (default: coflows timed by their most loaded link; fast) | flow "
                  "(max-min fair flows shared by every concurrent collective: sees contention)")

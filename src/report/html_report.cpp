@@ -1,0 +1,166 @@
+#include "report/html_report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+
+#include "util/hecate_version.hpp"
+
+namespace hs::report {
+
+namespace {
+
+constexpr std::array<const char*, 11> kColors = {"#4e79a7", "#9c755f", "#59a14f", "#e15759", "#f28e2b", "#76b7b2",
+                                                 "#bab0ac", "#edc948", "#b07aa1", "#ff9da7", "#8cd17d"};
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string breakdown_chart(const RunReport& r) {
+  const int rows = static_cast<int>(r.strategies.size());
+  const double w = 720, left = 210, bar_h = 22, gap = 10, top = 10;
+  double max_t = 0;
+  for (const auto& s : r.strategies) max_t = std::max(max_t, s.mean);
+  if (max_t <= 0) max_t = 1;
+  const double h = top + rows * (bar_h + gap) + 60;
+  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 90, h);
+  for (int i = 0; i < rows; ++i) {
+    const auto& s = r.strategies[i];
+    const double y = top + i * (bar_h + gap);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(s.name));
+    double x = left;
+    for (int c = 0; c < strategy::kNumComponents; ++c) {
+      const double bw = s.breakdown[c] / max_t * w;
+      if (bw <= 0) continue;
+      o += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.3f} ms</title></rect>",
+                       x, y, bw, bar_h, kColors[c % kColors.size()],
+                       strategy::component_name(static_cast<strategy::Component>(c)), s.breakdown[c] * 1e3);
+      x += bw;
+    }
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} ms</text>", x + 4, y + bar_h * 0.7, s.mean * 1e3);
+  }
+  // Legend.
+  double lx = left, ly = top + rows * (bar_h + gap) + 20;
+  for (int c = 0; c < strategy::kNumComponents; ++c) {
+    const char* name = strategy::component_name(static_cast<strategy::Component>(c));
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", lx,
+                     ly, kColors[c % kColors.size()], lx + 14, ly + 9, name);
+    lx += 14 + 7.0 * std::string(name).size() + 16;
+    if (lx > left + w - 120) lx = left, ly += 16;
+  }
+  return o + "</svg>";
+}
+
+std::string time_chart(const RunReport& r) {
+  const double w = 900, h = 260, left = 60, bottom = 30;
+  double max_t = 0;
+  size_t n = 0;
+  for (const auto& s : r.strategies) {
+    for (double t : s.times) max_t = std::max(max_t, t);
+    n = std::max(n, s.times.size());
+  }
+  if (max_t <= 0 || n == 0) return "";
+  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 180, h + bottom + 10);
+  o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left, h, left + w, h);
+  o += fmt::format("<line x1=\"{}\" y1=\"0\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left, left, h);
+  o += fmt::format("<text x=\"{}\" y=\"12\" text-anchor=\"end\">{:.1f} ms</text>", left - 4, max_t * 1e3);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>", left - 4, h);
+  o += fmt::format("<text x=\"{}\" y=\"{}\">iteration</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+                   left, h + 20, left + w, h + 20, n - 1);
+  for (size_t i = 0; i < r.strategies.size(); ++i) {
+    const auto& s = r.strategies[i];
+    std::string pts;
+    for (size_t k = 0; k < s.times.size(); ++k)
+      pts += fmt::format("{:.1f},{:.1f} ", left + (n > 1 ? w * k / (n - 1) : 0), h - s.times[k] / max_t * (h - 10));
+    const char* col = kColors[i % kColors.size()];
+    o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>", col, pts);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", left + w + 10,
+                     10 + 16 * i, col, left + w + 24, 19 + 16 * i, esc(s.name));
+  }
+  return o + "</svg>";
+}
+
+std::string memory_chart(const RunReport& r) {
+  const double w = 720, left = 210, bar_h = 22, gap = 10;
+  const double cap = r.topo ? r.topo->gpu_model().memory.value() : 0;
+  double max_b = cap;
+  for (const auto& s : r.strategies) max_b = std::max(max_b, s.peak_memory.total());
+  if (max_b <= 0) return "";
+  const int rows = static_cast<int>(r.strategies.size());
+  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 90,
+                              rows * (bar_h + gap) + 60);
+  const char* names[] = {"params", "grads", "optimizer", "activations", "buffers", "reserve"};
+  for (int i = 0; i < rows; ++i) {
+    const auto& m = r.strategies[i].peak_memory;
+    const double vals[] = {m.params, m.grads, m.optimizer, m.activations, m.buffers, m.reserve};
+    const double y = i * (bar_h + gap);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(r.strategies[i].name));
+    double x = left;
+    for (int c = 0; c < 6; ++c) {
+      const double bw = vals[c] / max_b * w;
+      if (bw <= 0) continue;
+      o += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.2f} GiB</title></rect>", x, y,
+                       bw, bar_h, kColors[c], names[c], vals[c] / (1024.0 * 1024 * 1024));
+      x += bw;
+    }
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} GiB</text>", x + 4, y + bar_h * 0.7, m.total() / (1024.0 * 1024 * 1024));
+  }
+  for (int c = 0; c < 6; ++c)
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+                     left + 100 * c, rows * (bar_h + gap) + 30, kColors[c], left + 100 * c + 14, rows * (bar_h + gap) + 39, names[c]);
+  if (cap > 0) {
+    const double cx = left + cap / max_b * w;
+    o += fmt::format("<line x1=\"{:.1f}\" y1=\"0\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00\" stroke-dasharray=\"4\"/>", cx, cx, rows * (bar_h + gap));
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#c00\">GPU memory {:.0f} GiB</text>", cx - 60, rows * (bar_h + gap) + 14,
+                     cap / (1024.0 * 1024 * 1024));
+  }
+  return o + "</svg>";
+}
+
+}  // namespace
+
+std::string render_html(const RunReport& r) {
+  std::string o = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>hecate-sim run</title><style>"
+                  "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
+                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+                  "td:first-child{text-align:left}pre{background:#f7f7f7;padding:8px}</style></head><body>\n";
+  o += fmt::format("<h1>hecate-sim run</h1><p>hecate-sim {} &middot; topology <b>{}</b> ({} GPUs, {} nodes) &middot; model <b>{}</b> "
+                   "&middot; {} iterations &middot; network {} &middot; seed {}</p>\n",
+                   HECATE_VERSION, esc(r.topo ? r.topo->name() : ""), r.topo ? r.topo->num_gpus() : 0,
+                   r.topo ? r.topo->num_nodes() : 0, esc(r.inputs.model_name), r.inputs.iterations, r.inputs.network, r.inputs.seed);
+  o += fmt::format("<p>inputs: {} (fnv1a64 {}), {} (fnv1a64 {})</p>\n", esc(r.inputs.topology_file), r.inputs.topology_hash,
+                   esc(r.inputs.trace_file), r.inputs.trace_hash);
+  if (!r.inputs.warnings.empty()) {
+    o += "<pre>";
+    for (const auto& w : r.inputs.warnings) o += esc(w) + "\n";
+    o += "</pre>\n";
+  }
+  const strategy::RunSummary* ep = nullptr;
+  for (const auto& s : r.strategies)
+    if (s.name == "ep") ep = &s;
+  o += "<h2>Summary</h2><table><tr><th>strategy</th><th>mean ms</th><th>p50 ms</th><th>p99 ms</th><th>vs EP</th>"
+       "<th>peak GiB</th><th>fits</th><th>hidden comm ms</th></tr>\n";
+  for (const auto& s : r.strategies)
+    o += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.2f}</td></tr>\n",
+                     esc(s.name), s.mean * 1e3, s.p50 * 1e3, s.p99 * 1e3,
+                     ep ? fmt::format("{:.2f}x", ep->mean / s.mean) : std::string("-"),
+                     s.peak_memory.total() / (1024.0 * 1024 * 1024), s.fits_memory ? "yes" : "<b>NO</b>", s.hidden_comm * 1e3);
+  o += "</table>\n<h2>Where the time goes (critical path, mean per iteration)</h2>\n" + breakdown_chart(r);
+  o += "\n<h2>Iteration time</h2>\n" + time_chart(r);
+  o += "\n<h2>Peak memory per GPU</h2>\n" + memory_chart(r);
+  o += "\n</body></html>\n";
+  return o;
+}
+
+}  // namespace hs::report
