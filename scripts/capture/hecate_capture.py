@@ -131,5 +131,7 @@ if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "merge":
         merge(sys.argv[2], sys.argv[3:])
     else:
-        print("usage: hecate_capture.py merge OUT.json PREFIX.rank0.json PREFIX.rank1.json ...", file=sys.stderr)
+        print("usage: python3 hecate_capture.py merge OUT.json PREFIX.rank0.json PREFIX.rank1.json ...\n"
+              "   or: PYTHONPATH=scripts/capture python3 -m hecate_capture merge OUT.json PREFIX.rank*.json",
+              file=sys.stderr)
         sys.exit(2)

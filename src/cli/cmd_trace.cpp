@@ -1,22 +1,38 @@
 // hecate-sim trace validate|gen|stats|import
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
+#include "util/diagnostics.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/trace_generator.hpp"
 #include "workload/trace_import.hpp"
-#include "workload/trace_stats.hpp"
-#include "util/diagnostics.hpp"
 #include "workload/trace_io.hpp"
+#include "workload/trace_stats.hpp"
 
 namespace hs::cli {
+
+namespace {
+
+// --model: a path; else models/<M>.yaml relative to the current directory (so an edited preset in
+// a checkout wins); else the preset compiled into the binary.
+ResolvedInput resolve_model(const std::string& arg) {
+  std::error_code ec;
+  if (!std::filesystem::exists(arg, ec)) {
+    const std::string local = "models/" + arg + ".yaml";
+    if (std::filesystem::is_regular_file(local, ec)) return resolve_input(local, "models");
+  }
+  return resolve_input(arg, "models");
+}
+
+}  // namespace
 
 void setup_trace(CLI::App& sub, int& exit_code) {
   sub.require_subcommand(1);
@@ -34,18 +50,20 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   struct GenOptions {
     std::string model, preset = "aux_loss", out;
     int sources = 0, iterations = 100;
+    bool global = false;
     uint64_t seed = 1;
     std::vector<std::string> sets, model_sets;
   };
   auto g = std::make_shared<GenOptions>();
   auto* gen = sub.add_subcommand("gen", "generate a synthetic expert-load trace (log-normal popularity, AR(1) drift, bursts)");
-  gen->add_option("--model", g->model, "model YAML file or preset name")->required();
+  gen->add_option("--model", g->model, "model YAML file, or M for models/M.yaml or the bundled preset M")->required();
   gen->add_option("--sources", g->sources, "token sources (GPUs)")->required()->check(CLI::Range(1, 1 << 20));
   gen->add_option("--iterations", g->iterations, "records to generate")->check(CLI::Range(1, 1 << 24));
   gen->add_option("--preset", g->preset, "uniform | aux_loss | aux_free | concentrated | collapsed");
   gen->add_option("--set", g->sets, "override a generator parameter, e.g. --set sigma=0.5 (repeatable)");
   gen->add_option("--model-set", g->model_sets, "override a model field, e.g. --model-set experts=32 (repeatable)");
   gen->add_option("--seed", g->seed, "random seed (default 1)");
+  gen->add_flag("--global", g->global, "write global counts (axes [layer, expert], summed over sources): smaller files");
   gen->add_option("-o,--out", g->out, "output file (.json or .json.gz), written atomically")->required();
   gen->callback([g, &exit_code] {
     auto params = workload::GeneratorParams::preset(g->preset);
@@ -71,23 +89,44 @@ void setup_trace(CLI::App& sub, int& exit_code) {
                          fmt::format("unknown generator parameter (parameters: {})",
                                      fmt::join(workload::GeneratorParams::names(), ", ")));
     }
-    auto in = resolve_input(g->model, "models");
+    if (const std::string bad = params->check(); !bad.empty())
+      throw InputError({"--set", 0, 0}, bad.substr(0, bad.find(':')), bad.substr(bad.find(':') + 2));
+    auto in = resolve_model(g->model);
     auto model = workload::load_model(in.text, in.source, g->model_sets);
-    const std::string preset_name = in.source.rfind("preset:", 0) == 0 ? in.source.substr(7) : model.name;
-    // Streamed: memory holds one record, whatever the trace's length.
-    workload::Trace t;
+    // model.preset in the trace is what `run` resolves when no --model is given: the preset name
+    // when the file is (a copy of) a bundled preset, else the path as given.
+    std::string preset_name = in.source.rfind("preset:", 0) == 0 ? in.source.substr(7) : in.source;
+    if (in.source.rfind("preset:", 0) != 0) {
+      const std::string stem = std::filesystem::path(in.source).stem().string();
+      for (const auto& p : embedded_presets())
+        if (std::string(p.kind) == "models" && stem == p.name) preset_name = stem;
+    }
+    // Streamed: memory holds one record, whatever the trace's length. --global sums the sources of
+    // each record (axes [layer, expert]) for compact bundled traces of large models.
+    workload::Trace t, header;
     std::unique_ptr<workload::TraceWriter> w;
+    workload::TraceRecord global;
     size_t n = 0;
     workload::generate_trace_stream(model, preset_name, g->sources, g->iterations, *params, g->preset, g->seed, t,
                                     [&](const workload::TraceRecord& r) {
-                                      if (!w) w = std::make_unique<workload::TraceWriter>(g->out, t);
-                                      w->write(r);
+                                      if (!w) {
+                                        header = t;
+                                        if (g->global) header.axes = workload::TraceAxes::kLayerExpert;
+                                        w = std::make_unique<workload::TraceWriter>(g->out, header);
+                                      }
+                                      if (!g->global) return w->write(r), void(++n);
+                                      const size_t L = t.moe_layers, S = t.sources, E = t.experts;
+                                      global.iter = r.iter;
+                                      global.counts.assign(L * E, 0);
+                                      for (size_t l = 0; l < L; ++l)
+                                        for (size_t s = 0; s < S; ++s)
+                                          for (size_t e = 0; e < E; ++e) global.counts[l * E + e] += r.counts[(l * S + s) * E + e];
+                                      w->write(global);
                                       ++n;
                                     });
     w->close();
-
-    fmt::print(stderr, "{}: {} records, {} MoE layers x {} sources x {} experts ({} preset, seed {})\n", g->out,
-               n, t.moe_layers, t.sources, t.experts, g->preset, g->seed);
+    fmt::print(stderr, "{}: {} records, {} MoE layers x {} sources x {} experts{} ({} preset, seed {})\n", g->out, n,
+               t.moe_layers, t.sources, t.experts, g->global ? ", global counts" : "", g->preset, g->seed);
     exit_code = 0;
   });
 
@@ -108,7 +147,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   imp->add_option("--top-k", im->top_k, "experts per token of the recorded model (default 2)")->check(CLI::Range(1, 1024));
   imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(CLI::Range(1, 1 << 30));
   imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
-  imp->add_option("--sources", im->sources, "re-bin to this many sources (a divisor or multiple of the recorded ranks)")
+  imp->add_option("--sources", im->sources, "re-bin to this many sources, proportionally (sources x tokens must divide evenly)")
       ->check(CLI::Range(1, 1 << 20));
   imp->callback([im, &exit_code] {
     workload::ImportOptions opt{im->top_k, im->stride, im->preset};
@@ -140,39 +179,10 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   stats->callback([st, &exit_code] {
     auto t = workload::read_trace(st->file);
     const int ep = st->ep_size > 0 ? st->ep_size : t.sources;
-    auto ws = workload::trace_stats(t, ep);
-    auto num = [](double x) { return std::isnan(x) ? std::string("null") : fmt::format("{:.6g}", x); };
-    auto row = [&](const workload::LoadStats& s) {
-      return fmt::format("{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>8.3f} {:>8.4f} {:>8.4f} {:>8.3f} {:>8.4f}", s.max_mean, s.cv,
-                         s.gini, s.top1_share, s.gpu_max_mean, s.lag1, s.lag10, s.ar1_log, s.source_tv);
-    };
-    std::string o;
-    if (st->format == "json") {
-      auto js = [&](const workload::LoadStats& s) {
-        return fmt::format("{{\"expert_max_mean\": {}, \"cv\": {}, \"gini\": {}, \"top1_share\": {}, \"gpu_max_mean\": {}, "
-                           "\"lag1_corr\": {}, \"lag10_corr\": {}, \"ar1_log_share\": {}, \"source_tv\": {}}}",
-                           num(s.max_mean), num(s.cv), num(s.gini), num(s.top1_share), num(s.gpu_max_mean), num(s.lag1),
-                           num(s.lag10), num(s.ar1_log), num(s.source_tv));
-      };
-      o = fmt::format("{{\"file\": \"{}\", \"records\": {}, \"ep_size\": {}, \"windows\": [", st->file, t.records.size(), ep);
-      for (size_t w = 0; w < ws.size(); ++w) {
-        o += fmt::format("{}\n  {{\"window\": \"{}\", \"records\": [{}, {}], \"overall\": {}, \"layers\": [", w ? "," : "",
-                         ws[w].window, ws[w].first, ws[w].last, js(ws[w].overall));
-        for (size_t l = 0; l < ws[w].layers.size(); ++l) o += fmt::format("{}\n    {}", l ? "," : "", js(ws[w].layers[l]));
-        o += "]}";
-      }
-      o += "\n]}\n";
-    } else {
-      o = fmt::format("{}: {} records (iter {}..{}), {} MoE layers, {} experts, top-{}, {} sources; GPU level: EP {}\n",
-                      st->file, t.records.size(), t.records.front().iter, t.records.back().iter, t.moe_layers, t.experts,
-                      t.top_k, t.sources, ep);
-      const char* head = "max/mean      CV    Gini    top1  GPU m/m    lag-1   lag-10  AR1(log) src-TV";
-      o += fmt::format("  {:<22} {}\n", "window [records)", head);
-      for (const auto& w : ws) o += fmt::format("  {:<22} {}\n", fmt::format("{} [{}, {})", w.window, w.first, w.last), row(w.overall));
-      o += fmt::format("\nper layer (all records)\n  {:<6} {}\n", "layer", "max/mean      CV    Gini    top1  GPU m/m    lag-1   lag-10  AR1(log) src-TV");
-      for (size_t l = 0; l < ws[0].layers.size(); ++l) o += fmt::format("  {:<6} {}\n", l, row(ws[0].layers[l]));
-    }
-    fmt::print("{}", o);
+    if (ep > t.experts)
+      fmt::print(stderr, "note: EP size {} exceeds the {} experts; GPU-level statistics use EP {}\n", ep, t.experts, t.experts);
+    const auto s = workload::trace_stats(t, ep);
+    fmt::print("{}", st->format == "json" ? workload::stats_json(t, s, st->file) : workload::stats_table(t, s, st->file));
     exit_code = 0;
   });
 }

@@ -12,18 +12,27 @@
 // layers are flatter (x edge_flatness). The first `transient` fraction of iterations drifts with
 // transient_sd and phi_transient (early training's large, slower swings), then settles.
 //
-// Presets and the statistics they are chosen to match (the design notes' hardware.md, from the
-// SmartMoE trace and released models):
-//   uniform      : every expert equally popular (sampling noise only).
-//   aux_loss     : training with an auxiliary balance loss (coef ~0.01): Gini ~0.1-0.25, expert
-//                  max/mean ~1.5-2.6 at 64-256 experts -> sigma 0.3 (Gini of a log-normal is
-//                  erf(sigma/2) ~ 0.17), phi 0.98, sd 0.1.
-//   aux_free     : bias-based balancing: global max/mean ~1.05 but per-source imbalance larger ->
-//                  sigma 0.05, sd 0.03, source_noise 0.3.
-//   concentrated : a weak balance loss: sigma 0.8.
-//   collapsed    : no balance loss (the SmartMoE trace): sigma 2, late expert max/mean ~14 of 16
-//                  possible (32 experts, top-2), lag-10 share correlation ~0.999 -> phi 0.97 with
-//                  stationary sd 0.1 late, sd 0.67 in the early transient, few bursts.
+// Presets, where their numbers come from (the design notes' hardware.md, second half: the public
+// SmartMoE training trace and released models), and the bands tests/unit/workload/generator_test.cpp
+// holds them to (`trace stats` quantities, late window unless said otherwise):
+//   uniform      : every expert equally popular, sampling noise only. Gini < 0.03.
+//   aux_loss     : an auxiliary balance loss (coef ~0.01): released models show Gini ~0.1-0.25, expert
+//                  max/mean ~1.5-2.6 at 64-256 experts -> sigma 0.3 (a log-normal's Gini is
+//                  erf(sigma/2) ~ 0.17), phi 0.98, sd 0.1 ("AR(1) phi ~0.97-0.99, s.d. ~0.1").
+//                  Band at 64 experts: Gini 0.12-0.2, max/mean 1.5-2.6, lag-1 > 0.9.
+//   aux_free     : bias-based (auxiliary-loss-free) balancing: global max/mean ~1.05 but per-micro-batch
+//                  imbalance larger -> sigma 0.02, phi 0.9, sd 0.02, source_noise 0.1. Band at 64
+//                  experts: global max/mean < 1.15, each source's own max/mean at least 0.15 above it.
+//   concentrated : a weak balance loss, between aux_loss and collapse (no published reference; an
+//                  interpolation): sigma 0.8. Band at 64 experts: Gini 0.3-0.45, max/mean 4-7.
+//   collapsed    : no balance loss, like the SmartMoE trace: late expert max/mean ~14 of a possible 16
+//                  (32 experts, top-2), GPU (EP16) ~7.6, lag-10 share correlation ~0.999, log-share
+//                  AR(1) phi ~0.97 with s.d. ~0.1 late and ~0.67 in the early transient, ranks close
+//                  to the global distribution -> sigma 2.6 (the cap at 1/top_k bounds the top expert),
+//                  phi 0.97, sd 0.1, transient_sd 0.67, source_noise 0.05. Band at 32 experts, top-2:
+//                  late max/mean > 10, lag-10 correlation > 0.99, source TV < 0.05.
+// `trace stats` on the imported SmartMoE trace and on `gen --model smartmoe-gpt --sources 16
+// --iterations 501 --preset collapsed` agree within ~10% on max/mean, GPU max/mean, lag-10 and TV.
 #pragma once
 
 #include <cstdint>
@@ -37,25 +46,28 @@
 
 namespace hs::workload {
 
+// Defaults are the aux_loss preset. Log-space quantities are natural-log units of routing share.
 struct GeneratorParams {
-  double sigma = 0.3;
-  double layer_spread = 0.3;
-  double edge_flatness = 0.6;
-  double phi = 0.98;
-  double sd = 0.1;
-  double burst_rate = 0.002;
-  double burst_size = 0.7;
-  double burst_decay = 0.8;
-  double transient = 0.03;
-  double transient_sd = 0.3;
-  double phi_transient = 0.9;
-  double source_noise = 0.15;
+  double sigma = 0.3;           // s.d. of the static log-popularity
+  double layer_spread = 0.3;    // per-layer sigma factor drawn from U(1 - spread, 1 + spread)
+  double edge_flatness = 0.6;   // extra sigma factor of the first and last MoE layer
+  double phi = 0.98;            // AR(1) coefficient per iteration of the log-space drift
+  double sd = 0.1;              // stationary s.d. of the drift
+  double burst_rate = 0.002;    // probability per expert and iteration that a burst starts
+  double burst_size = 0.7;      // log-share added by a burst
+  double burst_decay = 0.8;     // a burst's remaining fraction after each iteration
+  double transient = 0.03;      // fraction of the iterations that form the early transient
+  double transient_sd = 0.3;    // drift s.d. during the transient
+  double phi_transient = 0.9;   // drift AR(1) coefficient during the transient
+  double source_noise = 0.15;   // s.d. of per-source, per-iteration log-share noise
 
   static std::optional<GeneratorParams> preset(const std::string& name);
   static std::vector<std::string> preset_names();
   // Sets a parameter by name; false if unknown (the caller reports it).
   bool set(const std::string& key, double value);
   static std::vector<std::string> names();
+  // Empty if every parameter is in its range, else "NAME: what was expected" for the first that is not.
+  std::string check() const;
   std::string to_json() const;
 };
 

@@ -108,10 +108,6 @@ Trace import_smartmoe(const std::string& folder, const ImportOptions& opt) {
   t.top_k = opt.top_k;
   t.sources = ranks;
   t.axes = TraceAxes::kLayerSourceExpert;
-  t.provenance_json = fmt::format(
-      "{{\"kind\": \"imported\", \"importer\": \"smartmoe\", \"source\": \"{}\", \"stride\": {}, "
-      "\"note\": \"micro-batches summed per rank\"}}",
-      fs::path(folder).filename().string(), opt.stride);
   uint64_t mb_sum = 0;
   size_t index = 0;
   for (const auto& [iter, by_rank] : files) {
@@ -161,6 +157,12 @@ Trace import_smartmoe(const std::string& folder, const ImportOptions& opt) {
     t.records.push_back(std::move(rec));
   }
   diags.throw_if_errors();
+  const uint64_t micro_batches = mb_sum ? static_cast<uint64_t>(t.tokens_per_source) * opt.top_k / mb_sum : 0;
+  t.provenance_json = fmt::format(
+      "{{\"kind\": \"imported\", \"importer\": \"smartmoe\", \"source\": \"{}\", \"stride\": {}, "
+      "\"micro_batches\": {}, \"micro_batch_assignments\": {}, \"note\": \"micro-batches summed per rank; every "
+      "micro-batch of every rank, layer and iteration summed to micro_batch_assignments\"}}",
+      fs::path(folder).filename().string(), opt.stride, micro_batches, mb_sum);
   if (mb_sum % static_cast<uint64_t>(opt.top_k) != 0)
     throw InputError({folder, 0, 0}, "--top-k", fmt::format("micro-batch sums ({}) are not a multiple of top_k {}", mb_sum, opt.top_k));
   Diagnostics check;
@@ -224,6 +226,11 @@ Trace assemble(const std::map<Key, uint64_t>& counts, int experts, const ImportO
         uint64_t sum = 0;
         for (int e = 0; e < E; ++e) sum += r.counts[(static_cast<size_t>(l) * S + s) * E + e];
         if (want == 0) want = sum;
+        if (sum == 0)
+          throw InputError({where, 0, 0}, fmt::format("iter {}, layer {}, source {}", r.iter, l, s),
+                           fmt::format("no counts for this (iter, layer, source): every one of the {} layers x {} "
+                                       "sources must appear for every kept iteration",
+                                       L, S));
         if (sum != want)
           throw InputError({where, 0, 0}, fmt::format("iter {}, layer {}, source {}", r.iter, l, s),
                            fmt::format("counts sum to {} but other (iter, layer, source) to {}{}", sum, want,
@@ -257,65 +264,95 @@ Trace import_megatron(const std::string& path, const ImportOptions& opt, int exp
   int line_no = 0;
   namespace od = simdjson::ondemand;
   od::parser parser;
+  std::vector<int> ids;
   while (line_start < text.size()) {
     size_t end = text.find('\n', line_start);
     if (end == std::string::npos) end = text.size();
     ++line_no;
-    std::string_view line(text.data() + line_start, end - line_start);
-    const size_t base = line_start;
+    const std::string_view line(text.data() + line_start, end - line_start);
     line_start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     simdjson::padded_string buf(line);
-    auto fail = [&](const std::string& field, const std::string& msg) {
-      throw InputError(SourceLocation{path, line_no, 1}, field, msg);
+    // Column of a position inside this line's copy (1-based); 1 when simdjson cannot say.
+    auto col_of = [&](const char* p) {
+      return p && p >= buf.data() && p <= buf.data() + buf.size() ? static_cast<int>(p - buf.data()) + 1 : 1;
     };
-    (void)base;
+    auto fail_at = [&](const char* p, const std::string& field, const std::string& msg) {
+      throw InputError(SourceLocation{path, line_no, col_of(p)}, field, msg);
+    };
+    auto where = [](od::value& v) {
+      const char* p = nullptr;
+      return v.current_location().get(p) ? nullptr : p;
+    };
     od::document doc;
     od::object obj;
-    if (parser.iterate(buf).get(doc) || doc.get_object().get(obj)) fail("", "expected one JSON object per line");
+    if (parser.iterate(buf).get(doc) || doc.get_object().get(obj))
+      fail_at(nullptr, "", "expected one JSON object per line: {\"step\", \"layer\", \"rank\", \"top_indices\"}");
     long long step = -1;
     int layer = -1, rank = -1;
     std::vector<std::pair<int, uint64_t>> local;
     bool have_idx = false;
     for (auto field : obj) {
+      od::raw_json_string raw;
+      if (field.key().get(raw)) fail_at(nullptr, "", "malformed JSON");
+      const char* key_at = raw.raw() - 1;  // the opening quote
       std::string_view key;
-      if (field.unescaped_key().get(key)) fail("", "malformed JSON");
+      if (field.unescaped_key().get(key)) fail_at(key_at, "", "malformed JSON key");
       od::value v;
-      if (field.value().get(v)) fail(std::string(key), "malformed JSON");
+      if (field.value().get(v)) fail_at(key_at, std::string(key), "malformed JSON");
+      const char* at = where(v);
       int64_t x = 0;
       if (key == "step" || key == "layer" || key == "rank") {
-        if (v.get_int64().get(x) || x < 0) fail(std::string(key), "expected a non-negative integer");
+        if (v.get_int64().get(x) || x < 0 || (key != "step" && x > (1 << 20)))
+          fail_at(at, std::string(key), "expected a non-negative integer");
         if (key == "step") step = x;
         else if (key == "layer") layer = static_cast<int>(x);
         else rank = static_cast<int>(x);
       } else if (key == "top_indices") {
         have_idx = true;
         od::array tokens;
-        if (v.get_array().get(tokens)) fail("top_indices", "expected a list of per-token expert-id lists");
+        if (v.get_array().get(tokens)) fail_at(at, "top_indices", "expected a list of per-token expert-id lists");
         size_t tok = 0;
-        for (auto t : tokens) {
-          od::array ids;
-          if (t.get_array().get(ids)) fail(fmt::format("top_indices[{}]", tok), "expected a list of expert ids");
-          int k = 0;
-          for (auto id : ids) {
+        for (auto tv : tokens) {
+          od::value t;
+          if (tv.get(t)) fail_at(at, "top_indices", "malformed JSON");
+          const char* tat = where(t);
+          od::array arr;
+          if (t.get_array().get(arr)) fail_at(tat, fmt::format("top_indices[{}]", tok), "expected a list of expert ids");
+          ids.clear();
+          for (auto idv : arr) {
+            od::value idval;
+            if (idv.get(idval)) fail_at(tat, fmt::format("top_indices[{}]", tok), "malformed JSON");
+            const char* iat = where(idval);
             int64_t e = 0;
-            if (id.get_int64().get(e) || e < 0) fail(fmt::format("top_indices[{}]", tok), "expected non-negative expert ids");
-            local.push_back({static_cast<int>(e), 1});
-            ++k;
+            if (idval.get_int64().get(e) || e < 0 || e >= (experts > 0 ? experts : (1 << 20)))
+              fail_at(iat, fmt::format("top_indices[{}][{}]", tok, ids.size()),
+                      experts > 0 ? fmt::format("expected an expert id in [0, {}) (--experts)", experts)
+                                  : std::string("expected a non-negative expert id"));
+            if (std::find(ids.begin(), ids.end(), static_cast<int>(e)) != ids.end())
+              fail_at(iat, fmt::format("top_indices[{}][{}]", tok, ids.size()),
+                      fmt::format("expert {} appears twice for one token (top-k picks distinct experts)", e));
+            ids.push_back(static_cast<int>(e));
           }
+          const int k = static_cast<int>(ids.size());
           if (top_k == 0) top_k = k;
-          if (k != top_k) fail(fmt::format("top_indices[{}]", tok), fmt::format("{} experts, other tokens {}", k, top_k));
+          if (k != top_k || k == 0)
+            fail_at(tat, fmt::format("top_indices[{}]", tok),
+                    fmt::format("expected {} expert ids per token (as the first token), got {}", top_k, k));
+          for (int e : ids) local.push_back({e, 1});
           ++tok;
         }
       } else {
-        fail(std::string(key), "unknown key (known: step, layer, rank, top_indices)");
+        fail_at(key_at, std::string(key), "unknown key (known: step, layer, rank, top_indices)");
       }
     }
-    if (step < 0 || layer < 0 || rank < 0 || !have_idx) fail("", "needs step, layer, rank and top_indices");
+    if (step < 0 || layer < 0 || rank < 0 || !have_idx)
+      fail_at(nullptr, "", "expected the keys step, layer, rank and top_indices");
     for (auto [e, c] : local) counts[{step, layer, rank, e}] += c;
   }
+  // The data says how many experts each token picks; --top-k only matters for an empty file.
   ImportOptions o = opt;
-  if (top_k > 0 && top_k != opt.top_k) o.top_k = top_k;  // the data says how many experts per token
+  if (top_k > 0) o.top_k = top_k;
   return assemble(counts, experts, o, path, "megatron-router-trace");
 }
 
@@ -371,41 +408,62 @@ void rebin_sources(Trace& t, int n, const std::string& where) {
   if (!t.per_source()) throw InputError({where, 0, 0}, "--sources", "a trace with global counts has no sources to re-bin");
   const int S = t.sources, L = t.moe_layers, E = t.experts;
   if (n == S) return;
-  const bool merge = S % n == 0;
-  const int m = merge ? S / n : n / S;
-  if (!merge && (n % S != 0 || t.tokens_per_source % m != 0))
+  const uint64_t T = static_cast<uint64_t>(t.tokens_per_source), K = static_cast<uint64_t>(t.top_k);
+  const uint64_t total = T * static_cast<uint64_t>(S);
+  if (n <= 0 || total % static_cast<uint64_t>(n) != 0)
     throw InputError({where, 0, 0}, "--sources",
-                     fmt::format("can re-bin {} sources only to a divisor of {} or a multiple whose split divides the "
-                                 "{} tokens per source; `hecate-sim run` re-bins other ratios proportionally",
-                                 S, S, t.tokens_per_source));
+                     fmt::format("{} sources x {} tokens = {} tokens per iteration do not split evenly over {} sources; "
+                                 "choose a count that divides {} (`hecate-sim run` re-bins other ratios in fractions)",
+                                 S, T, total, n, total));
+  const uint64_t Tn = total / static_cast<uint64_t>(n);
+  // Lay the old sources' tokens end to end: old source s owns [s*T, (s+1)*T), new source j owns
+  // [j*Tn, (j+1)*Tn). Each overlap (s, j) is a piece of `o` tokens; old source s's counts are dealt
+  // to its pieces in order, each piece getting the share o / (tokens left) of what is left of every
+  // expert, rounded by largest remainder (ties to the lower expert id) so the piece sums to exactly
+  // o x top_k. With r_e <= R (left counts never exceed left tokens) the piece's count is at most
+  // ceil(r_e o / R) <= o and what stays is at most R - o: the cap holds for every piece, hence for
+  // every new source, and per-expert totals are conserved. Deterministic: no randomness, fixed order.
+  std::vector<uint64_t> left(E), piece(E);
+  std::vector<std::pair<uint64_t, int>> rem(E);
   for (auto& r : t.records) {
     std::vector<uint32_t> out(static_cast<size_t>(L) * n * E, 0);
     for (int l = 0; l < L; ++l) {
       for (int s = 0; s < S; ++s) {
         const uint32_t* c = r.counts.data() + (static_cast<size_t>(l) * S + s) * E;
-        if (merge) {
-          uint32_t* o = out.data() + (static_cast<size_t>(l) * n + s / m) * E;
-          for (int e = 0; e < E; ++e) o[e] += c[e];
-          continue;
-        }
-        int ptr = 0;
-        for (int e = 0; e < E; ++e) {
-          const uint32_t base = c[e] / static_cast<uint32_t>(m), rem = c[e] % static_cast<uint32_t>(m);
-          for (int p = 0; p < m; ++p) out[(static_cast<size_t>(l) * n + s * m + p) * E + e] = base;
-          for (uint32_t k = 0; k < rem; ++k) {
-            ++out[(static_cast<size_t>(l) * n + s * m + ptr) * E + e];
-            ptr = (ptr + 1) % m;
+        for (int e = 0; e < E; ++e) left[e] = c[e];
+        uint64_t tokens_left = T;
+        const uint64_t lo = static_cast<uint64_t>(s) * T, hi = lo + T;
+        for (uint64_t j = lo / Tn; j * Tn < hi; ++j) {
+          const uint64_t o = std::min(hi, (j + 1) * Tn) - std::max(lo, j * Tn);
+          if (o == 0) continue;
+          // Integer arithmetic (counts < 2^32, o <= T): piece = floor(left x o / tokens_left), the
+          // shortfall goes to the largest remainders; the remainders sum to shortfall x tokens_left,
+          // each below tokens_left, so at least `shortfall` of them are non-zero.
+          uint64_t assigned = 0;
+          for (int e = 0; e < E; ++e) {
+            piece[e] = left[e] * o / tokens_left;
+            rem[e] = {left[e] * o % tokens_left, e};
+            assigned += piece[e];
           }
+          std::stable_sort(rem.begin(), rem.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+          for (size_t i = 0; assigned < o * K; ++i) ++piece[rem[i].second], ++assigned;
+          uint32_t* dst = out.data() + (static_cast<size_t>(l) * n + j) * E;
+          for (int e = 0; e < E; ++e) {
+            dst[e] += static_cast<uint32_t>(piece[e]);
+            left[e] -= piece[e];
+          }
+          tokens_left -= o;
         }
       }
     }
     r.counts = std::move(out);
   }
-  t.tokens_per_source = merge ? t.tokens_per_source * m : t.tokens_per_source / m;
+  t.tokens_per_source = static_cast<int64_t>(Tn);
   t.sources = n;
   if (!t.provenance_json.empty() && t.provenance_json.back() == '}')
     t.provenance_json = t.provenance_json.substr(0, t.provenance_json.size() - 1) +
-                        fmt::format("{}\"rebinned_sources\": {{\"from\": {}, \"to\": {}}}}}",
+                        fmt::format("{}\"rebinned_sources\": {{\"from\": {}, \"to\": {}, \"method\": "
+                                    "\"proportional, largest remainder\"}}}}",
                                     t.provenance_json.size() > 2 ? ", " : "", S, n);
   Diagnostics d;
   validate_trace(t, where, d);

@@ -21,24 +21,31 @@ struct ImportOptions {
   std::string model_preset;  // written into the trace's model.preset (may be empty)
 };
 
-// Re-bins a per-source trace to `sources` sources, exactly (integer counts, every invariant kept):
-//   * merging (S a multiple of N): new source j sums old sources [j*S/N, (j+1)*S/N);
-//   * splitting (N a multiple of S, tokens_per_source divisible by N/S): old source s becomes N/S
-//     sources; every expert's count is split as evenly as possible, the remainders dealt round-robin
-//     across the parts with a pointer that carries over from expert to expert, so every part sums to
-//     exactly tokens x top_k and no expert exceeds the new tokens per source.
-// Other ratios are bad input (hecate-sim run re-bins proportionally, in fractions, at simulation time).
-// The provenance records the re-binning.
+// Re-bins a per-source trace to `sources` sources, proportionally and exactly. The old sources'
+// tokens are laid end to end and cut into `sources` equal runs (new tokens_per_source = old sources x
+// old tokens / new sources, which must be an integer, else bad input): merging 16 -> 8 adds pairs,
+// splitting 16 -> 32 halves each source, 16 -> 12 gives each new source 1 1/3 old ones. Where a cut
+// falls inside an old source, its counts are split in proportion to the tokens on each side with
+// deterministic largest-remainder rounding, so every new source sums to exactly tokens x top_k, no
+// expert exceeds the new tokens per source, and per-expert totals are conserved. The provenance
+// records the re-binning; callers say so on stderr.
 void rebin_sources(Trace& t, int sources, const std::string& where);
 
 Trace import_smartmoe(const std::string& folder, const ImportOptions& opt);
 
-// Megatron-Core router trace, JSON Lines: one object per (step, layer, rank) —
+// Megatron-Core router trace, JSON Lines (the schema this importer accepts; Megatron-Core's router
+// can dump its top-k routing map, and a few lines of Python turn a dump into this): one object per
+// line and (step, layer, rank):
 //   {"step": 12, "layer": 3, "rank": 0, "top_indices": [[5, 17], [2, 5], ...]}
-// where top_indices lists, per token, the experts it was routed to (top_k each). Counts are summed
-// per (step, layer, rank); steps become records (sorted), layers 0..L-1 and ranks 0..R-1 must all be
-// present for every kept step. `experts` 0 = infer as max expert id + 1 (say it explicitly when
-// the hottest experts may be unused). Unknown keys are errors.
+//   step         non-negative integer, the training iteration (becomes the record's iter)
+//   layer        MoE layer index, 0-based (layers 0..L-1 must all appear for every step)
+//   rank         data-parallel rank that routed these tokens, 0-based (becomes the source)
+//   top_indices  one list per token of the distinct expert ids it was routed to, all of the same
+//                length top_k (which sets the trace's top_k; --top-k is ignored)
+// Several lines for the same (step, layer, rank) add up (micro-batches). Steps are sorted; every
+// (step, layer, rank) must route the same number of tokens. `experts` 0 = infer as max id + 1 (give
+// it when the last experts may never be picked). Unknown keys and blank-free garbage are errors
+// naming file:line:col.
 Trace import_megatron(const std::string& path, const ImportOptions& opt, int experts = 0);
 
 // Plain CSV with the header `iter,layer,source,expert,count`; missing rows are zero counts.

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
+#include <unistd.h>
 
 #include "util/diagnostics.hpp"
 #include "workload/trace_io.hpp"
@@ -67,4 +69,40 @@ TEST_CASE("bad traces: located errors naming the field and what was expected") {
   e = error_of(replace(kGood, "{\"iter\": 0, \"counts\": [[[2, 1], [0, 3]]]}",
                        "{\"iter\": 4, \"counts\": [[[2, 1], [0, 3]]]}, {\"iter\": 2, \"counts\": [[[2, 1], [0, 3]]]}"));
   CHECK(e.find("iterations must increase") != std::string::npos);
+}
+
+TEST_CASE("write_trace -> read_trace round trip, plain and .gz, and the streaming writer") {
+  auto t = parse_trace(kGood, "t.json");
+  t.provenance_json = "{\"kind\": \"test\"}";
+  const auto dir = std::filesystem::temp_directory_path() / ("hecate-io-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"rt.json", "rt.json.gz"}) {
+    const std::string path = (dir / name).string();
+    write_trace(t, path);
+    auto back = read_trace(path);
+    CHECK(trace_to_json(back) == trace_to_json(t));
+  }
+  {
+    TraceWriter w((dir / "stream.json.gz").string(), t);
+    for (const auto& r : t.records) w.write(r);
+    w.close();
+  }
+  CHECK(trace_to_json(read_trace((dir / "stream.json.gz").string())) == trace_to_json(t));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad traces: the cap and nesting errors are located too") {
+  // Expert over the cap (line 7): [6, 0] with top-2 and 3 tokens.
+  auto e = error_of(replace(replace(replace(kGood, "\"top_k\": 1", "\"top_k\": 2"), "[2, 1]", "[6, 0]"), "[0, 3]", "[3, 3]"));
+  CHECK(e.find("t.json:7:") != std::string::npos);
+  CHECK(e.find("records[0].counts[0][0]") != std::string::npos);
+  e = error_of(replace(kGood, "[[[2, 1], [0, 3]]]", "[[2, 1], [0, 3]]"));
+  CHECK(e.find("t.json:7:") != std::string::npos);
+  CHECK(e.find("records[0].counts") != std::string::npos);
+  // Several problems are all reported at once.
+  // (The reader checks record sums only once the header is sound, so pair two header problems.)
+  e = error_of(replace(replace(kGood, "\"top_k\": 1", "\"top_k\": 1, \"topk\": 1"), "\"1.0\"", "\"2.0\""));
+  CHECK(e.find("t.json:3:") != std::string::npos);
+  CHECK(e.find("unknown key") != std::string::npos);
+  CHECK(e.find("reads version 1") != std::string::npos);
 }
