@@ -85,8 +85,7 @@ class Fssdp final : public Strategy {
     o.sparse = true;
     o.rematerialize = k.rematerialize;
     o.calibration = k.calibrate;
-    const auto p = cost::count_params(ctx.model);
-    o.optimizer_params_per_gpu = p.dense + p.per_expert * ctx.model.moe_layers() * ctx.model.experts / ctx.topo.num_gpus();
+    o.optimizer_params_per_gpu = balanced_owned_params(ctx.model, ctx.topo.num_gpus());
     return o;
   }
 
@@ -129,6 +128,9 @@ class Fssdp final : public Strategy {
       DispatchResult d;
       dispatch(layer_counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
       LayerPlan& plan = plans_[l];
+      // The forward spAG moves the predicted plan; calibration copies travel in their own task.
+      plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
+      plan.spag = graph_.network().coflow_time(plan.spag_flows);
       plan.calibration_spag = 0;
       plan.calibration_flows.clear();
       if (k_.calibrate) {
@@ -158,30 +160,16 @@ class Fssdp final : public Strategy {
       plan.expert_tokens = std::move(d.expert_tokens);
       plan.dispatch_bytes = std::move(d.bytes);
       plan.received_tokens = std::move(d.received);
-      // The first spAG moves the predicted plan; the calibration's extra copies were timed above.
-      plan.spag = graph_.network().coflow_time(collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast)) - plan.calibration_spag;
-      if (plan.spag < 0) plan.spag = 0;
+      // spRS returns the gradients of every copy, calibration ones included.
       plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
       plan.sprs = graph_.network().coflow_time(plan.sprs_flows);
-      // The forward spAG moves the predicted plan (calibration copies travel in their own task).
-      plan.spag_flows = plan.sprs_flows;
-      for (auto& t : plan.spag_flows) std::swap(t.src, t.dst);
-      if (!plan.calibration_flows.empty()) {
-        // Drop the calibration transfers from the forward spAG: they are not in the predicted plan.
-        collective::Coflow kept;
-        for (const auto& t : plan.spag_flows) {
-          bool is_extra = false;
-          for (const auto& c : plan.calibration_flows) is_extra = is_extra || (c.src == t.src && c.dst == t.dst && c.bytes == t.bytes);
-          if (!is_extra) kept.push_back(t);
-        }
-        plan.spag_flows = std::move(kept);
-      }
-      for (int e = 0; e < E_; ++e)
-        for (int g : p.replicas[e]) buffer_copies[g] += 1;
       std::vector<double> per_layer(n_, 0.0);
       for (int e = 0; e < E_; ++e)
         for (int g : p.replicas[e]) per_layer[g] += 1;
-      for (int g = 0; g < n_; ++g) max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
+      for (int g = 0; g < n_; ++g) {
+        buffer_copies[g] += per_layer[g];
+        max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
+      }
     }
     for (int g = 0; g < n_; ++g) owned[g] = params_.dense + owned[g] * params_.per_expert;
     extras.optimizer_params = owned;

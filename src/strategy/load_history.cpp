@@ -37,6 +37,11 @@ std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus) {
   return {best, worst};
 }
 
+double balanced_owned_params(const workload::ModelSpec& m, int gpus) {
+  const auto p = cost::count_params(m);
+  return p.dense + p.per_expert * m.moe_layers() * static_cast<double>(m.experts) / gpus;
+}
+
 cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
   cost::MemoryBreakdown b;
   b.params = params * m.precision.param_bytes;

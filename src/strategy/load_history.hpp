@@ -31,6 +31,9 @@ class LoadHistory {
 // The GPU that computes the most routed tokens over all layers, and that total (per iteration).
 std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus);
 
+// Parameters a GPU owns when experts are spread evenly: dense + E/N experts of every MoE layer.
+double balanced_owned_params(const workload::ModelSpec& m, int gpus);
+
 // Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
 cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
 

@@ -27,14 +27,13 @@ class SmartMoe final : public Strategy {
     state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     owners_ = homogeneous_owners(L_, E_, n_);
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
-    static_ = owned_state(m, params_.dense + params_.per_expert * static_cast<double>(E_) / n_ * L_);
+    static_ = owned_state(m, balanced_owned_params(m, n_));
   }
 
   static MoeGraphOptions options(const Context& ctx) {
     MoeGraphOptions o;
     o.migrations = true;
-    const auto p = cost::count_params(ctx.model);
-    o.optimizer_params_per_gpu = p.dense + p.per_expert * ctx.model.moe_layers() * ctx.model.experts / ctx.topo.num_gpus();
+    o.optimizer_params_per_gpu = balanced_owned_params(ctx.model, ctx.topo.num_gpus());
     return o;
   }
 
