@@ -22,6 +22,7 @@ namespace hs::cli {
 namespace {
 
 struct RunOptions {
+  double flow_precision = network::kDefaultFlowPrecision;
   std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial", html;
   std::vector<std::string> sets;
   int iterations = 0;
@@ -66,7 +67,7 @@ int run(const RunOptions& o) {
     for (const auto& s : split_specs(o.strategies)) specs.push_back(strategy::parse_strategy_spec(s));
   }
   cost::ComputeCost compute(topo.gpu_model(), model);
-  strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow"};
+  strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow", o.flow_precision};
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
   // skipped with a warning instead of failing the run.
@@ -94,7 +95,7 @@ int run(const RunOptions& o) {
   rep.inputs.model_source = model_in.source;
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
-  rep.inputs.network = o.network;
+  rep.inputs.network = o.network == "flow" ? fmt::format("flow (precision {:g})", o.flow_precision) : o.network;
   for (const auto& w : skipped) {
     rep.inputs.warnings.push_back(w);
     fmt::print(stderr, "warning: {}\n", w);
@@ -146,6 +147,10 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "network tier: analytic (default: coflows timed by their most loaded link; fast) | flow "
                  "(max-min fair flows shared by every concurrent collective: sees contention)")
       ->check(CLI::IsMember({"analytic", "flow"}));
+  sub.add_option("--flow-precision", o->flow_precision,
+                 "flow tier: merge flow completions projected within this fraction of their elapsed time "
+                 "into one re-solve (0 = exact, one re-solve per completion; default 1e-3: error ~0.1%)")
+      ->check(CLI::Range(0.0, 0.5));
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }
 

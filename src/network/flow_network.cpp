@@ -10,7 +10,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
-FlowNetwork::FlowNetwork(const topology::Topology& topo) : topo_(topo) {
+FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
 }
 
@@ -24,26 +24,26 @@ void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double 
 }
 
 void FlowNetwork::reset(const engine::TaskGraph& g) {
-  for (const auto& f : flows_) solver_.remove_flow(f.solver_id);
+  for (size_t id = 0; id < flow_.size(); ++id)
+    if (flow_[id].live) {
+      solver_.remove_flow(static_cast<int>(id));
+      flow_[id].live = false;
+      ++removed_;
+    }
   solver_.solve();
-  flows_.clear();
+  heap_.clear();
   timers_.clear();
   const size_t n = static_cast<size_t>(g.num_tasks());
   if (coflow_.size() < n) coflow_.resize(n), extra_.resize(n, 0.0);
   alpha_.assign(n, 0.0);
   pending_.assign(n, 0);
+  now_ = 0;
   dirty_ = false;
-}
-
-void FlowNetwork::progress(double now) {
-  for (auto& f : flows_) {
-    f.remaining -= solver_.rate(f.solver_id) * (now - f.last);
-    f.last = now;
-  }
+  cached_ = false;
 }
 
 void FlowNetwork::start(engine::TaskId t, double now) {
-  progress(now);
+  now_ = now;
   double alpha = 0;
   int count = 0;
   for (const auto& tr : coflow_[t]) {
@@ -51,9 +51,20 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     const auto r = topo_.route(tr.src, tr.dst);
     alpha = std::max(alpha, r.latency.value());
     scratch_.clear();
-    for (const auto& h : r.hops) scratch_.push_back({h.link, h.fraction});
+    for (const auto& h : r.hops)
+      if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
+    stats_.elements += scratch_.size();
     const int id = solver_.add_flow(scratch_);
-    flows_.push_back({id, t, tr.bytes, tr.bytes, now});
+    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1);
+    Flow& f = flow_[id];
+    f.task = t;
+    f.bytes = f.remaining = tr.bytes;
+    stats_.bytes_offered += tr.bytes;
+    f.since = f.start = now;
+    f.rate = 0;
+    f.finish = kInf;
+    ++f.version;
+    f.live = true;
     ++count;
   }
   stats_.flows += count;
@@ -63,46 +74,123 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     timers_.push_back({now + (coflow_[t].empty() ? extra_[t] : alpha_[t]), t});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
-  dirty_ = true;
+  if (count > 0) dirty_ = true;
+  cached_ = false;
+}
+
+void FlowNetwork::settle() {
+  if (!dirty_) return;
+  dirty_ = false;
+  cached_ = false;
+  solver_.solve();
+  ++stats_.solver_updates;
+  // New projections are appended, then either sifted up one by one (few) or the heap is rebuilt,
+  // dropping stale entries (many: O(heap) beats O(changed x log heap)).
+  const size_t old_size = heap_.size();
+  for (int id : solver_.changed()) {
+    Flow& f = flow_[id];
+    if (!f.live) continue;
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now_ - f.since));
+    f.since = now_;
+    f.rate = solver_.rate(id);
+    if (f.remaining <= 1e-12 * f.bytes) f.finish = now_;
+    else f.finish = f.rate > 0 ? now_ + f.remaining / f.rate : kInf;
+    ++f.version;
+    if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
+  }
+  const size_t added = heap_.size() - old_size;
+  if (added * 16 > heap_.size()) {
+    size_t w = 0;
+    for (const Due& d : heap_)
+      if (valid(d)) heap_[w++] = d;
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    return;
+  }
+  for (size_t i = old_size + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, std::greater<>());
+  // Stale entries (superseded projections) are dropped when they surface; when they outnumber the
+  // live ones, rebuild the heap so it stays O(flows in flight).
+  const size_t live = stats_.flows - stats_.events - removed_;
+  if (heap_.size() > 64 && heap_.size() > 2 * live) {
+    size_t w = 0;
+    for (const Due& d : heap_)
+      if (valid(d)) heap_[w++] = d;
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+}
+
+void FlowNetwork::pop_stale() {
+  while (!heap_.empty() && !valid(heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
+  }
 }
 
 double FlowNetwork::next_completion() {
-  if (dirty_) {
-    solver_.solve();
-    ++stats_.solver_updates;
-    dirty_ = false;
-    next_flow_ = kInf;
-    for (const auto& f : flows_) {
-      const double r = solver_.rate(f.solver_id);
-      if (r > 0) next_flow_ = std::min(next_flow_, f.last + f.remaining / r);
+  settle();
+  if (!cached_) {
+    cached_ = true;
+    pop_stale();
+    if (heap_.empty()) {
+      next_flow_ = kInf;
+    } else {
+      const Due first = heap_.front();
+      next_flow_ = first.time;
+      if (precision_ > 0) {
+        // Merge every completion projected within precision x (elapsed time of the earliest).
+        const double bound = first.time + precision_ * (first.time - flow_[first.id].start);
+        window_.clear();
+        while (!heap_.empty() && heap_.front().time <= bound) {
+          std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+          const Due d = heap_.back();
+          heap_.pop_back();
+          if (!valid(d)) continue;
+          window_.push_back(d);
+          next_flow_ = std::max(next_flow_, d.time);
+        }
+        for (const Due& d : window_) {
+          heap_.push_back(d);
+          std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        }
+      }
     }
   }
   const double timer = timers_.empty() ? kInf : timers_.front().time;
   return std::min(next_flow_, timer);
 }
 
-void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) {
-  progress(now);
-  // Drain flows that are done (relative tolerance absorbs rounding in rate x time).
-  size_t w = 0;
-  bool any = false;
-  for (size_t i = 0; i < flows_.size(); ++i) {
-    auto& f = flows_[i];
-    if (f.remaining <= 1e-9 * f.bytes + 1e-6) {
-      solver_.remove_flow(f.solver_id);
-      ++stats_.events;
-      any = true;
-      if (--pending_[f.task] == 0) {
-        timers_.push_back({now + alpha_[f.task], f.task});
-        std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
-      }
-    } else {
-      flows_[w++] = f;
-    }
+void FlowNetwork::finish_flow(int id, double now) {
+  Flow& f = flow_[id];
+  // Bytes carried: those delivered before `since`, plus rate x time up to the projected finish.
+  stats_.bytes_delivered += (f.bytes - f.remaining) + std::min(f.remaining, f.rate * (f.finish - f.since));
+  f.live = false;
+  ++f.version;
+  solver_.remove_flow(id);
+  ++stats_.events;
+  if (--pending_[f.task] == 0) {
+    timers_.push_back({now + alpha_[f.task], f.task});
+    std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
-  flows_.resize(w);
-  if (any) dirty_ = true;
-  else if (next_flow_ <= now) dirty_ = true;  // recompute the cached next completion
+}
+
+void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) {
+  now_ = now;
+  bool any = false;
+  while (true) {
+    pop_stale();
+    if (heap_.empty() || heap_.front().time > now) break;
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const Due d = heap_.back();
+    heap_.pop_back();
+    finish_flow(d.id, now);
+    any = true;
+  }
+  if (any) {
+    dirty_ = true;
+    ++stats_.completion_events;
+  }
+  cached_ = false;
   while (!timers_.empty() && timers_.front().time <= now) {
     std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
     finished.push_back(timers_.back().task);

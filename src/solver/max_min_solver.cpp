@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <queue>
 
 namespace hs::solver {
 
@@ -17,11 +16,27 @@ int MaxMinSolver::add_link(double capacity) {
 }
 
 void MaxMinSolver::mark(int flow) {
-  for (const auto& e : elems_[flow])
-    if (!link_dirty_[e.link]) {
-      link_dirty_[e.link] = 1;
-      dirty_links_.push_back(e.link);
+  const uint32_t b = ebegin_[flow], e = b + ecount_[flow];
+  for (uint32_t i = b; i < e; ++i) {
+    const int l = e_link_[i];
+    if (!link_dirty_[l]) {
+      link_dirty_[l] = 1;
+      dirty_links_.push_back(l);
     }
+  }
+}
+
+uint32_t MaxMinSolver::alloc_elements(uint32_t count) {
+  if (count < free_ranges_.size() && !free_ranges_[count].empty()) {
+    const uint32_t b = free_ranges_[count].back();
+    free_ranges_[count].pop_back();
+    return b;
+  }
+  const auto b = static_cast<uint32_t>(e_link_.size());
+  e_link_.resize(b + count);
+  e_wc_.resize(b + count);
+  e_pos_.resize(b + count);
+  return b;
 }
 
 int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, double rate_cap) {
@@ -31,22 +46,34 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     free_ids_.pop_back();
   } else {
     id = static_cast<int>(alive_.size());
-    elems_.emplace_back();
-    weight_.push_back(0);
+    ebegin_.push_back(0);
+    ecount_.push_back(0);
     rate_cap_.push_back(0);
     rate_.push_back(0);
     alive_.push_back(0);
     flow_stamp_.push_back(0);
     frozen_.push_back(0);
   }
-  elems_[id].assign(elements.begin(), elements.end());
-  weight_[id] = weight;
+  const auto n = static_cast<uint32_t>(elements.size());
+  const uint32_t b = alloc_elements(n);
+  ebegin_[id] = b;
+  ecount_[id] = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int l = elements[i].link;
+    e_link_[b + i] = l;
+    e_wc_[b + i] = weight * elements[i].coef;
+    e_pos_[b + i] = static_cast<uint32_t>(link_flows_[l].size());
+    link_flows_[l].push_back(id);
+  }
   rate_cap_[id] = rate_cap;
   rate_[id] = 0;
   alive_[id] = 1;
-  for (const auto& e : elements) link_flows_[e.link].push_back(id);
   added_ = true;
-  if (elements.empty()) rate_[id] = rate_cap;  // crosses nothing: only its cap limits it
+  if (n == 0) {
+    // Crosses nothing: only its cap limits it; no solve involves it.
+    rate_[id] = rate_cap;
+    added_free_.push_back(id);
+  }
   mark(id);
   return id;
 }
@@ -54,30 +81,66 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
 void MaxMinSolver::remove_flow(int flow) {
   mark(flow);
   min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
-  for (const auto& e : elems_[flow]) {
-    auto& v = link_flows_[e.link];
-    auto it = std::find(v.begin(), v.end(), flow);
-    if (it != v.end()) {
-      *it = v.back();
-      v.pop_back();
+  const uint32_t b = ebegin_[flow], n = ecount_[flow];
+  for (uint32_t i = b; i < b + n; ++i) {
+    auto& v = link_flows_[e_link_[i]];
+    const uint32_t pos = e_pos_[i];
+    const int32_t moved = v.back();
+    v[pos] = moved;
+    v.pop_back();
+    if (moved != flow) {
+      // The moved flow's element for this link now sits at `pos`.
+      const uint32_t mb = ebegin_[moved], me = mb + ecount_[moved];
+      for (uint32_t j = mb; j < me; ++j)
+        if (e_link_[j] == e_link_[i]) {
+          e_pos_[j] = pos;
+          break;
+        }
     }
   }
+  if (n >= free_ranges_.size()) free_ranges_.resize(n + 1);
+  free_ranges_[n].push_back(b);
+  ecount_[flow] = 0;
   alive_[flow] = 0;
   rate_[flow] = 0;
-  elems_[flow].clear();
   free_ids_.push_back(flow);
 }
 
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
-  for (int f : link_flows_[link])
-    for (const auto& e : elems_[f])
-      if (e.link == link) s += weight_[f] * e.coef * rate_[f];
+  for (int f : link_flows_[link]) {
+    const uint32_t b = ebegin_[f], e = b + ecount_[f];
+    for (uint32_t i = b; i < e; ++i)
+      if (e_link_[i] == link) s += e_wc_[i] * rate_[f];
+  }
   return s;
 }
 
+void MaxMinSolver::freeze(int f, double r) {
+  frozen_[f] = 1;
+  if (r != rate_[f]) {
+    rate_[f] = r;
+    changed_.push_back(f);
+  }
+  const uint32_t b = ebegin_[f], e = b + ecount_[f];
+  stats_.elements_visited += ecount_[f];
+  for (uint32_t i = b; i < e; ++i) {
+    const int l = e_link_[i];
+    rem_[l] = std::max(0.0, rem_[l] - e_wc_[i] * r);
+    sumw_[l] -= e_wc_[i];
+  }
+}
+
 void MaxMinSolver::solve() {
-  if (dirty_links_.empty()) return;
+  // changed_ lists what this solve changes, plus element-less flows added since the last solve.
+  changed_.clear();
+  for (int f : added_free_)
+    if (alive_[f]) changed_.push_back(f);
+  added_free_.clear();
+  if (dirty_links_.empty()) {
+    added_ = false;
+    return;
+  }
   // Collect the component(s) of the dirty links (BFS over link -> flows -> links).
   ++stamp_;
   comp_links_.clear();
@@ -94,17 +157,19 @@ void MaxMinSolver::solve() {
       if (flow_stamp_[f] == stamp_) continue;
       flow_stamp_[f] = stamp_;
       comp_flows_.push_back(f);
-      for (const auto& e : elems_[f])
-        if (link_stamp_[e.link] != stamp_) {
-          link_stamp_[e.link] = stamp_;
-          comp_links_.push_back(e.link);
+      const uint32_t b = ebegin_[f], e = b + ecount_[f];
+      for (uint32_t j = b; j < e; ++j) {
+        const int l = e_link_[j];
+        if (link_stamp_[l] != stamp_) {
+          link_stamp_[l] = stamp_;
+          comp_links_.push_back(l);
         }
+      }
     }
   }
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
   // Progressive filling: initial remaining capacities and unfrozen weights per link.
-  active_.clear();
   for (int l : comp_links_) {
     rem_[l] = cap_[l];
     sumw_[l] = 0;
@@ -114,17 +179,17 @@ void MaxMinSolver::solve() {
   added_ = false;
   min_removed_rate_ = kUnlimited;
   for (int f : comp_flows_) {
-    if (rate_[f] < keep_below && !elems_[f].empty()) {
+    const uint32_t b = ebegin_[f], e = b + ecount_[f];
+    if (rate_[f] < keep_below) {
       frozen_[f] = 1;
       ++stats_.flows_kept;
-      for (const auto& e : elems_[f]) rem_[e.link] = std::max(0.0, rem_[e.link] - weight_[f] * e.coef * rate_[f]);
+      const double r = rate_[f];
+      for (uint32_t j = b; j < e; ++j) rem_[e_link_[j]] = std::max(0.0, rem_[e_link_[j]] - e_wc_[j] * r);
       continue;
     }
     frozen_[f] = 0;
-    for (const auto& e : elems_[f]) sumw_[e.link] += weight_[f] * e.coef;
+    for (uint32_t j = b; j < e; ++j) sumw_[e_link_[j]] += e_wc_[j];
   }
-  for (int l : comp_links_)
-    if (sumw_[l] > 0) active_.push_back(l);
   // Flow caps, smallest first.
   capped_.clear();
   for (int f : comp_flows_)
@@ -133,22 +198,14 @@ void MaxMinSolver::solve() {
     return rate_cap_[a] != rate_cap_[b] ? rate_cap_[a] < rate_cap_[b] : a < b;
   });
   size_t next_cap = 0;
-  auto freeze = [&](int f, double r) {
-    frozen_[f] = 1;
-    rate_[f] = r;
-    for (const auto& e : elems_[f]) {
-      ++stats_.elements_visited;
-      rem_[e.link] = std::max(0.0, rem_[e.link] - weight_[f] * e.coef * r);
-      sumw_[e.link] -= weight_[f] * e.coef;
-    }
-  };
   // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
   // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is
   // either current, and then the global minimum, or stale and too small: re-push it with its current
   // share. Pushes happen on pops only, not on every element update.
   using Entry = std::pair<double, int>;
   heap_.clear();
-  for (int l : active_) heap_.push_back({rem_[l] / sumw_[l], l});
+  for (int l : comp_links_)
+    if (sumw_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   while (!heap_.empty() || next_cap < capped_.size()) {
     while (next_cap < capped_.size() && frozen_[capped_[next_cap]]) ++next_cap;
@@ -180,7 +237,14 @@ void MaxMinSolver::solve() {
       if (!frozen_[f]) freeze(f, std::min(current, rate_cap_[f]));
   }
   for (int f : comp_flows_)
-    if (!frozen_[f]) rate_[f] = elems_[f].empty() ? rate_cap_[f] : 0.0;
+    if (!frozen_[f]) {
+      const double r = ecount_[f] == 0 ? rate_cap_[f] : 0.0;
+      if (r != rate_[f]) {
+        rate_[f] = r;
+        changed_.push_back(f);
+      }
+    }
+  stats_.rates_changed += changed_.size();
 }
 
 }  // namespace hs::solver

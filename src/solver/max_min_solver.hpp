@@ -17,8 +17,15 @@
 // exact: rates in other components depend on nothing that changed. When only removals happened
 // since the last solve, flows whose rate was below the smallest removed flow's rate keep it (their
 // bottleneck links cannot contain a faster flow, and progressive filling reaches those levels before
-// any link holding a removed flow), so filling restarts from that level. This is the "pure component" of
-// the flow-level network tier: capacities and incidence in, rates out; no engine or topology types.
+// any link holding a removed flow), so filling restarts from that level. solve() lists the flows
+// whose rate it changed (changed()), so a caller that integrates progress need only revisit those.
+//
+// Storage is structure-of-arrays: a flow's elements live in one pool (ranges of a freed flow are
+// reused by the next flow with as many elements), each element knows its position in its link's
+// flow list, so adding and removing a flow cost O(elements), never a search of a link's list.
+//
+// This is the "pure component" of the flow-level network tier: capacities and incidence in, rates
+// out; no engine or topology types.
 #pragma once
 
 #include <cstdint>
@@ -35,10 +42,11 @@ struct Element {
 
 struct SolverStats {
   uint64_t solves = 0;             // component re-solves
-  uint64_t flows_recomputed = 0;   // flow rates assigned, summed over solves
-  uint64_t elements_visited = 0;
+  uint64_t flows_recomputed = 0;   // flows in re-solved components, summed over solves
+  uint64_t elements_visited = 0;   // elements frozen by progressive filling, summed over solves
   uint64_t rounds = 0;             // bottleneck links frozen, summed over solves
   uint64_t flows_kept = 0;         // flows whose rate a removal-only solve kept without recomputing
+  uint64_t rates_changed = 0;      // flows listed in changed(), summed over solves
 };
 
 class MaxMinSolver {
@@ -51,6 +59,8 @@ class MaxMinSolver {
   void remove_flow(int flow);
   // Re-solves the components touched since the last call.
   void solve();
+  // Flows (alive) whose rate the last solve() set to a new value, new flows included.
+  std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
   double rate(int flow) const { return rate_[flow]; }
   bool alive(int flow) const { return alive_[flow] != 0; }
@@ -62,21 +72,28 @@ class MaxMinSolver {
 
  private:
   void mark(int flow);
-  // Links: capacity and the flows crossing them (with the element's position for O(1) removal).
+  void freeze(int flow, double rate);
+  uint32_t alloc_elements(uint32_t count);
+  // Links: capacity and the flows crossing them.
   std::vector<double> cap_;
-  std::vector<std::vector<int>> link_flows_;
+  std::vector<std::vector<int32_t>> link_flows_;
   std::vector<char> link_dirty_;
   std::vector<int> dirty_links_;
+  // Element pool: flow f owns [ebegin_[f], ebegin_[f] + ecount_[f]).
+  std::vector<int32_t> e_link_;
+  std::vector<double> e_wc_;        // weight x coef
+  std::vector<uint32_t> e_pos_;     // index of the flow in link_flows_[e_link_]
+  std::vector<std::vector<uint32_t>> free_ranges_;  // by element count
   // Flows.
-  std::vector<std::vector<Element>> elems_;
-  std::vector<double> weight_, rate_cap_, rate_;
+  std::vector<uint32_t> ebegin_, ecount_;
+  std::vector<double> rate_cap_, rate_;
   std::vector<char> alive_;
   std::vector<int> free_ids_;
   // Scratch reused across solves.
   std::vector<uint32_t> link_stamp_, flow_stamp_;
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
-  std::vector<int> active_, capped_;
+  std::vector<int> capped_, changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<char> frozen_;
   std::vector<int> comp_links_, comp_flows_;

@@ -11,7 +11,7 @@ namespace hs::strategy {
 MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     : ctx_(ctx), opt_(opt), n_(ctx.topo.num_gpus()), net_(ctx.topo) {
   if (ctx.flow_network) {
-    flow_ = std::make_unique<network::FlowNetwork>(ctx.topo);
+    flow_ = std::make_unique<network::FlowNetwork>(ctx.topo, ctx.flow_precision);
     comm_model_ = 1;  // the id Simulation::add_model gives the first extra model
   }
   const auto& m = ctx.model;

@@ -16,6 +16,7 @@
 #include "collective/analytic_network.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/memory_model.hpp"
+#include "network/flow_network.hpp"
 #include "topology/topology.hpp"
 #include "strategy/timeline_sink.hpp"
 #include "workload/model_spec.hpp"
@@ -71,6 +72,7 @@ struct Context {
   const cost::ComputeCost& compute;
   uint64_t seed = 1;
   bool flow_network = false;  // communication on the flow-level tier instead of the analytic one
+  double flow_precision = network::kDefaultFlowPrecision;  // see network/flow_network.hpp
 };
 
 class Strategy {

@@ -77,6 +77,58 @@ int64_t link_cost(const Link& l) {
 
 }  // namespace
 
+// Dominance (see Topology::may_bind). The first route through a link proposes every other hop on it
+// as a dominator; each later route through the link strikes the proposals it does not cross and
+// raises the worst fraction ratio of the rest. A link is left out only if a surviving dominator
+// satisfies the capacity condition and is itself kept, so two links that dominate each other
+// (equal capacities, same routes) both stay.
+void TopologyBuilder::compute_may_bind(Topology& t) {
+  const int n = t.num_gpus();
+  const size_t nl = static_cast<size_t>(t.num_links());
+  struct Cand {
+    LinkId link;
+    double ratio;  // max over routes of fraction here / fraction on the candidate
+  };
+  std::vector<std::vector<Cand>> cands(nl);
+  std::vector<char> seen(nl, 0);
+  std::vector<double> frac_on(nl, 0.0);
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      if (s == d) continue;
+      const auto hops = t.route(s, d).hops;
+      for (const auto& h : hops) frac_on[h.link] = h.fraction;
+      for (const auto& h : hops) {
+        auto& c = cands[h.link];
+        if (!seen[h.link]) {
+          seen[h.link] = 1;
+          for (const auto& m : hops)
+            if (m.link != h.link) c.push_back({m.link, h.fraction / m.fraction});
+          continue;
+        }
+        size_t w = 0;
+        for (const Cand& x : c) {
+          const double f = frac_on[x.link];
+          if (f > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / f)};
+        }
+        c.resize(w);
+      }
+      for (const auto& h : hops) frac_on[h.link] = 0.0;
+    }
+  // dom[l]: the dominator with the most headroom, or -1.
+  std::vector<LinkId> dom(nl, -1);
+  for (size_t l = 0; l < nl; ++l) {
+    const double cap = t.link(static_cast<LinkId>(l)).bandwidth.value();
+    double best = 0;
+    for (const Cand& x : cands[l]) {
+      const double bound = x.ratio * t.link(x.link).bandwidth.value();
+      if (bound <= cap && (dom[l] < 0 || bound < best)) best = bound, dom[l] = x.link;
+    }
+  }
+  t.may_bind_.assign(nl, 1);
+  for (size_t l = 0; l < nl; ++l)
+    if (dom[l] >= 0 && dom[dom[l]] < 0) t.may_bind_[l] = 0;
+}
+
 Topology TopologyBuilder::build(const SourceLocation& where) {
   Diagnostics diags;
   Topology& t = topo_;
@@ -236,6 +288,7 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   }
   t.route_offset_[static_cast<size_t>(n) * n] = static_cast<uint32_t>(t.route_hops_.size());
   diags.throw_if_errors();
+  compute_may_bind(t);
   return std::move(topo_);
 }
 

@@ -37,6 +37,7 @@ class TopologyBuilder {
   Topology build(const SourceLocation& where);
 
  private:
+  static void compute_may_bind(Topology& t);
   Topology topo_;
 };
 

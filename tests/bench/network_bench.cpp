@@ -2,7 +2,8 @@
 // on N/8 nodes of 8 GPUs (370 GB/s NVSwitch, one 46 GB/s NIC per GPU, non-blocking core), the
 // platform of the design notes' comparison with SimGrid and ASTRA-sim. Prints wall time, flows,
 // solver updates and the simulated time against the analytic tier's. Median of `reps` runs.
-// Usage: network_bench [N...]   (default 32 64 128)
+// Usage: network_bench [-p PRECISION] [-r REPS] [N...]   (default -p 0.001 -r 3, N = 32 64 128)
+// With -p 0 every completion is its own event (exact max-min); run both to see the error.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,7 +21,14 @@ using namespace hs;
 
 int main(int argc, char** argv) {
   std::vector<int> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::stoi(argv[i]));
+  double precision = network::kDefaultFlowPrecision;
+  int reps = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-p" && i + 1 < argc) precision = std::stod(argv[++i]);
+    else if (a == "-r" && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else sizes.push_back(std::stoi(a));
+  }
   if (sizes.empty()) sizes = {32, 64, 128};
   for (int n : sizes) {
     topology::CompactSpec s;
@@ -46,11 +54,11 @@ int main(int argc, char** argv) {
     std::vector<double> walls;
     double simulated = 0;
     network::FlowStats st;
-    uint64_t rounds = 0, elements = 0;
-    for (int rep = 0; rep < 3; ++rep) {
+    uint64_t rounds = 0, elements = 0, changed = 0;
+    for (int rep = 0; rep < reps; ++rep) {
       engine::TaskGraph g;
       auto id = g.add_task(g.add_resource("r"), Seconds(0), 0, 1);
-      network::FlowNetwork net(topo);
+      network::FlowNetwork net(topo, precision);
       net.assign(id, c);
       engine::Simulation sim(g);
       sim.add_model(&net);
@@ -61,13 +69,16 @@ int main(int argc, char** argv) {
       st = net.stats();
       rounds = net.solver_stats().rounds;
       elements = net.solver_stats().elements_visited;
+      changed = net.solver_stats().rates_changed;
     }
     std::sort(walls.begin(), walls.end());
-    fmt::print("all-to-all-v {:>5} GPUs: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of 3; topology "
-               "build {:.3f} s); simulated {:.3f} ms flow vs {:.3f} ms analytic\n",
-               n, st.flows, st.solver_updates, walls[1], build, simulated * 1e3, analytic * 1e3);
-    fmt::print("    solver: {:.1f} rounds and {:.0f} element updates per solve\n", double(rounds) / st.solver_updates,
-               double(elements) / st.solver_updates);
+    fmt::print("all-to-all-v {:>5} GPUs, precision {:g}: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of "
+               "{}; topology build {:.3f} s); simulated {:.6f} ms flow vs {:.6f} ms analytic\n",
+               n, precision, st.flows, st.solver_updates, walls[walls.size() / 2], reps, build, simulated * 1e3,
+               analytic * 1e3);
+    fmt::print("    {:.2f} elements per flow; per solve: {:.1f} rounds, {:.0f} elements frozen, {:.0f} rates changed\n",
+               double(st.elements) / st.flows, double(rounds) / st.solver_updates, double(elements) / st.solver_updates,
+               double(changed) / st.solver_updates);
   }
   return 0;
 }

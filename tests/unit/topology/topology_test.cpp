@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
@@ -118,4 +119,32 @@ links:
   e = errors_of(disconnected);
   CHECK(e.find("links[0].to") != std::string::npos);
   CHECK(e.find("nowhere") != std::string::npos);
+}
+
+TEST_CASE("links that can never bind are recognized (PCIe hop in front of a slower NIC)") {
+  // 2 nodes x 4 GPUs, one 25 GB/s NIC per GPU behind a 64 GB/s PCIe link: every route over a
+  // GPU's PCIe uplink also crosses its NIC uplink (25 < 64), so the PCIe link never limits a flow;
+  // the NIC links and the NVSwitch ports may. With a PCIe link slower than the NIC, the NIC link is
+  // the one dominated instead.
+  for (double pcie : {64e9, 20e9}) {
+    CAPTURE(pcie);
+    test::ClusterShape c;
+    c.nodes = 2, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.pcie_bw = pcie;
+    auto t = test::make_cluster(c);
+    int pcie_kept = 0, nic_kept = 0, nvlink_kept = 0, pcie_links = 0, nic_links = 0;
+    for (int l = 0; l < t.num_links(); ++l) {
+      const auto& k = t.link(l).link_class;
+      if (k == "pcie") ++pcie_links, pcie_kept += t.may_bind(l);
+      if (k == "nic") ++nic_links, nic_kept += t.may_bind(l);
+      if (k == "nvlink") nvlink_kept += t.may_bind(l);
+    }
+    CHECK(pcie_links > 0);
+    CHECK(nvlink_kept > 0);
+    if (pcie > 25e9) {
+      CHECK(pcie_kept == 0);
+      CHECK(nic_kept > 0);
+    } else {
+      CHECK(pcie_kept == pcie_links);
+    }
+  }
 }
