@@ -19,21 +19,27 @@ int default_ring_channels(const topology::Topology& topo, std::span<const int> g
   return multi ? std::max(1, std::min(per_node, 8)) : 1;
 }
 
-Coflow ring_step(const topology::Topology& topo, std::span<const int> group, double bytes, int channels) {
-  // Group GPUs by node, keeping the given order inside each node.
+std::vector<int> ring_order(const topology::Topology& topo, std::span<const int> group, int channel) {
+  // Group GPUs by node, keeping the given order inside each node; rotate each node's GPUs by the
+  // channel so every channel leaves a node from a different GPU (NIC).
   std::map<int, std::vector<int>> by_node;
   for (int g : group) by_node[topo.node_of(g)].push_back(g);
+  std::vector<int> order;
+  order.reserve(group.size());
+  for (auto& [node, gpus] : by_node) {
+    const int k = static_cast<int>(gpus.size());
+    for (int i = 0; i < k; ++i) order.push_back(gpus[(i + channel) % k]);
+  }
+  return order;
+}
+
+Coflow ring_step(const topology::Topology& topo, std::span<const int> group, double bytes, int channels) {
   const int n = static_cast<int>(group.size());
   Coflow out;
   if (n < 2) return out;
   const double chunk = bytes / n / channels;
-  std::vector<int> order;
   for (int c = 0; c < channels; ++c) {
-    order.clear();
-    for (auto& [node, gpus] : by_node) {
-      const int k = static_cast<int>(gpus.size());
-      for (int i = 0; i < k; ++i) order.push_back(gpus[(i + c) % k]);
-    }
+    const auto order = ring_order(topo, group, c);
     for (int i = 0; i < n; ++i) out.push_back({order[i], order[(i + 1) % n], chunk});
   }
   return out;

@@ -17,6 +17,8 @@ namespace hs::collective {
 
 enum class RingOp { kAllReduce, kAllGather, kReduceScatter };
 
+// Channel `channel`'s ring: GPUs node by node, each node's GPUs rotated by the channel.
+std::vector<int> ring_order(const topology::Topology& topo, std::span<const int> group, int channel);
 // The transfers of one ring step over `group` (global GPU ranks) for `bytes` of total data.
 Coflow ring_step(const topology::Topology& topo, std::span<const int> group, double bytes, int channels);
 int ring_steps(RingOp op, int n);

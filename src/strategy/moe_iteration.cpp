@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <numeric>
 
+#include "collective/all_reduce.hpp"
 #include "collective/ring.hpp"
 
 namespace hs::strategy {
@@ -39,9 +40,12 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   const double block_grad_bytes = params.dense_per_block * m.precision.grad_bytes;
   std::vector<int> all(n_);
   std::iota(all.begin(), all.end(), 0);
-  const double dp_time = collective::ring_time(net_, all, block_grad_bytes, collective::RingOp::kAllReduce);
+  // Dense-gradient all-reduces: ring, tree or NVLS, whichever NCCL's model would pick.
+  const auto block_ar = collective::plan_all_reduce(net_, all, block_grad_bytes);
+  const double dp_time = block_ar.time;
   const double emb_grad_bytes = (params.dense - params.dense_per_block * m.layers) * m.precision.grad_bytes;
-  const double emb_time = collective::ring_time(net_, all, emb_grad_bytes, collective::RingOp::kAllReduce);
+  const auto emb_ar = collective::plan_all_reduce(net_, all, emb_grad_bytes);
+  const double emb_time = emb_ar.time;
   // Expert-gradient all-reduce across EP replicas (one coflow: every replica set's ring at once).
   double expert_ar_time = 0;
   const int ep = opt.ep_size > 0 ? opt.ep_size : n_;
@@ -161,9 +165,10 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   if (flow_) {
     // Dense gradient rings (and, with EP replicas, the expert-gradient rings, run alongside: an
     // approximation of their back-to-back order on the dp stream).
-    double extra_block = 0, extra_emb = 0, extra_exp = 0;
-    auto block_flows = collective::ring_flows(ctx.topo, all, block_grad_bytes, collective::RingOp::kAllReduce, extra_block);
-    auto emb_flows = collective::ring_flows(ctx.topo, all, emb_grad_bytes, collective::RingOp::kAllReduce, extra_emb);
+    double extra_exp = 0;
+    const double extra_block = block_ar.extra_latency, extra_emb = emb_ar.extra_latency;
+    const auto& block_flows = block_ar.flows;
+    const auto& emb_flows = emb_ar.flows;
     collective::Coflow expert_flows;
     if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
       const int members = n_ / ep;

@@ -74,6 +74,9 @@ class Topology {
   std::span<const Link> links() const { return links_; }
   const Link& link(LinkId l) const { return links_[l]; }
   int num_links() const { return static_cast<int>(links_.size()); }
+  // Intra-node switches reduce in the switch (NVLink SHARP): NCCL's NVLS all-reduce is available
+  // to groups inside one node.
+  bool nvls() const { return nvls_; }
 
   // Route between two GPUs (src != dst). Precomputed; O(1).
   Route route(int src_gpu, int dst_gpu) const {
@@ -110,6 +113,7 @@ class Topology {
   std::vector<float> route_latency_;
   std::vector<uint8_t> route_hop_count_;
   std::vector<char> may_bind_;
+  bool nvls_ = false;
 };
 
 }  // namespace hs::topology

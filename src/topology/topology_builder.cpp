@@ -294,6 +294,7 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
 
 Topology build_compact(const CompactSpec& s, const SourceLocation& where) {
   TopologyBuilder b(s.name, s.gpu);
+  b.set_nvls(s.nvls && s.intra_kind == "nvswitch");
   const int g = s.gpus_per_node;
   std::vector<VertexId> nics;  // node-major
   for (int node = 0; node < s.nodes; ++node) {

@@ -33,6 +33,7 @@ class TopologyBuilder {
   void add_link(VertexId from, VertexId to, const LinkParams& p);
   VertexId find(const std::string& name) const;  // -1 if absent
   void set_description(std::string d) { topo_.description = std::move(d); }
+  void set_nvls(bool on) { topo_.nvls_ = on; }
   // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
   Topology build(const SourceLocation& where);
 
@@ -50,6 +51,7 @@ struct CompactSpec {
   int nodes = 1;
   int gpus_per_node = 8;
   std::string intra_kind = "nvswitch";  // nvswitch | nvlink-mesh | pcie
+  bool nvls = false;                    // NVSwitch with in-switch reduction (NVLink SHARP, H100+)
   LinkParams intra;                     // per GPU, per direction
   int nics_per_node = 0;
   LinkParams nic;                       // per NIC, per direction

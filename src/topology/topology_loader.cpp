@@ -134,10 +134,13 @@ Topology load_topology(const std::string& text, const std::string& file) {
                                  static_cast<long long>(s.nodes) * s.gpus_per_node, kMaxGpus));
   {
     YAML::Node in = r.child("intra_node");
-    s.intra = read_link_params(in, "intra_node", ctx, {"kind"});
+    s.intra = read_link_params(in, "intra_node", ctx, {"kind", "nvls"});
     if (in.IsDefined() && in.IsMap()) {
       MapReader k(in, "intra_node", ctx);
       s.intra_kind = k.choice("kind", {"nvswitch", "nvlink-mesh", "pcie"}).value_or("nvswitch");
+      s.nvls = k.boolean("nvls", false).value_or(false);
+      if (s.nvls && s.intra_kind != "nvswitch")
+        k.error("nvls", fmt::format("NVLink SHARP (nvls: true) needs kind: nvswitch, not {}", s.intra_kind));
     }
   }
   s.nics_per_node = static_cast<int>(r.integer("nics_per_node", s.nodes > 1, 1, 1024).value_or(0));

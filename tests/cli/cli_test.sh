@@ -43,6 +43,8 @@ expect 2 "broken.yaml:[0-9]+:[0-9]+" "malformed YAML" -- "$sim" topo show "$tmp/
 expect 2 "no such file" -- "$sim" topo show "$tmp/nope.yaml"
 sed 's/^nodes: 4/nodes: 65536/' "$root/topologies/dgx-h100-4node.yaml" > "$tmp/huge.yaml"
 expect 2 "huge.yaml:4:8" "at most 2048" -- "$sim" topo show "$tmp/huge.yaml"
+sed 's/kind: nvswitch/kind: nvlink-mesh/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/nvls-mesh.yaml"
+expect 2 "nvls-mesh.yaml:6:" "intra_node.nvls" "needs kind: nvswitch" -- "$sim" topo validate "$tmp/nvls-mesh.yaml"
 sed 's/bandwidth: 450GB\/s/bandwidth: 0GB\/s/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/zero.yaml"
 expect 2 "zero.yaml:6:" "positive bandwidth" -- "$sim" topo validate "$tmp/zero.yaml"
 printf '\177ELF\002\001\000\377\376"{[: \n\t-- ]]}' > "$tmp/garbage.bin"

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "collective/all_reduce.hpp"
 #include "collective/analytic_network.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
@@ -124,4 +125,29 @@ TEST_CASE("merged completions (precision > 0): every byte delivered, fewer event
     CHECK(merged_stats.completion_events < exact_stats.completion_events);
     CHECK(std::abs(merged - exact) <= 2 * e * exact);
   }
+}
+
+TEST_CASE("an NVLS all-reduce alone runs at its analytic time on the flow tier") {
+  // Each GPU port carries exactly one flow of S(n+1)/n, so max-min gives every flow the port
+  // bandwidth, as the analytic tier assumes: time = alpha + S(n+1)/n / B + the multicast latency.
+  topology::CompactSpec s;
+  s.name = "nvls";
+  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
+  s.nodes = 1;
+  s.gpus_per_node = 8;
+  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
+  s.nvls = true;
+  auto t = topology::build_compact(s, {"test", 0, 0});
+  collective::AnalyticNetwork a(t);
+  std::vector<int> g{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto plan = collective::plan_all_reduce(a, g, 1e9);
+  REQUIRE(plan.algo == collective::AllReduceAlgo::kNvls);
+  engine::TaskGraph graph;
+  network::FlowNetwork net(t, 0);
+  auto id = graph.add_task(graph.add_resource("r"), Seconds(0), 0, 1);
+  net.assign(id, plan.flows, plan.extra_latency);
+  engine::Simulation sim(graph);
+  sim.add_model(&net);
+  sim.run();
+  CHECK(sim.end_time(id) == doctest::Approx(plan.time).epsilon(1e-12));
 }
