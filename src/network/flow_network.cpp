@@ -12,6 +12,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
+  idle_.assign(topo.links().size(), 0.0);
 }
 
 void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double extra_latency) {
@@ -28,6 +29,7 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
     if (flow_[id].live) {
       solver_.remove_flow(static_cast<int>(id));
       flow_[id].live = false;
+      tag_[id] = 0;
       ++removed_;
     }
   solver_.solve();
@@ -38,6 +40,9 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   alpha_.assign(n, 0.0);
   pending_.assign(n, 0);
   now_ = 0;
+  for (int l : idle_links_) idle_[l] = 0;
+  idle_links_.clear();
+  resolve_ = false;
   dirty_ = false;
   cached_ = false;
 }
@@ -58,13 +63,16 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1);
     Flow& f = flow_[id];
     f.task = t;
+    f.src = tr.src;
+    f.dst = tr.dst;
     f.bytes = f.remaining = tr.bytes;
     stats_.bytes_offered += tr.bytes;
     f.since = f.start = now;
     f.rate = 0;
     f.finish = kInf;
-    ++f.version;
+    if (static_cast<size_t>(id) >= tag_.size()) tag_.resize(id + 1, 0);
     f.live = true;
+    bump(id);
     ++count;
   }
   stats_.flows += count;
@@ -74,7 +82,12 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     timers_.push_back({now + (coflow_[t].empty() ? extra_[t] : alpha_[t]), t});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
-  if (count > 0) dirty_ = true;
+  if (count > 0) {
+    dirty_ = true;
+    for (int l : idle_links_) idle_[l] = 0;
+    idle_links_.clear();
+    resolve_ = false;
+  }
   cached_ = false;
 }
 
@@ -95,7 +108,7 @@ void FlowNetwork::settle() {
     f.rate = solver_.rate(id);
     if (f.remaining <= 1e-12 * f.bytes) f.finish = now_;
     else f.finish = f.rate > 0 ? now_ + f.remaining / f.rate : kInf;
-    ++f.version;
+    bump(id);
     if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
   }
   const size_t added = heap_.size() - old_size;
@@ -165,9 +178,18 @@ void FlowNetwork::finish_flow(int id, double now) {
   // Bytes carried: those delivered before `since`, plus rate x time up to the projected finish.
   stats_.bytes_delivered += (f.bytes - f.remaining) + std::min(f.remaining, f.rate * (f.finish - f.since));
   f.live = false;
-  ++f.version;
+  tag_[id] = 0;
   solver_.remove_flow(id);
   ++stats_.events;
+  if (precision_ > 0) {
+    // Capacity this completion leaves idle until the next re-solve.
+    for (const auto& h : topo_.route(f.src, f.dst).hops) {
+      if (!topo_.may_bind(h.link)) continue;
+      if (idle_[h.link] == 0) idle_links_.push_back(h.link);
+      idle_[h.link] += f.rate * h.fraction;
+      if (idle_[h.link] > precision_ * solver_.capacity(h.link)) resolve_ = true;
+    }
+  }
   if (--pending_[f.task] == 0) {
     timers_.push_back({now + alpha_[f.task], f.task});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
@@ -187,8 +209,15 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
     any = true;
   }
   if (any) {
-    dirty_ = true;
     ++stats_.completion_events;
+    if (precision_ == 0 || resolve_) {
+      dirty_ = true;
+      resolve_ = false;
+      for (int l : idle_links_) idle_[l] = 0;
+      idle_links_.clear();
+    } else {
+      ++stats_.deferred;
+    }
   }
   cached_ = false;
   while (!timers_.empty() && timers_.front().time <= now) {

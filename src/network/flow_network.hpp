@@ -23,8 +23,11 @@
 // flow that started at s), every flow projected to finish by t_min + e x (t_min - s) finishes in
 // the same event, at the latest of those projected times. Flows never finish early and every byte
 // is delivered: the bandwidth a merged flow frees is handed out at the event, at most
-// e x (t_min - s) late, so the tier errs on the slow side. e = 0 is exact (tests compare it with the
-// analytic tier to 1e-9).
+// e x (t_min - s) late, so the tier errs on the slow side. And a completion re-solves only once the
+// capacity it leaves idle, summed since the last re-solve, exceeds e of some link's capacity: until
+// then the other flows keep their (still feasible) rates. So no link idles more than a fraction e of
+// its capacity for want of a re-solve. Any flow start re-solves at once. e = 0 is exact (tests
+// compare it with the analytic tier to 1e-9).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,7 @@ struct FlowStats {
   uint64_t solver_updates = 0;  // re-solves (one per event that started or finished flows)
   uint64_t events = 0;          // flow completions
   uint64_t completion_events = 0;  // distinct times at which flows completed
+  uint64_t deferred = 0;        // completion events that did not re-solve (idle capacity below precision)
   uint64_t elements = 0;        // (flow, link) elements given to the solver, after pruning
   double bytes_offered = 0;     // bytes of the flows started
   double bytes_delivered = 0;   // rate x time integrated up to each completed flow's finish
@@ -69,6 +73,7 @@ class FlowNetwork final : public engine::ActivityModel {
  private:
   struct Flow {  // indexed by solver flow id (ids are reused; `version` tells stale heap entries)
     engine::TaskId task = 0;
+    int src = 0, dst = 0;
     double bytes = 0, remaining = 0;  // bytes left at `since`
     double since = 0, rate = 0, finish = 0, start = 0;
     uint32_t version = 0;
@@ -86,7 +91,14 @@ class FlowNetwork final : public engine::ActivityModel {
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : task > o.task; }
   };
   void settle();          // re-solve if flows started or ended, re-project the changed flows
-  bool valid(const Due& d) const { return flow_[d.id].live && flow_[d.id].version == d.version; }
+  // Heap entries are valid while the flow is live and not re-projected: tag_ = version, 0 if dead
+  // (hot array apart from Flow, so filtering the heap reads 4 bytes per entry).
+  bool valid(const Due& d) const { return tag_[d.id] == d.version; }
+  void bump(int id) {
+    Flow& f = flow_[id];
+    if (++f.version == 0) f.version = 1;
+    tag_[id] = f.version;
+  }
   void pop_stale();
   void finish_flow(int id, double now);
 
@@ -98,11 +110,15 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<double> alpha_;       // per task, at start
   std::vector<int> pending_;        // per task: flows not yet drained
   std::vector<Flow> flow_;
+  std::vector<uint32_t> tag_;
   std::vector<Due> heap_, window_;  // min-heap of projected finishes; scratch
   std::vector<Timer> timers_;       // min-heap: tasks whose flows drained, waiting out latency
   double now_ = 0;
   uint64_t removed_ = 0;            // flows removed by reset() (neither completed nor in flight)
   bool dirty_ = false;              // flows started or ended since the last solve
+  std::vector<double> idle_;        // per link: rate of completed flows not yet handed out
+  std::vector<int> idle_links_;
+  bool resolve_ = false;            // some link's idle capacity passed precision x capacity
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;

@@ -98,6 +98,7 @@ class MaxMinSolver {
   std::vector<char> frozen_;
   std::vector<int> comp_links_, comp_flows_;
   double min_removed_rate_ = kUnlimited;  // since the last solve
+  size_t last_component_ = 0;             // flows the last solve re-solved
   bool added_ = false;                    // a flow was added since the last solve
   SolverStats stats_;
 };
