@@ -150,7 +150,11 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   t.node_gpus_.assign(t.num_nodes_, {});
   for (int g = 0; g < n; ++g) t.node_gpus_[t.gpu_node_[g]].push_back(g);
 
-  // Graph for Dijkstra, reversed so one run per destination gives every vertex's distance to it.
+  // Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's
+  // distance to dst (GPUs other than dst are not expanded: GPUs never forward); the links on
+  // shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each source's
+  // route walks that DAG splitting bytes evenly at every branching (ECMP). Per-destination routes
+  // are then laid out by (src, dst) pair. Cost O(n (L log V + n path)), memory O(routes).
   const size_t nv = t.vertices_.size();
   Graph graph(nv);
   for (size_t i = 0; i < t.links_.size(); ++i) {
@@ -158,25 +162,31 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
     boost::add_edge(static_cast<size_t>(l.from), static_cast<size_t>(l.to),
                     Graph::edge_property_type(link_cost(l), static_cast<int>(i)), graph);
   }
-  // GPUs do not forward traffic: drop edges out of GPUs except for the source, by giving every
-  // edge that enters a GPU an infinite cost unless it is the destination (handled below by only
-  // accepting paths whose interior contains no GPU).
+  std::vector<int64_t> cost(t.links_.size());
+  for (size_t i = 0; i < t.links_.size(); ++i) cost[i] = link_cost(t.links_[i]);
+  std::vector<char> is_gpu(nv);
+  for (size_t v = 0; v < nv; ++v) is_gpu[v] = t.vertices_[v].kind == VertexKind::kGpu;
   std::vector<std::vector<LinkId>> out_links(nv);
   for (size_t i = 0; i < t.links_.size(); ++i) out_links[t.links_[i].from].push_back(static_cast<LinkId>(i));
 
   const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-  t.route_offset_.assign(static_cast<size_t>(n) * n + 1, 0);
-  t.route_latency_.assign(static_cast<size_t>(n) * n, 0.f);
-  t.route_hop_count_.assign(static_cast<size_t>(n) * n, 0);
+  const size_t pairs = static_cast<size_t>(n) * n;
+  t.route_latency_.assign(pairs, 0.f);
+  t.route_hop_count_.assign(pairs, 0);
+  std::vector<uint32_t> count(pairs, 0);
+  std::vector<std::vector<RouteHop>> by_dst(n);   // routes into d, sources in order
   std::vector<int64_t> dist(nv);
-  std::vector<double> frac(nv);
-  std::vector<double> lat(nv);
-  std::vector<int> hop(nv);
+  std::vector<uint32_t> nh_off(nv + 1);
+  std::vector<LinkId> nh;
+  std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
+  std::vector<int> hop(nv, 0);
   std::vector<double> link_frac(t.links_.size(), 0.0);
   std::vector<LinkId> touched;
   std::vector<VertexId> order;
-  // Per destination: distances to it over the reversed graph, GPUs other than dst not expanded.
-  std::vector<std::vector<int64_t>> dist_to(n);
+  std::vector<uint32_t> in_order(nv, 0);
+  uint32_t pair_stamp = 0;
+  auto rg = boost::make_reverse_graph(graph);
+  auto weight = boost::get(boost::edge_weight, graph);
   for (int d = 0; d < n; ++d) {
     std::fill(dist.begin(), dist.end(), kInf);
     const VertexId dv = t.gpu_vertex_[d];
@@ -184,13 +194,11 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
     std::priority_queue<QE, std::vector<QE>, std::greater<>> pq;
     dist[dv] = 0;
     pq.push({0, dv});
-    auto rg = boost::make_reverse_graph(graph);
-    auto weight = boost::get(boost::edge_weight, graph);
     while (!pq.empty()) {
       auto [du, u] = pq.top();
       pq.pop();
       if (du != dist[u]) continue;
-      if (t.vertices_[u].kind == VertexKind::kGpu && u != dv) continue;  // GPUs don't forward
+      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward
       for (auto [ei, ee] = boost::out_edges(static_cast<size_t>(u), rg); ei != ee; ++ei) {
         size_t w = boost::target(*ei, rg);
         int64_t nd = du + boost::get(weight, boost::get(boost::edge_underlying, rg, *ei));
@@ -200,93 +208,97 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
         }
       }
     }
-    dist_to[d] = dist;
-  }
-  // Forward ECMP propagation from each source toward each destination.
-  for (int s = 0; s < n; ++s) {
-    for (int d = 0; d < n; ++d) {
-      const size_t p = static_cast<size_t>(s) * n + d;
-      t.route_offset_[p] = static_cast<uint32_t>(t.route_hops_.size());
+    // Next hops toward d.
+    nh.clear();
+    for (size_t u = 0; u < nv; ++u) {
+      nh_off[u] = static_cast<uint32_t>(nh.size());
+      if (dist[u] >= kInf || static_cast<VertexId>(u) == dv) continue;
+      for (LinkId li : out_links[u]) {
+        const VertexId w = t.links_[li].to;
+        if (dist[w] < kInf && dist[w] + cost[li] == dist[u] && (!is_gpu[w] || w == dv)) nh.push_back(li);
+      }
+    }
+    nh_off[nv] = static_cast<uint32_t>(nh.size());
+    auto& out = by_dst[d];
+    for (int s = 0; s < n; ++s) {
       if (s == d) continue;
-      const auto& dd = dist_to[d];
-      const VertexId sv = t.gpu_vertex_[s], dv = t.gpu_vertex_[d];
-      if (dd[sv] >= kInf) {
+      const size_t p = static_cast<size_t>(s) * n + d;
+      const VertexId sv = t.gpu_vertex_[s];
+      if (dist[sv] >= kInf) {
         diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s,
                                                 t.vertices_[sv].name, d, t.vertices_[dv].name));
         continue;
       }
-      // Vertices on shortest paths, processed in decreasing distance.
+      // Vertices on shortest paths from s, processed in decreasing distance.
       order.clear();
       order.push_back(sv);
-      frac[sv] = 1.0;
-      size_t head = 0;
-      while (head < order.size()) {
-        VertexId u = order[head++];
-        if (u == dv) continue;
-        for (LinkId li : out_links[u]) {
-          const Link& l = t.links_[li];
-          const VertexId w = l.to;
-          if (dd[w] >= kInf || dd[w] + link_cost(l) != dd[u]) continue;
-          if (t.vertices_[w].kind == VertexKind::kGpu && w != dv) continue;
-          if (std::find(order.begin(), order.end(), w) == order.end()) {
-            order.push_back(w);
-            frac[w] = 0.0;
-          }
+      in_order[sv] = ++pair_stamp;
+      for (size_t head = 0; head < order.size(); ++head) {
+        const VertexId u = order[head];
+        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
+          const VertexId w = t.links_[nh[k]].to;
+          if (in_order[w] != pair_stamp) in_order[w] = pair_stamp, order.push_back(w);
         }
       }
       std::sort(order.begin(), order.end(), [&](VertexId a, VertexId b) {
-        return dd[a] != dd[b] ? dd[a] > dd[b] : a < b;
+        return dist[a] != dist[b] ? dist[a] > dist[b] : a < b;
       });
-      for (VertexId u : order) frac[u] = 0.0, lat[u] = 0.0;
+      for (VertexId u : order) frac[u] = 0.0;
       frac[sv] = 1.0;
       touched.clear();
       for (VertexId u : order) {
-        if (u == dv || frac[u] == 0.0) continue;
-        int nh = 0;
-        for (LinkId li : out_links[u]) {
-          const Link& l = t.links_[li];
-          if (dd[l.to] < kInf && dd[l.to] + link_cost(l) == dd[u] &&
-              (t.vertices_[l.to].kind != VertexKind::kGpu || l.to == dv))
-            ++nh;
-        }
-        for (LinkId li : out_links[u]) {
-          const Link& l = t.links_[li];
-          if (dd[l.to] < kInf && dd[l.to] + link_cost(l) == dd[u] &&
-              (t.vertices_[l.to].kind != VertexKind::kGpu || l.to == dv)) {
-            const double f = frac[u] / nh;
-            if (link_frac[li] == 0.0) touched.push_back(li);
-            link_frac[li] += f;
-            frac[l.to] += f;
-          }
+        const uint32_t k0 = nh_off[u], k1 = nh_off[u + 1];
+        if (u == dv || frac[u] == 0.0 || k0 == k1) continue;
+        const double f = frac[u] / (k1 - k0);
+        for (uint32_t k = k0; k < k1; ++k) {
+          const LinkId li = nh[k];
+          if (link_frac[li] == 0.0) touched.push_back(li);
+          link_frac[li] += f;
+          frac[t.links_[li].to] += f;
         }
       }
-      // Latency and hop count of the longest equal-cost path (reverse order: from dst back).
+      // Latency and hop count of the longest equal-cost path (from dst back).
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        VertexId u = *it;
-        if (u == dv) { lat[u] = 0; hop[u] = 0; continue; }
+        const VertexId u = *it;
         double best = 0;
         int best_h = 0;
-        for (LinkId li : out_links[u]) {
-          const Link& l = t.links_[li];
-          if (link_frac[li] > 0 && l.from == u) {
-            best = std::max(best, l.latency.value() + lat[l.to]);
-            best_h = std::max(best_h, 1 + hop[l.to]);
-          }
+        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
+          const Link& l = t.links_[nh[k]];
+          best = std::max(best, l.latency.value() + lat[l.to]);
+          best_h = std::max(best_h, 1 + hop[l.to]);
         }
-        lat[u] = best;
-        hop[u] = best_h;
+        lat[u] = u == dv ? 0.0 : best;
+        hop[u] = u == dv ? 0 : best_h;
       }
       std::sort(touched.begin(), touched.end());
       for (LinkId li : touched) {
-        t.route_hops_.push_back({li, link_frac[li]});
+        out.push_back({li, link_frac[li]});
         link_frac[li] = 0.0;
       }
-      const int hops = hop[sv];
+      count[p] = static_cast<uint32_t>(touched.size());
       t.route_latency_[p] = static_cast<float>(lat[sv]);
-      t.route_hop_count_[p] = static_cast<uint8_t>(std::min(hops, 255));
+      t.route_hop_count_[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
     }
   }
-  t.route_offset_[static_cast<size_t>(n) * n] = static_cast<uint32_t>(t.route_hops_.size());
+  diags.throw_if_errors();
+  // Lay the routes out by pair: p = src * n + dst.
+  t.route_offset_.assign(pairs + 1, 0);
+  size_t total = 0;
+  for (size_t p = 0; p < pairs; ++p) {
+    t.route_offset_[p] = static_cast<uint32_t>(total);
+    total += count[p];
+  }
+  t.route_offset_[pairs] = static_cast<uint32_t>(total);
+  t.route_hops_.resize(total);
+  for (int d = 0; d < n; ++d) {
+    size_t k = 0;
+    for (int s = 0; s < n; ++s) {
+      const size_t p = static_cast<size_t>(s) * n + d;
+      std::copy_n(by_dst[d].begin() + static_cast<long>(k), count[p], t.route_hops_.begin() + t.route_offset_[p]);
+      k += count[p];
+    }
+    std::vector<RouteHop>().swap(by_dst[d]);
+  }
   diags.throw_if_errors();
   compute_may_bind(t);
   return std::move(topo_);

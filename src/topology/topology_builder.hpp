@@ -19,7 +19,7 @@ struct LinkParams {
 };
 
 // Routes are precomputed for every GPU pair (O(N^2) memory), which bounds the GPU count for now.
-inline constexpr int kMaxGpus = 2048;
+inline constexpr int kMaxGpus = 4096;
 
 class TopologyBuilder {
  public:
