@@ -13,6 +13,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
   idle_.assign(topo.links().size(), 0.0);
+  link_bytes_.assign(topo.links().size(), 0.0);
 }
 
 void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double extra_latency) {
@@ -38,6 +39,7 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   const size_t n = static_cast<size_t>(g.num_tasks());
   if (coflow_.size() < n) coflow_.resize(n), extra_.resize(n, 0.0);
   alpha_.assign(n, 0.0);
+  scale_.assign(n, 0.0);
   pending_.assign(n, 0);
   now_ = 0;
   for (int l : idle_links_) idle_[l] = 0;
@@ -57,7 +59,11 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     alpha = std::max(alpha, r.latency.value());
     scratch_.clear();
     for (const auto& h : r.hops)
-      if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
+      if (topo_.may_bind(h.link)) {
+        scratch_.push_back({h.link, h.fraction});
+        if (link_bytes_[h.link] == 0) bytes_links_.push_back(h.link);
+        link_bytes_[h.link] += tr.bytes * h.fraction;
+      }
     stats_.elements += scratch_.size();
     const int id = solver_.add_flow(scratch_);
     if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1);
@@ -76,6 +82,15 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     ++count;
   }
   stats_.flows += count;
+  // The task's duration scale: its most loaded link's bytes / capacity (its analytic-tier time
+  // without latency), a lower bound on how long it runs.
+  double scale = 0;
+  for (int l : bytes_links_) {
+    scale = std::max(scale, link_bytes_[l] / solver_.capacity(l));
+    link_bytes_[l] = 0;
+  }
+  bytes_links_.clear();
+  scale_[t] = scale;
   alpha_[t] = alpha + extra_[t];
   pending_[t] = count;
   if (count == 0) {
@@ -151,8 +166,10 @@ double FlowNetwork::next_completion() {
       const Due first = heap_.front();
       next_flow_ = first.time;
       if (precision_ > 0) {
-        // Merge every completion projected within precision x (elapsed time of the earliest).
-        const double bound = first.time + precision_ * (first.time - flow_[first.id].start);
+        // Merge every completion projected within precision x (the earliest's elapsed time, or its
+        // task's duration scale if longer).
+        const Flow& ff = flow_[first.id];
+        const double bound = first.time + precision_ * std::max(first.time - ff.start, scale_[ff.task]);
         window_.clear();
         while (!heap_.empty() && heap_.front().time <= bound) {
           std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());

@@ -20,8 +20,10 @@
 // Precision. Exact event-by-event max-min needs one re-solve per distinct completion time: up to
 // one per flow, and a skewed all-to-all-v among N GPUs has N(N-1) flows finishing at distinct
 // times. `precision` = e > 0 merges completions: when the earliest projected finish is t_min (of a
-// flow that started at s), every flow projected to finish by t_min + e x (t_min - s) finishes in
-// the same event, at the latest of those projected times. Flows never finish early and every byte
+// flow that started at s, in a task whose most loaded link needs D = bytes / capacity), every flow
+// projected to finish by t_min + e x max(t_min - s, D) finishes in the same event, at the latest of
+// those projected times. A collective is thus cut into about 1/e merge windows of its own duration,
+// however skewed its flow sizes. Flows never finish early and every byte
 // is delivered: the bandwidth a merged flow frees is handed out at the event, at most
 // e x (t_min - s) late, so the tier errs on the slow side. And a completion re-solves only once the
 // capacity it leaves idle, summed since the last re-solve, exceeds e of some link's capacity: until
@@ -108,6 +110,9 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<collective::Coflow> coflow_;
   std::vector<double> extra_;
   std::vector<double> alpha_;       // per task, at start
+  std::vector<double> scale_;       // per task: max over links of its bytes / capacity
+  std::vector<double> link_bytes_;  // scratch for scale_
+  std::vector<int> bytes_links_;
   std::vector<int> pending_;        // per task: flows not yet drained
   std::vector<Flow> flow_;
   std::vector<uint32_t> tag_;
