@@ -100,9 +100,21 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
       for (const auto& h : hops) {
         auto& c = cands[h.link];
         if (!seen[h.link]) {
+          // Only hops that could dominate (bound <= capacity here; the ratio can only grow), the
+          // tightest few: an ECMP route over S spines would otherwise propose ~2S candidates to each
+          // of its links and cost S^2 per route. Fewer candidates can only leave a link in.
           seen[h.link] = 1;
-          for (const auto& m : hops)
-            if (m.link != h.link) c.push_back({m.link, h.fraction / m.fraction});
+          const double cap = t.link(h.link).bandwidth.value();
+          for (const auto& m : hops) {
+            if (m.link == h.link) continue;
+            const double ratio = h.fraction / m.fraction;
+            if (ratio * t.link(m.link).bandwidth.value() <= cap) c.push_back({m.link, ratio});
+          }
+          auto bound = [&](const Cand& x) { return x.ratio * t.link(x.link).bandwidth.value(); };
+          std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
+            return bound(a) != bound(b) ? bound(a) < bound(b) : a.link < b.link;
+          });
+          if (c.size() > 4) c.resize(4);
           continue;
         }
         size_t w = 0;
@@ -364,7 +376,11 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where) {
         for (VertexId nic : leaf_ports[i]) b.add_duplex_link(nic, leaf_v.back(), p);
       }
       if (leaves > 1) {
-        const int spines = s.spines > 0 ? s.spines : std::max(1, static_cast<int>(leaf_ports[0].size()));
+        // Default: up to 8 spines. Every cross-leaf transfer splits evenly over all spines, so each
+        // leaf-spine link carries 1/spines of the leaf's cross traffic at 1/spines of its uplink
+        // capacity: utilizations, and so every time, do not depend on the count, while routes grow
+        // with it (a 1,024-GPU rail fabric with one spine per port held 260-hop routes, ~4 GB).
+        const int spines = s.spines > 0 ? s.spines : std::clamp(static_cast<int>(leaf_ports[0].size()), 1, 8);
         std::vector<VertexId> spine_v;
         for (int i = 0; i < spines; ++i) spine_v.push_back(b.add_switch(fmt::format("fabric.spine{}", i)));
         for (int i = 0; i < leaves; ++i) {

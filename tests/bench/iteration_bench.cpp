@@ -1,6 +1,7 @@
 // Simulation speed: wall time of N iterations of a strategy on a preset topology and model, with
 // distinct skewed loads every iteration (so nothing is re-used), median of several repetitions.
 // Usage: iteration_bench TOPOLOGY.yaml MODEL.yaml [iterations=1000] [strategy=ep] [reps=5] [analytic|flow]
+//        [flow precision=1e-3]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   const std::string strat = argc > 4 ? argv[4] : "ep";
   const int reps = argc > 5 ? std::stoi(argv[5]) : 5;
   const bool flow = argc > 6 && std::string(argv[6]) == "flow";
+  const double precision = argc > 7 ? std::stod(argv[7]) : network::kDefaultFlowPrecision;
   try {
     auto topo = topology::load_topology_file(argv[1]);
     auto model = workload::load_model_file(argv[2]);
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
       }
     }
     cost::ComputeCost cc(topo.gpu_model(), model);
-    strategy::Context ctx{topo, model, cc, 1, flow};
+    strategy::Context ctx{topo, model, cc, 1, flow, precision};
     std::vector<double> walls;
     double mean_iter = 0;
     for (int r = 0; r < reps; ++r) {
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
     std::sort(walls.begin(), walls.end());
     fmt::print("{} iterations of {} ({} on {} GPUs, {} tier): median {:.3f} s over {} runs (min {:.3f}, max {:.3f}); "
                "{:.1f} us per iteration; simulated mean iteration {:.3f} ms\n",
-               iterations, strat, model.name, n, flow ? "flow" : "analytic", walls[walls.size() / 2], reps, walls.front(), walls.back(),
+               iterations, strat, model.name, n, flow ? fmt::format("flow (precision {:g})", precision) : "analytic", walls[walls.size() / 2], reps, walls.front(), walls.back(),
                walls[walls.size() / 2] / iterations * 1e6, mean_iter * 1e3);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n", e.what());
