@@ -62,12 +62,12 @@ class MaxMinSolver {
   // Flows (alive) whose rate the last solve() set to a new value, new flows included.
   std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
-  double rate(int flow) const { return rate_[flow]; }
-  bool alive(int flow) const { return alive_[flow] != 0; }
+  double rate(int flow) const { return rec_[flow].rate; }
+  bool alive(int flow) const { return rec_[flow].alive != 0; }
   // Sum over flows crossing the link of weight x coef x rate.
   double link_load(int link) const;
   int num_links() const { return static_cast<int>(cap_.size()); }
-  int num_flows() const { return static_cast<int>(alive_.size()); }
+  int num_flows() const { return static_cast<int>(rec_.size()); }
   const SolverStats& stats() const { return stats_; }
 
  private:
@@ -79,23 +79,30 @@ class MaxMinSolver {
   std::vector<std::vector<int32_t>> link_flows_;
   std::vector<char> link_dirty_;
   std::vector<int> dirty_links_;
-  // Element pool: flow f owns [ebegin_[f], ebegin_[f] + ecount_[f]).
-  std::vector<int32_t> e_link_;
-  std::vector<double> e_wc_;        // weight x coef
-  std::vector<uint32_t> e_pos_;     // index of the flow in link_flows_[e_link_]
+  // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount).
+  struct Elem {
+    int32_t link;
+    uint32_t pos;  // index of the flow in link_flows_[link]
+    double wc;     // weight x coef
+  };
+  std::vector<Elem> elems_;
   std::vector<std::vector<uint32_t>> free_ranges_;  // by element count
-  // Flows.
-  std::vector<uint32_t> ebegin_, ecount_;
-  std::vector<double> rate_cap_, rate_;
-  std::vector<char> alive_;
+  // Flows: one 32-byte record each, so a solve touches one cache line per flow plus its elements.
+  struct Rec {
+    double rate = 0, cap = 0;
+    uint32_t ebegin = 0, ecount = 0;
+    uint32_t stamp = 0;   // component search
+    uint8_t frozen = 0;   // 0 unfrozen, 1 frozen, 2 frozen at a new rate
+    uint8_t alive = 0;
+  };
+  std::vector<Rec> rec_;
   std::vector<int> free_ids_;
   // Scratch reused across solves.
-  std::vector<uint32_t> link_stamp_, flow_stamp_;
+  std::vector<uint32_t> link_stamp_;
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
   std::vector<int> capped_, changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
-  std::vector<char> frozen_;
   std::vector<int> comp_links_, comp_flows_;
   double min_removed_rate_ = kUnlimited;  // since the last solve
   size_t last_component_ = 0;             // flows the last solve re-solved
