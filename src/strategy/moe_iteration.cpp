@@ -81,6 +81,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     return t;
   };
   std::vector<engine::TaskId> dp_tasks;
+  std::vector<char> dp_expert;  // the task is an expert-gradient all-reduce
   std::vector<double> dp_durations;
   std::vector<engine::TaskId> pending_spag(L, engine::kNoTask);  // spAG an expert task must wait for
   for (int mb = 0; mb < m.grad_accum; ++mb) {
@@ -153,18 +154,26 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       for (int g = 0; g < n_; ++g) compute_task(Kind::kAttnBwd, -1, g, attn_b);
       if (last_mb) {
         dp_tasks.push_back(collective_after(Kind::kDpAllReduce, l, dp, last));
-        dp_durations.push_back(dp_time + (l >= 0 ? expert_ar_time : 0.0));
+        dp_durations.push_back(dp_time);
+        dp_expert.push_back(0);
+        if (l >= 0 && expert_ar_time > 0) {
+          // The EP replicas' expert-gradient all-reduce follows on the same in-order stream.
+          dp_tasks.push_back(collective_after(Kind::kDpAllReduce, l, dp, last));
+          dp_durations.push_back(expert_ar_time);
+          dp_expert.push_back(1);
+        }
       }
     }
     if (last_mb) {  // embeddings / LM head
       dp_tasks.push_back(collective_after(Kind::kDpAllReduce, -1, dp, last));
       dp_durations.push_back(emb_time);
+      dp_expert.push_back(0);
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
   if (flow_) {
-    // Dense gradient rings (and, with EP replicas, the expert-gradient rings, run alongside: an
-    // approximation of their back-to-back order on the dp stream).
+    // Dense gradient all-reduces and, with EP replicas, the expert-gradient rings (their own tasks,
+    // after the dense one on the dp stream).
     double extra_exp = 0;
     const double extra_block = block_ar.extra_latency, extra_emb = emb_ar.extra_latency;
     const auto& block_flows = block_ar.flows;
@@ -183,14 +192,9 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       }
     }
     for (size_t i = 0; i < dp_tasks.size(); ++i) {
-      const Info& in = info_[graph_.tag(dp_tasks[i])];
-      if (i + 1 == dp_tasks.size()) {
-        flow_->assign(dp_tasks[i], emb_flows, extra_emb);
-      } else {
-        collective::Coflow c = block_flows;
-        if (in.moe_layer >= 0) c.insert(c.end(), expert_flows.begin(), expert_flows.end());
-        flow_->assign(dp_tasks[i], std::move(c), std::max(extra_block, in.moe_layer >= 0 ? extra_exp : 0.0));
-      }
+      if (i + 1 == dp_tasks.size()) flow_->assign(dp_tasks[i], emb_flows, extra_emb);
+      else if (dp_expert[i]) flow_->assign(dp_tasks[i], expert_flows, extra_exp);
+      else flow_->assign(dp_tasks[i], block_flows, extra_block);
     }
   }
   default_optimizer_time_ = cc.optimizer_step(opt.optimizer_params_per_gpu).value();
@@ -300,7 +304,7 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
     }
     t = p;
   }
-  res.hidden_comm = overlappable_total - overlappable_charged;
+  res.hidden_comm = std::max(0.0, overlappable_total - overlappable_charged);  // no -1e-19 from rounding
   // A bottleneck GPU exists only when some GPU's expert work exceeded the mean (straggling).
   double best = 0;
   if (res.breakdown[static_cast<int>(Component::kStragglerWait)] > 0)
