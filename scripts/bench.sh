@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Prints simulation-speed figures (release build): medians over several runs.
+# BENCH_HUGE=1 adds the 4,096-GPU all-to-all-v and a flow-tier DeepSeek-like iteration on 1,024 GPUs
+# (minutes and several GB each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -11,10 +13,26 @@ $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 ep 
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 oracle 5
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 1000 fssdp 3
 $b/iteration_bench topologies/aws-p3dn-v100-2node.yaml models/gpt-moe-s.yaml 1000 ep 5
-echo "== flow tier: one skewed all-to-all-v (one flow per GPU pair)"
-$b/network_bench 32 64 128
-echo "== 3 flow-tier iterations of gpt-moe-s, 32 GPUs (dgx-h100-4node), EP"
-$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 1 flow
+echo "== flow tier: one skewed all-to-all-v (one flow per GPU pair, log-normal sizes)"
+echo "-- exact (precision 0) against merged completions: the error of --flow-precision"
+$b/network_bench -p 0 64 128
+$b/network_bench -p 1e-3 64 128 256
+$b/network_bench -p 1e-2 128 256
+echo "-- 1,024 GPUs (about a million flows), one run each"
+$b/network_bench -r 1 -p 1e-2 1024
+if [ "${BENCH_HUGE:-0}" = 1 ]; then
+  $b/network_bench -r 1 -p 1e-3 1024
+  $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes
+fi
+echo "== flow-tier iterations"
+$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 3 flow
+$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-l.yaml 3 ep 3 flow
+$b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-l.yaml 3 ep 3
+echo "== DeepSeek-V3-like on 1,024 GPUs (EP 64), one iteration"
+$b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1
+if [ "${BENCH_HUGE:-0}" = 1 ]; then
+  $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1 flow 1e-2
+fi
 echo "== reading a large trace (gpt-moe-s, 32 sources, 1,000 records)"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 build-release/src/cli/hecate-sim trace gen --model gpt-moe-s --sources 32 --iterations 1000 --preset aux_loss -o "$tmp/big.json" 2>/dev/null

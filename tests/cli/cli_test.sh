@@ -29,6 +29,8 @@ run=("$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yam
 
 # Good runs.
 expect 0 -- "${run[@]}"
+expect 0 -- "${run[@]}" --network flow --flow-precision 0
+expect 2 "flow-precision" "not in range" -- "${run[@]}" --network flow --flow-precision 7
 expect 0 -- "$sim" --version
 expect 0 -- "$sim" topo show dgx-h100-4node
 expect 0 -- "$sim" trace validate "$fx/tiny-trace.json"
@@ -100,6 +102,9 @@ expect 2 "ep:ep_size" "expected an integer" -- "${run[@]}" --strategy ep:ep_size
 "${run[@]}" --format json --seed 5 > "$tmp/a.json" 2>/dev/null
 "${run[@]}" --format json --seed 5 --out "$tmp/b.json" 2>/dev/null
 if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else echo "FAIL: JSON differs between runs"; fails=$((fails+1)); fi
+"${run[@]}" --format json --seed 5 --network flow --strategy ep,fssdp > "$tmp/fa.json" 2>/dev/null
+"${run[@]}" --format json --seed 5 --network flow --strategy ep,fssdp > "$tmp/fb.json" 2>/dev/null
+if cmp -s "$tmp/fa.json" "$tmp/fb.json"; then echo "ok: deterministic flow-tier JSON"; else echo "FAIL: flow-tier JSON differs between runs"; fails=$((fails+1)); fi
 if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==4; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
