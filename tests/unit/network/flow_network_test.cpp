@@ -151,3 +151,36 @@ TEST_CASE("an NVLS all-reduce alone runs at its analytic time on the flow tier")
   sim.run();
   CHECK(sim.end_time(id) == doctest::Approx(plan.time).epsilon(1e-12));
 }
+
+TEST_CASE("leaving never-binding links out of the max-min problem changes no rate") {
+  // Topology::may_bind drops links dominated by a tighter link on every route through them. The
+  // max-min allocation without them must equal the one with every hop, flow by flow: a skewed
+  // all-to-all on 4 nodes x 4 GPUs with 64 GB/s PCIe in front of 25 GB/s NICs (PCIe pruned), and
+  // with 20 GB/s PCIe (NIC links pruned instead), on a rail-optimized fabric with ECMP spines.
+  for (double pcie : {64e9, 20e9}) {
+    CAPTURE(pcie);
+    test::ClusterShape c;
+    c.nodes = 4, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.pcie_bw = pcie, c.fabric = "rail-optimized";
+    auto t = test::make_cluster(c);
+    solver::MaxMinSolver full, pruned;
+    for (const auto& l : t.links()) full.add_link(l.bandwidth.value()), pruned.add_link(l.bandwidth.value());
+    int dropped = 0;
+    std::vector<std::pair<int, int>> ids;
+    for (int s = 0; s < 16; ++s)
+      for (int d = 0; d < 16; ++d) {
+        if (s == d) continue;
+        std::vector<solver::Element> a, b;
+        for (const auto& h : t.route(s, d).hops) {
+          a.push_back({h.link, h.fraction});
+          if (t.may_bind(h.link)) b.push_back({h.link, h.fraction});
+          else ++dropped;
+        }
+        const double w = 1 + (s * 5 + d * 3) % 7;  // unequal weights: a skewed mix of classes
+        ids.push_back({full.add_flow(a, w), pruned.add_flow(b, w)});
+      }
+    full.solve();
+    pruned.solve();
+    CHECK(dropped > 0);
+    for (auto [a, b] : ids) CHECK(pruned.rate(b) == doctest::Approx(full.rate(a)).epsilon(1e-12));
+  }
+}
