@@ -85,11 +85,15 @@ class Topology {
     return Route{std::span<const RouteHop>(route_hops_.data() + b, e - b), Seconds(route_latency_[p]),
                  route_hop_count_[p]};
   }
-  // False when the link can never limit a flow: every route through it also crosses a link m with
-  // capacity(m) x max over those routes of (fraction here / fraction on m) <= capacity here, and m
-  // itself may bind. Its load then never exceeds its capacity, so the flow tier leaves it out of
-  // the max-min problem without changing any rate (a max-min allocation of the relaxed problem that
-  // is feasible for the full one is the full one's). Typical: the PCIe hop to a slower NIC.
+  // False when the link can never limit a flow, because either every route through it also crosses
+  // a link m with capacity(m) x max over those routes of (fraction here / fraction on m) <=
+  // capacity here (typical: the PCIe hop to a slower NIC), or the summed bound over the sources
+  // (or destinations) of the routes through it, each source's traffic bounded by a link all its
+  // routes through this one cross, is at most its capacity (typical: leaf-spine links of a
+  // non-oversubscribed fabric); the links such bounds rely on stay. Its load then never exceeds
+  // its capacity, so the flow tier leaves it out of the max-min problem without changing any rate
+  // (a max-min allocation of the relaxed problem that is feasible for the full one is the full
+  // one's), and collectives on disjoint nodes become separate components.
   bool may_bind(LinkId l) const { return may_bind_[l] != 0; }
   // Bottleneck effective bandwidth of the route (min over links of bandwidth / fraction).
   Bandwidth route_bandwidth(int src_gpu, int dst_gpu) const;

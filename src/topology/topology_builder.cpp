@@ -139,6 +139,93 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
   t.may_bind_.assign(nl, 1);
   for (size_t l = 0; l < nl; ++l)
     if (dom[l] >= 0 && dom[dom[l]] < 0) t.may_bind_[l] = 0;
+  prune_by_endpoint_bounds(t);
+}
+
+// Pass 2: links no single link dominates but whose traffic is bounded by its sources' (or
+// destinations') own links, e.g. the leaf-spine links of a non-oversubscribed fabric: each carries
+// 1/S of the cross-leaf traffic of its leaf's NICs at 1/S of their summed capacity. For a link l
+// and a source s, the flows from s through l all cross some kept link h (s's NIC uplink), so they
+// put at most ratio x capacity(h) on l; summing over sources bounds l's load (U_up), and likewise
+// over destinations (U_down). If min(U_up, U_down) <= capacity(l), l never limits a flow. The bound
+// is valid only while the links h it uses stay in the problem: a link whose bound uses a pruned h
+// is kept again, until nothing changes.
+void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
+  const int n = t.num_gpus();
+  const size_t nl = static_cast<size_t>(t.num_links());
+  struct Cand {
+    LinkId link;
+    double ratio;
+  };
+  std::vector<std::vector<Cand>> cands(nl);
+  std::vector<char> seen(nl, 0);
+  std::vector<double> frac_on(nl, 0.0);
+  std::vector<LinkId> touched;
+  std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
+  std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
+  auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
+  for (int side = 0; side < 2; ++side)
+    for (int e = 0; e < n; ++e) {
+      for (int o = 0; o < n; ++o) {
+        if (o == e) continue;
+        const auto hops = side == 0 ? t.route(e, o).hops : t.route(o, e).hops;
+        for (const auto& h : hops) frac_on[h.link] = h.fraction;
+        for (const auto& h : hops) {
+          if (!t.may_bind_[h.link]) continue;
+          auto& c = cands[h.link];
+          if (!seen[h.link]) {
+            seen[h.link] = 1;
+            touched.push_back(h.link);
+            for (const auto& m : hops)
+              if (m.link != h.link && t.may_bind_[m.link]) c.push_back({m.link, h.fraction / m.fraction});
+            std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
+              const double x = a.ratio * cap(a.link), y = b.ratio * cap(b.link);
+              return x != y ? x < y : a.link < b.link;
+            });
+            if (c.size() > 4) c.resize(4);
+            continue;
+          }
+          size_t w = 0;
+          for (const Cand& x : c)
+            if (frac_on[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on[x.link])};
+          c.resize(w);
+        }
+        for (const auto& h : hops) frac_on[h.link] = 0.0;
+      }
+      for (LinkId l : touched) {
+        double best = std::numeric_limits<double>::infinity();
+        LinkId arg = -1;
+        for (const Cand& x : cands[l])
+          if (x.ratio * cap(x.link) < best) best = x.ratio * cap(x.link), arg = x.link;
+        bound[side][l] += best;
+        if (arg >= 0) used[side][l].push_back(arg);
+        cands[l].clear();
+        seen[l] = 0;
+      }
+      touched.clear();
+    }
+  std::vector<char> pruned(nl, 0);
+  std::vector<int> via(nl, -1);  // which side's bound prunes the link
+  for (size_t l = 0; l < nl; ++l) {
+    if (!t.may_bind_[l]) continue;
+    const double c = cap(static_cast<LinkId>(l)) * (1 + 1e-9);
+    if (bound[0][l] <= c) pruned[l] = 1, via[l] = 0;
+    else if (bound[1][l] <= c) pruned[l] = 1, via[l] = 1;
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t l = 0; l < nl; ++l) {
+      if (!pruned[l]) continue;
+      for (LinkId h : used[via[l]][l])
+        if (pruned[h]) {
+          pruned[l] = 0;
+          changed = true;
+          break;
+        }
+    }
+  }
+  for (size_t l = 0; l < nl; ++l)
+    if (pruned[l]) t.may_bind_[l] = 0;
 }
 
 Topology TopologyBuilder::build(const SourceLocation& where) {

@@ -39,6 +39,7 @@ class TopologyBuilder {
 
  private:
   static void compute_may_bind(Topology& t);
+  static void prune_by_endpoint_bounds(Topology& t);
   Topology topo_;
 };
 

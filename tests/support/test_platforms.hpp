@@ -17,6 +17,7 @@ struct ClusterShape {
   double nic_bw = 0, nic_lat = 2e-6;
   double pcie_bw = 1e12, pcie_lat = 0;         // GPU <-> NIC, fast unless a test needs it
   std::string fabric = "single-switch";
+  double oversubscription = 1.0;
   double peak_flops = 1e15, hbm = 3e12;
 };
 
@@ -31,6 +32,7 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   s.nic = {Bandwidth(c.nic_bw), 1.0, Seconds(c.nic_lat), ""};
   s.pcie = {Bandwidth(c.pcie_bw), 1.0, Seconds(c.pcie_lat), ""};
   s.fabric_kind = c.fabric;
+  s.oversubscription = c.oversubscription;
   return topology::build_compact(s, {"test", 0, 0});
 }
 

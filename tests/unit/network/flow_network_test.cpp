@@ -156,11 +156,16 @@ TEST_CASE("leaving never-binding links out of the max-min problem changes no rat
   // Topology::may_bind drops links dominated by a tighter link on every route through them. The
   // max-min allocation without them must equal the one with every hop, flow by flow: a skewed
   // all-to-all on 4 nodes x 4 GPUs with 64 GB/s PCIe in front of 25 GB/s NICs (PCIe pruned), and
-  // with 20 GB/s PCIe (NIC links pruned instead), on a rail-optimized fabric with ECMP spines.
-  for (double pcie : {64e9, 20e9}) {
+  // with 20 GB/s PCIe (NIC links pruned instead), on a rail-optimized fabric with ECMP spines:
+  // non-blocking (leaf-spine links pruned: each carries 1/S of its leaf's NICs' traffic at 1/S of
+  // their capacity) and 2:1 oversubscribed (they stay, and bind).
+  for (double pcie : {64e9, 20e9})
+  for (double ovs : {1.0, 2.0}) {
     CAPTURE(pcie);
+    CAPTURE(ovs);
     test::ClusterShape c;
     c.nodes = 4, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.pcie_bw = pcie, c.fabric = "rail-optimized";
+    c.oversubscription = ovs;
     auto t = test::make_cluster(c);
     solver::MaxMinSolver full, pruned;
     for (const auto& l : t.links()) full.add_link(l.bandwidth.value()), pruned.add_link(l.bandwidth.value());
@@ -181,6 +186,9 @@ TEST_CASE("leaving never-binding links out of the max-min problem changes no rat
     full.solve();
     pruned.solve();
     CHECK(dropped > 0);
+    int fabric_kept = 0;
+    for (int l = 0; l < t.num_links(); ++l) fabric_kept += t.link(l).link_class == "fabric" && t.may_bind(l);
+    CHECK((fabric_kept == 0) == (ovs == 1.0));
     for (auto [a, b] : ids) CHECK(pruned.rate(b) == doctest::Approx(full.rate(a)).epsilon(1e-12));
   }
 }
