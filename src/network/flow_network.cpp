@@ -12,7 +12,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
-  idle_.assign(topo.links().size(), 0.0);
   link_bytes_.assign(topo.links().size(), 0.0);
 }
 
@@ -42,9 +41,6 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   scale_.assign(n, 0.0);
   pending_.assign(n, 0);
   now_ = 0;
-  for (int l : idle_links_) idle_[l] = 0;
-  idle_links_.clear();
-  resolve_ = false;
   dirty_ = false;
   cached_ = false;
 }
@@ -97,12 +93,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     timers_.push_back({now + (coflow_[t].empty() ? extra_[t] : alpha_[t]), t});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
-  if (count > 0) {
-    dirty_ = true;
-    for (int l : idle_links_) idle_[l] = 0;
-    idle_links_.clear();
-    resolve_ = false;
-  }
+  if (count > 0) dirty_ = true;
   cached_ = false;
 }
 
@@ -198,15 +189,6 @@ void FlowNetwork::finish_flow(int id, double now) {
   tag_[id] = 0;
   solver_.remove_flow(id);
   ++stats_.events;
-  if (precision_ > 0) {
-    // Capacity this completion leaves idle until the next re-solve.
-    for (const auto& h : topo_.route(f.src, f.dst).hops) {
-      if (!topo_.may_bind(h.link)) continue;
-      if (idle_[h.link] == 0) idle_links_.push_back(h.link);
-      idle_[h.link] += f.rate * h.fraction;
-      if (idle_[h.link] > precision_ * solver_.capacity(h.link)) resolve_ = true;
-    }
-  }
   if (--pending_[f.task] == 0) {
     timers_.push_back({now + alpha_[f.task], f.task});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
@@ -227,14 +209,7 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   }
   if (any) {
     ++stats_.completion_events;
-    if (precision_ == 0 || resolve_) {
-      dirty_ = true;
-      resolve_ = false;
-      for (int l : idle_links_) idle_[l] = 0;
-      idle_links_.clear();
-    } else {
-      ++stats_.deferred;
-    }
+    dirty_ = true;
   }
   cached_ = false;
   while (!timers_.empty() && timers_.front().time <= now) {

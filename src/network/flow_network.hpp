@@ -23,13 +23,10 @@
 // flow that started at s, in a task whose most loaded link needs D = bytes / capacity), every flow
 // projected to finish by t_min + e x max(t_min - s, D) finishes in the same event, at the latest of
 // those projected times. A collective is thus cut into about 1/e merge windows of its own duration,
-// however skewed its flow sizes. Flows never finish early and every byte
-// is delivered: the bandwidth a merged flow frees is handed out at the event, at most
-// e x (t_min - s) late, so the tier errs on the slow side. And a completion re-solves only once the
-// capacity it leaves idle, summed since the last re-solve, exceeds e of some link's capacity: until
-// then the other flows keep their (still feasible) rates. So no link idles more than a fraction e of
-// its capacity for want of a re-solve. Any flow start re-solves at once. e = 0 is exact (tests
-// compare it with the analytic tier to 1e-9).
+// however skewed its flow sizes. Flows never finish early and every byte is delivered: the
+// bandwidth a merged flow frees is handed out at the event, at most e x max(t_min - s, D) late, so
+// the tier errs on the slow side, by about 2e of a collective's time (measured: network_bench).
+// e = 0 is exact (tests compare it with the analytic tier to 1e-9).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +44,6 @@ struct FlowStats {
   uint64_t solver_updates = 0;  // re-solves (one per event that started or finished flows)
   uint64_t events = 0;          // flow completions
   uint64_t completion_events = 0;  // distinct times at which flows completed
-  uint64_t deferred = 0;        // completion events that did not re-solve (idle capacity below precision)
   uint64_t elements = 0;        // (flow, link) elements given to the solver, after pruning
   double bytes_offered = 0;     // bytes of the flows started
   double bytes_delivered = 0;   // rate x time integrated up to each completed flow's finish
@@ -121,9 +117,6 @@ class FlowNetwork final : public engine::ActivityModel {
   double now_ = 0;
   uint64_t removed_ = 0;            // flows removed by reset() (neither completed nor in flight)
   bool dirty_ = false;              // flows started or ended since the last solve
-  std::vector<double> idle_;        // per link: rate of completed flows not yet handed out
-  std::vector<int> idle_links_;
-  bool resolve_ = false;            // some link's idle capacity passed precision x capacity
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;
