@@ -78,11 +78,23 @@ TEST_CASE("incast onto one GPU, and two concurrent collectives slow each other d
   CHECK(both[1] == doctest::Approx(lat + 140e6 / 400e9));
 }
 
-TEST_CASE("time is monotone in bandwidth and bytes are conserved") {
+TEST_CASE("time is monotone in bandwidth and in latency") {
+  // The same skewed coflow on 2 nodes x 8 GPUs: halving the NICs' bandwidth, or raising their
+  // latency from 2 to 20 us, can only lengthen it; with exact solves and with merged completions.
   collective::Coflow c;
-  for (int s = 0; s < 16; ++s) c.push_back({s, (s * 5 + 3) % 16 == s ? (s + 1) % 16 : (s * 5 + 3) % 16, 1e6 * (1 + s)});
+  for (int s = 0; s < 16; ++s)
+    for (int d = 0; d < 16; ++d)
+      if (s != d) c.push_back({s, d, 1e5 * (1 + (s * 3 + d * 7) % 11)});
   auto fast = cluster(2, 8, 8, 50e9), slow = cluster(2, 8, 8, 25e9);
-  CHECK(run_flow(slow, {c})[0] > run_flow(fast, {c})[0]);
+  test::ClusterShape lc;
+  lc.nodes = 2, lc.gpus_per_node = 8, lc.nics = 8, lc.nic_bw = 50e9, lc.nic_lat = 20e-6;
+  auto far = test::make_cluster(lc);
+  for (double e : {0.0, 1e-3, 1e-2}) {
+    CAPTURE(e);
+    const double base = run_flow(fast, {c}, e)[0];
+    CHECK(run_flow(slow, {c}, e)[0] > base);
+    CHECK(run_flow(far, {c}, e)[0] > base);
+  }
 }
 
 TEST_CASE("relabelling GPUs within and across nodes does not change the flow tier's result") {
