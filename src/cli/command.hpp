@@ -20,5 +20,6 @@ struct Command {
 void setup_run(CLI::App& sub, int& exit_code);
 void setup_topo(CLI::App& sub, int& exit_code);
 void setup_trace(CLI::App& sub, int& exit_code);
+void setup_validate(CLI::App& sub, int& exit_code);
 
 }  // namespace hs::cli

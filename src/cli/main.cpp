@@ -14,6 +14,7 @@ constexpr hs::cli::Command kCommands[] = {
     {"run", "simulate MoE training iterations for one or more strategies and compare them", hs::cli::setup_run},
     {"topo", "show or validate what the simulator understood of a topology", hs::cli::setup_topo},
     {"trace", "generate, inspect, validate and import expert-load traces", hs::cli::setup_trace},
+    {"validate", "compare the compute cost model with GPU measurements (hecate-validate) and fit it", hs::cli::setup_validate},
 };
 
 }  // namespace

@@ -31,6 +31,14 @@ run=("$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yam
 expect 0 -- "${run[@]}"
 expect 0 -- "${run[@]}" --network flow --flow-precision 0
 expect 2 "flow-precision" "not in range" -- "${run[@]}" --network flow --flow-precision 7
+expect 0 -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" --topology dgx-h100-1node --model mixtral-8x7b
+expect 2 "expert_ffn" "measure with hecate-validate --d-model 1536" -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/gpt-moe-s.json" --topology dgx-h100-1node --model gpt-moe-l
+printf '{"schema": "hecate-sim/measured@1", "expert_ffn": {"d_model": 4096, "d_ffn": 14336, "mats": 3, "rows": [{"tokens": -4}]}}' > "$tmp/badmeasured.json"
+expect 2 "badmeasured.json" "rows\[0\].tokens" "positive integer" -- "$sim" validate "$tmp/badmeasured.json" --topology dgx-h100-1node --model mixtral-8x7b
+printf 'name: not json\n' > "$tmp/notjson.json"
+expect 2 "notjson.json" "cannot read measured results" -- "$sim" validate "$tmp/notjson.json" --topology dgx-h100-1node --model mixtral-8x7b
+printf '{"schema": "something/else@1"}' > "$tmp/otherschema.json"
+expect 2 "schema" "hecate-sim/measured@1" -- "$sim" validate "$tmp/otherschema.json" --topology dgx-h100-1node --model mixtral-8x7b
 expect 0 -- "$sim" --version
 expect 0 -- "$sim" topo show dgx-h100-4node
 expect 0 -- "$sim" trace validate "$fx/tiny-trace.json"
