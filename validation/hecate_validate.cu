@@ -1,5 +1,7 @@
 // hecate-validate, single-GPU suites: the expert-FFN GEMMs the compute cost model predicts (cuBLAS,
-// bf16 inputs, fp32 accumulation, over a grid of tokens per expert) and the HBM copy rate. Writes
+// bf16 inputs, fp32 accumulation, over a grid of tokens per expert), once as separate calls for one
+// expert and once as one strided-batched call per weight matrix over `--experts` experts with equal
+// token counts (what a grouped MoE kernel does: one launch per layer), and the HBM copy rate. Writes
 // measured.json (schema hecate-sim/measured@1) for `hecate-sim validate`, which compares the cost
 // model with it and fits the GEMM efficiency curve.
 //
@@ -41,6 +43,7 @@ void check(cublasStatus_t s, const char* what) {
 struct Options {
   long d_model = 2048, d_ffn = 8192;
   int mats = 2;  // GEMMs in an expert's forward: 2 (GELU MLP) or 3 (SwiGLU)
+  int experts = 8;  // experts of one GPU in the batched suite
   std::vector<long> tokens{16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192};
   int reps = 30, warmup = 5;
   double hbm_bytes = 2.0 * (1 << 30);
@@ -51,7 +54,7 @@ struct Options {
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(stderr,
                "hecate-validate: %s\n"
-               "usage: hecate-validate [--d-model D] [--d-ffn F] [--mats 2|3] [--tokens T1,T2,...] [--reps R]\n"
+               "usage: hecate-validate [--d-model D] [--d-ffn F] [--mats 2|3] [--experts E] [--tokens T1,T2,...] [--reps R]\n"
                "                       [--hbm-bytes B] [--out FILE] | --self-test\n",
                msg);
   std::exit(2);
@@ -88,7 +91,8 @@ Options parse(int argc, char** argv) {
         if (q == std::string::npos) break;
         p = q + 1;
       }
-    } else if (a == "--reps") o.reps = static_cast<int>(parse_long(next(), "--reps"));
+    } else if (a == "--experts") o.experts = static_cast<int>(parse_long(next(), "--experts"));
+    else if (a == "--reps") o.reps = static_cast<int>(parse_long(next(), "--reps"));
     else if (a == "--hbm-bytes") o.hbm_bytes = static_cast<double>(parse_long(next(), "--hbm-bytes"));
     else if (a == "--out") o.out = next();
     else if (a == "--self-test") o.self_test = true;
@@ -97,18 +101,27 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-__nv_bfloat16* random_bf16(size_t n, uint64_t seed) {
-  std::vector<__nv_bfloat16> h(n);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (auto& x : h) {
-    float v = u(rng);
+// Uniform in [-1, 1), never 0, from a hash of (index, seed): filled on the GPU (host generation of
+// a few GB of weights took minutes).
+__global__ void fill_random(__nv_bfloat16* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    float v = static_cast<float>(z >> 40) / static_cast<float>(1ull << 23) - 1.0f;
     if (v == 0.0f) v = 0.5f;
-    x = __float2bfloat16(v);
+    p[i] = __float2bfloat16(v);
   }
+}
+
+__nv_bfloat16* random_bf16(size_t n, uint64_t seed) {
   __nv_bfloat16* d = nullptr;
   check(cudaMalloc(&d, n * sizeof(__nv_bfloat16)), "cudaMalloc");
-  check(cudaMemcpy(d, h.data(), n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  fill_random<<<1024, 256>>>(d, n, seed);
+  check(cudaGetLastError(), "fill_random launch");
+  check(cudaDeviceSynchronize(), "fill_random");
   return d;
 }
 
@@ -160,6 +173,48 @@ GemmResult time_gemm(cublasHandle_t h, long m, long n, long k, int reps, int war
   check(cudaFree(a), "cudaFree");
   check(cudaFree(c), "cudaFree");
   return {m, n, k, median(t), *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end())};
+}
+
+// Times E GEMMs C_e = A_e x W_e (e < E) in one cublasGemmStridedBatchedEx call, rotating weights.
+double time_batched(cublasHandle_t h, long m, long n, long k, int experts, int reps, int warmup, size_t l2_bytes) {
+  const size_t wn = static_cast<size_t>(k) * n * experts;
+  const size_t wbytes = wn * sizeof(__nv_bfloat16);
+  const int nbuf = static_cast<int>(std::min<size_t>(8, std::max<size_t>(1, 2 * l2_bytes / wbytes + 1)));
+  std::vector<__nv_bfloat16*> w(nbuf);
+  for (int i = 0; i < nbuf; ++i) w[i] = random_bf16(wn, 200 + i);
+  __nv_bfloat16* a = random_bf16(static_cast<size_t>(m) * k * experts, 9);
+  __nv_bfloat16* c = nullptr;
+  check(cudaMalloc(&c, static_cast<size_t>(m) * n * experts * sizeof(__nv_bfloat16)), "cudaMalloc");
+  const float one = 1.0f, zero = 0.0f;
+  auto call = [&](const __nv_bfloat16* wb) {
+    // Row-major C_e[m x n] = A_e[m x k] W_e[k x n], as column-major C_e^T = W_e^T A_e^T.
+    check(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                                     static_cast<int>(k), &one, wb, CUDA_R_16BF, static_cast<int>(n),
+                                     static_cast<long long>(k) * n, a, CUDA_R_16BF, static_cast<int>(k),
+                                     static_cast<long long>(m) * k, &zero, c, CUDA_R_16BF, static_cast<int>(n),
+                                     static_cast<long long>(m) * n, experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
+  };
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "cudaEventCreate");
+  check(cudaEventCreate(&e1), "cudaEventCreate");
+  for (int i = 0; i < warmup; ++i) call(w[i % nbuf]);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(e0), "cudaEventRecord");
+    call(w[i % nbuf]);
+    check(cudaEventRecord(e1), "cudaEventRecord");
+    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+    t.push_back(ms * 1e-3);
+  }
+  check(cudaEventDestroy(e0), "cudaEventDestroy");
+  check(cudaEventDestroy(e1), "cudaEventDestroy");
+  for (auto* p : w) check(cudaFree(p), "cudaFree");
+  check(cudaFree(a), "cudaFree");
+  check(cudaFree(c), "cudaFree");
+  return median(t);
 }
 
 struct CopyResult {
@@ -289,6 +344,17 @@ int main(int argc, char** argv) {
                   flops / total / 1e12);
       rows.push_back({t, g});
     }
+    std::vector<std::pair<long, double>> batched;
+    std::printf("%8s %12s %10s   (%d experts, one strided-batched call per matrix)\n", "tokens", "layer ms", "TFLOP/s",
+                o.experts);
+    for (long t : o.tokens) {
+      double total = 0;
+      for (int i = 0; i + 1 < o.mats; ++i) total += time_batched(h, t, o.d_ffn, o.d_model, o.experts, o.reps, o.warmup, l2);
+      total += time_batched(h, t, o.d_model, o.d_ffn, o.experts, o.reps, o.warmup, l2);
+      const double flops = 2.0 * t * o.d_model * o.d_ffn * o.mats * o.experts;
+      std::printf("%8ld %12.4f %10.1f\n", t, total * 1e3, flops / total / 1e12);
+      batched.push_back({t, total});
+    }
     const CopyResult cp = time_copy(o.hbm_bytes, o.reps);
     std::printf("HBM device-to-device copy: %.2f GB in %.3f ms = %.0f GB/s (read + write)\n", cp.bytes / 1e9, cp.median_s * 1e3,
                 cp.gbps);
@@ -328,6 +394,17 @@ int main(int argc, char** argv) {
         js += buf;
       }
       js += r + 1 < rows.size() ? "]},\n" : "]}\n";
+    }
+    js += "  ]},\n";
+    std::snprintf(buf, sizeof buf,
+                  "  \"expert_ffn_batched\": {\"experts\": %d, \"call\": \"cublasGemmStridedBatchedEx, one per weight matrix\", "
+                  "\"rows\": [\n",
+                  o.experts);
+    js += buf;
+    for (size_t r = 0; r < batched.size(); ++r) {
+      std::snprintf(buf, sizeof buf, "    {\"tokens\": %ld, \"forward_s\": %.9g}%s\n", batched[r].first, batched[r].second,
+                    r + 1 < batched.size() ? "," : "");
+      js += buf;
     }
     js += "  ]},\n";
     std::snprintf(buf, sizeof buf, "  \"hbm_copy\": {\"bytes\": %.0f, \"median_s\": %.9g, \"bandwidth_Bps\": %.6g}\n}\n", cp.bytes,

@@ -33,6 +33,8 @@ struct Measured {
   long d_model = 0, d_ffn = 0;
   int mats = 0;
   std::vector<Row> rows;
+  int batched_experts = 0;     // 0: no batched suite in the file
+  std::vector<Row> batched;    // one strided-batched call per matrix over batched_experts experts
   double hbm_Bps = 0;
 };
 
@@ -66,6 +68,25 @@ Measured read_measured(const std::string& path) {
     ++i;
   }
   if (m.rows.empty()) fail("expert_ffn.rows", "expected at least one row");
+  simdjson::dom::element b;
+  if (!doc["expert_ffn_batched"].get(b)) {
+    int64_t e = 0;
+    if (b["experts"].get(e) || e <= 0) fail("expert_ffn_batched.experts", "expected a positive integer");
+    m.batched_experts = static_cast<int>(e);
+    simdjson::dom::array brows;
+    if (b["rows"].get(brows)) fail("expert_ffn_batched.rows", "expected a list of measured rows");
+    size_t j = 0;
+    for (auto r : brows) {
+      int64_t t = 0;
+      double s = 0;
+      if (r["tokens"].get(t) || t <= 0)
+        fail(fmt::format("expert_ffn_batched.rows[{}].tokens", j), "expected a positive integer");
+      if (r["forward_s"].get(s) || !(s > 0))
+        fail(fmt::format("expert_ffn_batched.rows[{}].forward_s", j), "expected a positive time");
+      m.batched.push_back({static_cast<double>(t), s});
+      ++j;
+    }
+  }
   double bw = 0;
   if (!doc["hbm_copy"]["bandwidth_Bps"].get(bw)) m.hbm_Bps = bw;
   return m;
@@ -93,34 +114,43 @@ int run(const Options& o) {
   fmt::print("measured on {} ({}), compared with the cost model for {} on {} ({:.0f} TFLOP/s peak)\n",
              meas.device.empty() ? "unknown device" : meas.device, o.measured, model.name, topo.gpu_model().model,
              peak / 1e12);
-  fmt::print("measured: one cuBLAS call per weight matrix, each with its own launch and fixed cost; the model times\n"
-             "one expert of a grouped GEMM (one launch per layer), so small token counts read slower here than the\n"
-             "model's grouped kernel would run\n");
-  // Expert FFN forward of one expert with t tokens.
-  auto table = [&](const cost::ComputeParams& p, const char* title) {
+  // Rows of one suite: `experts` == 1 for separate calls on one expert, E for one batched call per
+  // weight matrix over E experts with t tokens each (what a grouped MoE kernel runs per layer).
+  struct Suite {
+    const char* what;
+    int experts;
+    const std::vector<Row>* rows;
+  };
+  std::vector<Suite> suites{{"one expert, one cuBLAS call per weight matrix (each with its own launch)", 1, &meas.rows}};
+  if (meas.batched_experts > 0)
+    suites.push_back({"experts in one strided-batched call per weight matrix (a grouped kernel)", meas.batched_experts,
+                      &meas.batched});
+  auto table = [&](const cost::ComputeParams& p, const Suite& s, const char* title) {
     cost::ComputeCost cc(topo.gpu_model(), model, p);
-    fmt::print("\n{} (eta_max {:.3f}, t_half {:.1f})\n{:>8} {:>12} {:>12} {:>9} {:>10} {:>9}\n", title, p.eta_max, p.t_half,
-               "tokens", "measured ms", "model ms", "error", "TFLOP/s", "eta");
+    fmt::print("\n{}: {} {}\n(model: eta_max {:.3f}, t_half {:.1f})\n{:>8} {:>12} {:>12} {:>9} {:>10} {:>9}\n", title,
+               s.experts, s.what, p.eta_max, p.t_half, "tokens", "measured ms", "model ms", "error", "TFLOP/s", "eta");
     std::vector<double> errs;
-    for (const auto& r : meas.rows) {
+    for (const auto& r : *s.rows) {
       const double t = r.tokens;
-      const double pred = cc.expert_forward(std::span<const double>(&t, 1)).value();
+      const double pred = s.experts == 1 ? cc.expert_forward(std::span<const double>(&t, 1)).value()
+                                         : cc.expert_forward_uniform(t, s.experts).value();
       const double err = (pred - r.seconds) / r.seconds;
       errs.push_back(std::abs(err));
-      const double tf = flops_per_token * t / r.seconds;
+      const double tf = flops_per_token * t * s.experts / r.seconds;
       fmt::print("{:>8.0f} {:>12.4f} {:>12.4f} {:>8.1f}% {:>10.1f} {:>9.3f}\n", t, r.seconds * 1e3, pred * 1e3, err * 100,
                  tf / 1e12, tf / peak);
     }
     fmt::print("median |error| {:.1f}%, max {:.1f}%\n", median(errs) * 100,
                *std::max_element(errs.begin(), errs.end()) * 100);
   };
-  table(cost::ComputeParams{}, "cost model defaults");
-  // Fit on compute-bound rows (t >= 256, multiples of the 128-row tile, so padding adds nothing),
-  // every other one; check on the rest.
+  for (const auto& s : suites) table(cost::ComputeParams{}, s, "cost model defaults");
+  // Fit on the grouped suite when there is one (what MoE kernels run), on compute-bound rows
+  // (t >= 256, multiples of the 128-row tile, so padding adds nothing), every other one; check on the rest.
+  const Suite& fs = suites.back();
   std::vector<cost::GemmPoint> fit_rows, check_rows;
-  for (const auto& r : meas.rows) {
+  for (const auto& r : *fs.rows) {
     if (r.tokens < 256 || std::fmod(r.tokens, 128) != 0) continue;
-    const cost::GemmPoint p{r.tokens, flops_per_token * r.tokens / r.seconds / peak};
+    const cost::GemmPoint p{r.tokens, flops_per_token * r.tokens * fs.experts / r.seconds / peak};
     ((fit_rows.size() + check_rows.size()) % 2 == 0 ? fit_rows : check_rows).push_back(p);
   }
   const auto fit = cost::fit_gemm_efficiency(fit_rows);
@@ -128,18 +158,20 @@ int run(const Options& o) {
     fmt::print("\nno fit: fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n");
   } else {
     std::vector<double> held, held_default;
+    const cost::ComputeParams defaults;
     for (const auto& p : check_rows) {
       held.push_back(std::abs(cost::gemm_efficiency(*fit, p.tokens) - p.efficiency) / p.efficiency);
-      held_default.push_back(std::abs(cost::gemm_efficiency({0.80, 48}, p.tokens) - p.efficiency) / p.efficiency);
+      held_default.push_back(
+          std::abs(cost::gemm_efficiency({defaults.eta_max, defaults.t_half}, p.tokens) - p.efficiency) / p.efficiency);
     }
-    fmt::print("\nfit on {} compute-bound rows: eta_max {:.3f}, t_half {:.1f}; on the {} held-out rows the efficiency "
-               "error is {:.1f}% median ({:.1f}% with the defaults)\n",
-               fit_rows.size(), fit->eta_max, fit->t_half, check_rows.size(), median(held) * 100,
+    fmt::print("\nfit on {} compute-bound rows of the {}-expert suite: eta_max {:.3f}, t_half {:.1f}; on the {} held-out "
+               "rows the efficiency error is {:.1f}% median ({:.1f}% with the defaults)\n",
+               fit_rows.size(), fs.experts, fit->eta_max, fit->t_half, check_rows.size(), median(held) * 100,
                median(held_default) * 100);
     cost::ComputeParams p;
     p.eta_max = fit->eta_max;
     p.t_half = fit->t_half;
-    table(p, "cost model with the fitted curve");
+    table(p, fs, "cost model with the fitted curve");
   }
   if (meas.hbm_Bps > 0) {
     const double spec = topo.gpu_model().hbm_bandwidth.value();
