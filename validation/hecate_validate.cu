@@ -139,6 +139,28 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Device time of `call()` per call: `warmup` untimed calls, then CUDA events around each of `reps`.
+template <class F>
+std::vector<double> time_calls(int reps, int warmup, F&& call) {
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "cudaEventCreate");
+  check(cudaEventCreate(&e1), "cudaEventCreate");
+  for (int i = 0; i < warmup; ++i) call(i);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(e0), "cudaEventRecord");
+    call(warmup + i);
+    check(cudaEventRecord(e1), "cudaEventRecord");
+    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+    t.push_back(ms * 1e-3);
+  }
+  check(cudaEventDestroy(e0), "cudaEventDestroy");
+  check(cudaEventDestroy(e1), "cudaEventDestroy");
+  return t;
+}
+
 struct GemmResult {
   long m, n, k;
   double median_s, min_s, max_s;
@@ -153,22 +175,7 @@ GemmResult time_gemm(cublasHandle_t h, long m, long n, long k, int reps, int war
   __nv_bfloat16* a = random_bf16(static_cast<size_t>(m) * k, 7);
   __nv_bfloat16* c = nullptr;
   check(cudaMalloc(&c, static_cast<size_t>(m) * n * sizeof(__nv_bfloat16)), "cudaMalloc");
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "cudaEventCreate");
-  check(cudaEventCreate(&e1), "cudaEventCreate");
-  for (int i = 0; i < warmup; ++i) gemm(h, m, n, k, a, w[i % nbuf], c);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(e0), "cudaEventRecord");
-    gemm(h, m, n, k, a, w[i % nbuf], c);
-    check(cudaEventRecord(e1), "cudaEventRecord");
-    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
-    t.push_back(ms * 1e-3);
-  }
-  check(cudaEventDestroy(e0), "cudaEventDestroy");
-  check(cudaEventDestroy(e1), "cudaEventDestroy");
+  const auto t = time_calls(reps, warmup, [&](int i) { gemm(h, m, n, k, a, w[i % nbuf], c); });
   for (auto* p : w) check(cudaFree(p), "cudaFree");
   check(cudaFree(a), "cudaFree");
   check(cudaFree(c), "cudaFree");
@@ -195,22 +202,7 @@ double time_batched(cublasHandle_t h, long m, long n, long k, int experts, int r
                                      static_cast<long long>(m) * n, experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
   };
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "cudaEventCreate");
-  check(cudaEventCreate(&e1), "cudaEventCreate");
-  for (int i = 0; i < warmup; ++i) call(w[i % nbuf]);
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(e0), "cudaEventRecord");
-    call(w[i % nbuf]);
-    check(cudaEventRecord(e1), "cudaEventRecord");
-    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
-    t.push_back(ms * 1e-3);
-  }
-  check(cudaEventDestroy(e0), "cudaEventDestroy");
-  check(cudaEventDestroy(e1), "cudaEventDestroy");
+  const auto t = time_calls(reps, warmup, [&](int i) { call(w[i % nbuf]); });
   for (auto* p : w) check(cudaFree(p), "cudaFree");
   check(cudaFree(a), "cudaFree");
   check(cudaFree(c), "cudaFree");
@@ -227,22 +219,9 @@ CopyResult time_copy(double bytes, int reps) {
   check(cudaMalloc(&src, n), "cudaMalloc");
   check(cudaMalloc(&dst, n), "cudaMalloc");
   check(cudaMemset(src, 0x5a, n), "cudaMemset");
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "cudaEventCreate");
-  check(cudaEventCreate(&e1), "cudaEventCreate");
-  check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D");  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(e0), "cudaEventRecord");
+  const auto t = time_calls(reps, 1, [&](int) {
     check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync D2D");
-    check(cudaEventRecord(e1), "cudaEventRecord");
-    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
-    t.push_back(ms * 1e-3);
-  }
-  check(cudaEventDestroy(e0), "cudaEventDestroy");
-  check(cudaEventDestroy(e1), "cudaEventDestroy");
+  });
   check(cudaFree(src), "cudaFree");
   check(cudaFree(dst), "cudaFree");
   const double med = median(t);
