@@ -10,9 +10,10 @@
 // With a single coflow and no contention between its flows this equals the analytic tier's
 // alpha + max over links (bytes / bandwidth).
 //
-// Cost. Flows carry only the links of their route that can ever be a bottleneck
-// (Topology::may_bind: a link every route through which also crosses a tighter link never is;
-// leaving it out of the solver changes no rate). A flow's progress is integrated lazily: it keeps
+// Cost. Flows carry only the links of their route that can ever be a bottleneck (Topology::may_bind:
+// e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
+// are; leaving them out changes no rate and splits collectives on disjoint nodes into separate
+// components). A flow's progress is integrated lazily: it keeps
 // (bytes left at time `since`, rate) and its projected finish sits in a heap; after a re-solve only
 // the flows whose rate changed (MaxMinSolver::changed) are touched. So an event costs one component
 // re-solve plus O(changed x log F).

@@ -20,9 +20,12 @@
 // any link holding a removed flow), so filling restarts from that level. solve() lists the flows
 // whose rate it changed (changed()), so a caller that integrates progress need only revisit those.
 //
-// Storage is structure-of-arrays: a flow's elements live in one pool (ranges of a freed flow are
-// reused by the next flow with as many elements), each element knows its position in its link's
-// flow list, so adding and removing a flow cost O(elements), never a search of a link's list.
+// Storage: one 32-byte record per flow (rate, cap, element range, flags) and its elements in one
+// pool (ranges of a freed flow are reused by the next flow with as many elements), each element
+// knowing its position in its link's flow list, so adding and removing a flow cost O(elements),
+// never a search of a link's list, and filling touches about one cache line per flow. When the last
+// solve's component held 90% of 1,024+ live flows, the next one sweeps every live flow in id order
+// instead of searching for the component (a union of components solves exactly as each alone).
 //
 // This is the "pure component" of the flow-level network tier: capacities and incidence in, rates
 // out; no engine or topology types.
