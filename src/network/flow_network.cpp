@@ -1,8 +1,11 @@
 #include "network/flow_network.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <limits>
+#include <unordered_map>
 
 namespace hs::network {
 
@@ -10,7 +13,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }
 
-FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
+FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision, bool aggregate)
+    : topo_(topo), precision_(precision), aggregate_(aggregate) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
   link_bytes_.assign(topo.links().size(), 0.0);
 }
@@ -30,8 +34,9 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
       solver_.remove_flow(static_cast<int>(id));
       flow_[id].live = false;
       tag_[id] = 0;
-      ++removed_;
     }
+  live_classes_ = 0;
+  members_.clear();
   solver_.solve();
   heap_.clear();
   timers_.clear();
@@ -49,35 +54,92 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   now_ = now;
   double alpha = 0;
   int count = 0;
-  for (const auto& tr : coflow_[t]) {
+  // Group the task's transfers into classes by their links that may bind (with fractions): a hash
+  // of the element list, collisions resolved by comparing with each class's stored elements.
+  const auto& co = coflow_[t];
+  gid_.assign(co.size(), -1);
+  gcount_.clear();
+  gelem_begin_.clear();
+  gfirst_.clear();
+  gnext_same_hash_.clear();
+  gelems_.clear();
+  std::unordered_map<uint64_t, int> by_hash;
+  by_hash.reserve(co.size());
+  for (size_t i = 0; i < co.size(); ++i) {
+    const auto& tr = co[i];
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
     const auto r = topo_.route(tr.src, tr.dst);
     alpha = std::max(alpha, r.latency.value());
     scratch_.clear();
-    for (const auto& h : r.hops)
-      if (topo_.may_bind(h.link)) {
-        scratch_.push_back({h.link, h.fraction});
-        if (link_bytes_[h.link] == 0) bytes_links_.push_back(h.link);
-        link_bytes_[h.link] += tr.bytes * h.fraction;
+    uint64_t h = 1469598103934665603ull;
+    for (const auto& hop : r.hops)
+      if (topo_.may_bind(hop.link)) {
+        scratch_.push_back({hop.link, hop.fraction});
+        h = (h ^ static_cast<uint64_t>(hop.link)) * 1099511628211ull;
+        h = (h ^ std::bit_cast<uint64_t>(hop.fraction)) * 1099511628211ull;
+        if (link_bytes_[hop.link] == 0) bytes_links_.push_back(hop.link);
+        link_bytes_[hop.link] += tr.bytes * hop.fraction;
       }
-    stats_.elements += scratch_.size();
-    const int id = solver_.add_flow(scratch_);
-    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1);
+    ++count;
+    stats_.bytes_offered += tr.bytes;
+    auto same = [&](int g) {
+      const uint32_t b = gelem_begin_[g], e = gelem_begin_[g + 1];
+      if (e - b != scratch_.size()) return false;
+      for (uint32_t k = b; k < e; ++k)
+        if (gelems_[k].link != scratch_[k - b].link || gelems_[k].coef != scratch_[k - b].coef) return false;
+      return true;
+    };
+    if (!aggregate_) h = i;  // every flow a class of its own
+    auto [it, fresh] = by_hash.try_emplace(h, -1);
+    int g = it->second;
+    while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
+    if (g < 0) {
+      g = static_cast<int>(gcount_.size());
+      gnext_same_hash_.push_back(it->second);
+      it->second = g;
+      if (gelem_begin_.empty()) gelem_begin_.push_back(0);
+      gelems_.insert(gelems_.end(), scratch_.begin(), scratch_.end());
+      gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
+      gcount_.push_back(0);
+      gfirst_.push_back(static_cast<int>(i));
+    }
+    gid_[i] = g;
+    ++gcount_[g];
+  }
+  // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
+  const size_t classes = gcount_.size();
+  std::vector<uint32_t> fill(classes);
+  const auto base = static_cast<uint32_t>(members_.size());
+  uint32_t at = base;
+  for (size_t g = 0; g < classes; ++g) fill[g] = at, at += gcount_[g];
+  members_.resize(at);
+  for (size_t i = 0; i < co.size(); ++i)
+    if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
+  at = base;
+  for (size_t g = 0; g < classes; ++g) {
+    const uint32_t b = at, e = at + gcount_[g];
+    at = e;
+    std::sort(members_.begin() + b, members_.begin() + e);
+    const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
+    stats_.elements += el.size();
+    const int id = solver_.add_flow(el, static_cast<double>(e - b));
+    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0);
     Flow& f = flow_[id];
     f.task = t;
-    f.src = tr.src;
-    f.dst = tr.dst;
-    f.bytes = f.remaining = tr.bytes;
-    stats_.bytes_offered += tr.bytes;
+    f.src = co[gfirst_[g]].src;
+    f.dst = co[gfirst_[g]].dst;
+    f.mnext = b;
+    f.mend = e;
+    f.progress = 0;
     f.since = f.start = now;
     f.rate = 0;
     f.finish = kInf;
-    if (static_cast<size_t>(id) >= tag_.size()) tag_.resize(id + 1, 0);
     f.live = true;
+    ++live_classes_;
     bump(id);
-    ++count;
   }
   stats_.flows += count;
+  stats_.classes += classes;
   // The task's duration scale: its most loaded link's bytes / capacity (its analytic-tier time
   // without latency), a lower bound on how long it runs.
   double scale = 0;
@@ -90,11 +152,17 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   alpha_[t] = alpha + extra_[t];
   pending_[t] = count;
   if (count == 0) {
-    timers_.push_back({now + (coflow_[t].empty() ? extra_[t] : alpha_[t]), t});
+    timers_.push_back({now + (co.empty() ? extra_[t] : alpha_[t]), t});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
   if (count > 0) dirty_ = true;
   cached_ = false;
+}
+
+void FlowNetwork::project(Flow& f) {
+  const double left = members_[f.mnext] - f.progress;
+  if (left <= 1e-12 * members_[f.mnext]) f.finish = now_;
+  else f.finish = f.rate > 0 ? now_ + left / f.rate : kInf;
 }
 
 void FlowNetwork::settle() {
@@ -109,11 +177,10 @@ void FlowNetwork::settle() {
   for (int id : solver_.changed()) {
     Flow& f = flow_[id];
     if (!f.live) continue;
-    f.remaining = std::max(0.0, f.remaining - f.rate * (now_ - f.since));
+    f.progress += f.rate * (now_ - f.since);
     f.since = now_;
     f.rate = solver_.rate(id);
-    if (f.remaining <= 1e-12 * f.bytes) f.finish = now_;
-    else f.finish = f.rate > 0 ? now_ + f.remaining / f.rate : kInf;
+    project(f);
     bump(id);
     if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
   }
@@ -129,8 +196,7 @@ void FlowNetwork::settle() {
   for (size_t i = old_size + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, std::greater<>());
   // Stale entries (superseded projections) are dropped when they surface; when they outnumber the
   // live ones, rebuild the heap so it stays O(flows in flight).
-  const size_t live = stats_.flows - stats_.events - removed_;
-  if (heap_.size() > 64 && heap_.size() > 2 * live) {
+  if (heap_.size() > 64 && heap_.size() > 2 * live_classes_) {
     size_t w = 0;
     for (const Due& d : heap_)
       if (valid(d)) heap_[w++] = d;
@@ -181,15 +247,45 @@ double FlowNetwork::next_completion() {
   return std::min(next_flow_, timer);
 }
 
-void FlowNetwork::finish_flow(int id, double now) {
-  Flow& f = flow_[id];
-  // Bytes carried: those delivered before `since`, plus rate x time up to the projected finish.
-  stats_.bytes_delivered += (f.bytes - f.remaining) + std::min(f.remaining, f.rate * (f.finish - f.since));
-  f.live = false;
-  tag_[id] = 0;
+void FlowNetwork::finish_class(int id, double now) {
+  const Flow f = flow_[id];  // a copy: the class may move to a new solver id below
+  // Every member whose size the class has carried by now is done (the first one is due, others of
+  // the same size, or merged into this event, may be too).
+  const double p = f.progress + f.rate * (now - f.since);
+  uint32_t next = f.mnext;
+  int done = 0;
+  do {
+    stats_.bytes_delivered += std::min(members_[next], p);
+    ++next;
+    ++done;
+  } while (next < f.mend && members_[next] <= p * (1 + 1e-12));
+  stats_.events += static_cast<uint64_t>(done);
   solver_.remove_flow(id);
-  ++stats_.events;
-  if (--pending_[f.task] == 0) {
+  flow_[id].live = false;
+  tag_[id] = 0;
+  --live_classes_;
+  if (next < f.mend) {
+    // The rest continue as a class of fewer members: a solver flow of the new weight.
+    scratch_.clear();
+    for (const auto& h : topo_.route(f.src, f.dst).hops)
+      if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
+    const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next));
+    if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0);
+    Flow& g = flow_[nid];
+    const uint32_t version = g.version;
+    g = f;
+    g.version = version;
+    g.mnext = next;
+    g.progress = p;
+    g.since = now;
+    g.rate = 0;
+    g.finish = kInf;
+    g.live = true;
+    ++live_classes_;
+    bump(nid);
+  }
+  pending_[f.task] -= done;
+  if (pending_[f.task] == 0) {
     timers_.push_back({now + alpha_[f.task], f.task});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
   }
@@ -204,7 +300,7 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const Due d = heap_.back();
     heap_.pop_back();
-    finish_flow(d.id, now);
+    finish_class(d.id, now);
     any = true;
   }
   if (any) {

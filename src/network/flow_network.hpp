@@ -10,6 +10,12 @@
 // With a single coflow and no contention between its flows this equals the analytic tier's
 // alpha + max over links (bytes / bandwidth).
 //
+// Classes. Flows of one task that cross the same links that may bind, with the same fractions, get
+// the same max-min rate: the solver sees one flow per class, weighted by its members left, and the
+// members finish in order of size (each finish re-adds the class with one member fewer). On
+// fabrics where GPUs share a NIC (8 GPUs behind one NIC: 64 flows between two nodes form one
+// class) this divides the solver's work; with a NIC per GPU every class has one member.
+//
 // Cost. Flows carry only the links of their route that can ever be a bottleneck (Topology::may_bind:
 // e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
 // are; leaving them out changes no rate and splits collectives on disjoint nodes into separate
@@ -41,7 +47,9 @@
 namespace hs::network {
 
 struct FlowStats {
-  uint64_t flows = 0;           // flows started
+  uint64_t flows = 0;           // flows (transfers) started
+  uint64_t classes = 0;         // solver flows made for them: a class joins a task's flows that cross the
+                                // same bottleneck-capable links (one per flow on per-GPU-NIC fabrics)
   uint64_t solver_updates = 0;  // re-solves (one per event that started or finished flows)
   uint64_t events = 0;          // flow completions
   uint64_t completion_events = 0;  // distinct times at which flows completed
@@ -56,7 +64,9 @@ inline constexpr double kDefaultFlowPrecision = 1e-3;
 
 class FlowNetwork final : public engine::ActivityModel {
  public:
-  explicit FlowNetwork(const topology::Topology& topo, double precision = kDefaultFlowPrecision);
+  // `aggregate` = false gives every flow its own solver flow (tests compare the two).
+  explicit FlowNetwork(const topology::Topology& topo, double precision = kDefaultFlowPrecision,
+                       bool aggregate = true);
   // The transfers task `t` carries when it starts (replaces any previous assignment) and latency
   // added on top of its route latencies.
   void assign(engine::TaskId t, collective::Coflow transfers, double extra_latency = 0);
@@ -70,10 +80,15 @@ class FlowNetwork final : public engine::ActivityModel {
   double precision() const { return precision_; }
 
  private:
-  struct Flow {  // indexed by solver flow id (ids are reused; `version` tells stale heap entries)
+  // A class of flows of one task that cross the same links that may bind, with the same fractions:
+  // max-min gives every member the same rate, so the solver sees one flow of weight = members left.
+  // Members started together, so all have carried `progress` bytes by `since`; they finish in order
+  // of size. Indexed by solver flow id (ids are reused; `version` tells stale heap entries).
+  struct Flow {
     engine::TaskId task = 0;
-    int src = 0, dst = 0;
-    double bytes = 0, remaining = 0;  // bytes left at `since`
+    int src = 0, dst = 0;             // one member's endpoints (all share the links that may bind)
+    uint32_t mnext = 0, mend = 0;     // members_[mnext, mend): sizes of the members not done, ascending
+    double progress = 0;              // bytes each member has carried by `since`
     double since = 0, rate = 0, finish = 0, start = 0;
     uint32_t version = 0;
     bool live = false;
@@ -99,10 +114,12 @@ class FlowNetwork final : public engine::ActivityModel {
     tag_[id] = f.version;
   }
   void pop_stale();
-  void finish_flow(int id, double now);
+  void finish_class(int id, double now);
+  void project(Flow& f);              // finish of the next member at the current rate
 
   const topology::Topology& topo_;
   double precision_;
+  bool aggregate_;
   solver::MaxMinSolver solver_;
   std::vector<collective::Coflow> coflow_;
   std::vector<double> extra_;
@@ -112,11 +129,17 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> bytes_links_;
   std::vector<int> pending_;        // per task: flows not yet drained
   std::vector<Flow> flow_;
+  std::vector<double> members_;     // member sizes, contiguous and ascending per class
+  uint64_t live_classes_ = 0;
+  // Grouping scratch for start(): per transfer its class, per class its links and first member.
+  std::vector<int> gid_;
+  std::vector<uint32_t> gcount_, gelem_begin_;
+  std::vector<int> gfirst_, gnext_same_hash_;
+  std::vector<solver::Element> gelems_;
   std::vector<uint32_t> tag_;
   std::vector<Due> heap_, window_;  // min-heap of projected finishes; scratch
   std::vector<Timer> timers_;       // min-heap: tasks whose flows drained, waiting out latency
   double now_ = 0;
-  uint64_t removed_ = 0;            // flows removed by reset() (neither completed nor in flight)
   bool dirty_ = false;              // flows started or ended since the last solve
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;

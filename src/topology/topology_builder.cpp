@@ -136,9 +136,29 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
       if (bound <= cap && (dom[l] < 0 || bound < best)) best = bound, dom[l] = x.link;
     }
   }
+  // Every dominated link can go as long as following dominators from it ends at a kept link: keep
+  // one link (the smallest id) of every cycle of dom[] (e.g. the NIC out of one node and the NIC
+  // into the other in a two-node cluster dominate each other), and prune the rest.
   t.may_bind_.assign(nl, 1);
+  std::vector<int> state(nl, 0);  // 0 unvisited, 1 on the current walk, 2 done
+  std::vector<LinkId> walk;
+  for (size_t start = 0; start < nl; ++start) {
+    walk.clear();
+    LinkId l = static_cast<LinkId>(start);
+    while (l >= 0 && state[l] == 0) {
+      state[l] = 1;
+      walk.push_back(l);
+      l = dom[l];
+    }
+    if (l >= 0 && state[l] == 1) {  // the walk closed a cycle through l: keep its smallest link
+      LinkId keep = l;
+      for (LinkId x = dom[l]; x != l; x = dom[x]) keep = std::min(keep, x);
+      dom[keep] = -1;
+    }
+    for (LinkId x : walk) state[x] = 2;
+  }
   for (size_t l = 0; l < nl; ++l)
-    if (dom[l] >= 0 && dom[dom[l]] < 0) t.may_bind_[l] = 0;
+    if (dom[l] >= 0) t.may_bind_[l] = 0;
   prune_by_endpoint_bounds(t);
 }
 

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     s.intra = {Bandwidth(370e9), 1.0, Seconds(3e-6), ""};
     s.nics_per_node = 8;
     s.nic = {Bandwidth(46e9), 1.0, Seconds(2e-6), ""};
-    s.pcie = {Bandwidth(1e12), 1.0, Seconds(0), ""};
+    s.pcie = {Bandwidth(64e9), 1.0, Seconds(0), ""};  // slower than NVSwitch: intra-node flows stay on it
     s.fabric_kind = "single-switch";
     auto t0 = std::chrono::steady_clock::now();
     auto topo = topology::build_compact(s, {"bench", 0, 0});

@@ -15,7 +15,7 @@ struct ClusterShape {
   double intra_bw = 400e9, intra_lat = 1e-6;   // per GPU to the node's switch
   int nics = 0;
   double nic_bw = 0, nic_lat = 2e-6;
-  double pcie_bw = 1e12, pcie_lat = 0;         // GPU <-> NIC, fast unless a test needs it
+  double pcie_bw = 200e9, pcie_lat = 0;        // GPU <-> NIC: faster than any test NIC, slower than NVLink
   std::string fabric = "single-switch";
   double oversubscription = 1.0;
   double peak_flops = 1e15, hbm = 3e12;

@@ -8,6 +8,7 @@
 #include "network/flow_network.hpp"
 #include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
+#include "util/rng.hpp"
 
 using namespace hs;
 
@@ -203,4 +204,52 @@ TEST_CASE("leaving never-binding links out of the max-min problem changes no rat
     CHECK((fabric_kept == 0) == (ovs == 1.0));
     for (auto [a, b] : ids) CHECK(pruned.rate(b) == doctest::Approx(full.rate(a)).epsilon(1e-12));
   }
+}
+
+TEST_CASE("property: classes (flows sharing their binding links, solved as one weighted flow) change no time") {
+  // Random skewed coflows on fabrics where GPUs share NICs (2 or 4 nodes, 8 GPUs, 1 or 2 NICs per
+  // node: all flows between two nodes' NIC pairs form one class), three running concurrently: the
+  // same end times, exact (precision 0) and merged, as with one solver flow per transfer; every
+  // byte delivered either way. And on a NIC-per-GPU fabric classes have one member each.
+  hs::Rng rng(31);
+  for (int inst = 0; inst < 12; ++inst) {
+    const int nodes = inst % 2 ? 4 : 2, nics = inst % 3 ? 1 : 2;
+    auto t = cluster(nodes, 8, nics, 12.5e9);
+    const int n = nodes * 8;
+    std::vector<collective::Coflow> cos(3);
+    for (auto& c : cos)
+      for (int s = 0; s < n; ++s)
+        for (int d = 0; d < n; ++d)
+          if (s != d && rng.uniform() < 0.6) c.push_back({s, d, 1e5 * (1 + static_cast<int>(rng.below(20)))});
+    for (double e : {0.0, 1e-3}) {
+      CAPTURE(inst);
+      CAPTURE(e);
+      engine::TaskGraph g1, g2;
+      std::vector<engine::TaskId> ids;
+      for (size_t i = 0; i < cos.size(); ++i) {
+        ids.push_back(g1.add_task(g1.add_resource("r"), Seconds(0), 0, 1));
+        g2.add_task(g2.add_resource("r"), Seconds(0), 0, 1);
+      }
+      network::FlowNetwork classes(t, e, true), single(t, e, false);
+      for (size_t i = 0; i < cos.size(); ++i) classes.assign(ids[i], cos[i]), single.assign(ids[i], cos[i]);
+      engine::Simulation s1(g1), s2(g2);
+      s1.add_model(&classes);
+      s2.add_model(&single);
+      s1.run();
+      s2.run();
+      for (auto id : ids) CHECK(s1.end_time(id) == doctest::Approx(s2.end_time(id)).epsilon(1e-9));
+      CHECK(classes.stats().classes < single.stats().classes);
+      CHECK(classes.stats().flows == single.stats().flows);
+      CHECK(classes.stats().bytes_delivered == doctest::Approx(classes.stats().bytes_offered).epsilon(1e-9));
+      CHECK(single.stats().bytes_delivered == doctest::Approx(single.stats().bytes_offered).epsilon(1e-9));
+    }
+  }
+  auto per_gpu = cluster(2, 4, 4, 25e9);
+  collective::Coflow c;
+  for (int s = 0; s < 8; ++s)
+    for (int d = 0; d < 8; ++d)
+      if (s != d) c.push_back({s, d, 1e6});
+  network::FlowStats st;
+  run_flow(per_gpu, {c}, 0, &st);
+  CHECK(st.classes == st.flows);
 }
