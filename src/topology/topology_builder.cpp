@@ -1,6 +1,7 @@
 #include "topology/topology_builder.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/reverse_graph.hpp>
@@ -77,68 +78,89 @@ int64_t link_cost(const Link& l) {
 
 }  // namespace
 
-// Dominance (see Topology::may_bind). The first route through a link proposes every other hop on it
-// as a dominator; each later route through the link strikes the proposals it does not cross and
-// raises the worst fraction ratio of the rest. A link is left out only if a surviving dominator
-// satisfies the capacity condition and is itself kept, so two links that dominate each other
-// (equal capacities, same routes) both stay.
+namespace {
+
+// Candidate dominators of links, narrowed route by route: the first route through a considered
+// link proposes its other hops that `accept` takes, the 4 tightest (smallest ratio x capacity;
+// an ECMP route over S spines would otherwise propose ~2S and cost S^2 per route; fewer candidates
+// can only keep a link in); each later route strikes the candidates it does not cross and raises
+// each survivor's ratio (fraction here / fraction on the candidate) to the worst seen.
+class DominatorCandidates {
+ public:
+  struct Cand {
+    LinkId link;
+    double ratio;
+  };
+  explicit DominatorCandidates(const Topology& t)
+      : t_(t), cands_(static_cast<size_t>(t.num_links())), seen_(cands_.size(), 0), frac_on_(cands_.size(), 0.0) {}
+  double bound(const Cand& c) const { return c.ratio * t_.link(c.link).bandwidth.value(); }
+  template <class Consider, class Accept>
+  void add_route(std::span<const RouteHop> hops, Consider consider, Accept accept) {
+    for (const auto& h : hops) frac_on_[h.link] = h.fraction;
+    for (const auto& h : hops) {
+      if (!consider(h.link)) continue;
+      auto& c = cands_[h.link];
+      if (!seen_[h.link]) {
+        seen_[h.link] = 1;
+        touched.push_back(h.link);
+        for (const auto& m : hops)
+          if (m.link != h.link && accept(h.link, Cand{m.link, h.fraction / m.fraction}))
+            c.push_back({m.link, h.fraction / m.fraction});
+        std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& x) {
+          return bound(a) != bound(x) ? bound(a) < bound(x) : a.link < x.link;
+        });
+        if (c.size() > 4) c.resize(4);
+        continue;
+      }
+      size_t w = 0;
+      for (const Cand& x : c)
+        if (frac_on_[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on_[x.link])};
+      c.resize(w);
+    }
+    for (const auto& h : hops) frac_on_[h.link] = 0.0;
+  }
+  // The surviving candidate with the smallest bound, or nullopt.
+  std::optional<Cand> best(LinkId l) const {
+    std::optional<Cand> out;
+    for (const Cand& x : cands_[l])
+      if (!out || bound(x) < bound(*out)) out = x;
+    return out;
+  }
+  // Forgets the links considered since the last call (a new round of routes starts).
+  void reset_touched() {
+    for (LinkId l : touched) cands_[l].clear(), seen_[l] = 0;
+    touched.clear();
+  }
+  std::vector<LinkId> touched;  // links considered, in order
+
+ private:
+  const Topology& t_;
+  std::vector<std::vector<Cand>> cands_;
+  std::vector<char> seen_;
+  std::vector<double> frac_on_;
+};
+
+}  // namespace
+
+// Pass 1, single dominators (see Topology::may_bind): a link every route through which also
+// crosses a link m with ratio x capacity(m) <= its own capacity. Dominated links go as long as
+// following dominators ends at a kept link: one link of every cycle of dominators (e.g. the NIC
+// out of one node and the NIC into the other in a two-node cluster dominate each other) is kept.
 void TopologyBuilder::compute_may_bind(Topology& t) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
-  struct Cand {
-    LinkId link;
-    double ratio;  // max over routes of fraction here / fraction on the candidate
-  };
-  std::vector<std::vector<Cand>> cands(nl);
-  std::vector<char> seen(nl, 0);
-  std::vector<double> frac_on(nl, 0.0);
+  auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
+  DominatorCandidates cands(t);
   for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d) {
-      if (s == d) continue;
-      const auto hops = t.route(s, d).hops;
-      for (const auto& h : hops) frac_on[h.link] = h.fraction;
-      for (const auto& h : hops) {
-        auto& c = cands[h.link];
-        if (!seen[h.link]) {
-          // Only hops that could dominate (bound <= capacity here; the ratio can only grow), the
-          // tightest few: an ECMP route over S spines would otherwise propose ~2S candidates to each
-          // of its links and cost S^2 per route. Fewer candidates can only leave a link in.
-          seen[h.link] = 1;
-          const double cap = t.link(h.link).bandwidth.value();
-          for (const auto& m : hops) {
-            if (m.link == h.link) continue;
-            const double ratio = h.fraction / m.fraction;
-            if (ratio * t.link(m.link).bandwidth.value() <= cap) c.push_back({m.link, ratio});
-          }
-          auto bound = [&](const Cand& x) { return x.ratio * t.link(x.link).bandwidth.value(); };
-          std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
-            return bound(a) != bound(b) ? bound(a) < bound(b) : a.link < b.link;
-          });
-          if (c.size() > 4) c.resize(4);
-          continue;
-        }
-        size_t w = 0;
-        for (const Cand& x : c) {
-          const double f = frac_on[x.link];
-          if (f > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / f)};
-        }
-        c.resize(w);
-      }
-      for (const auto& h : hops) frac_on[h.link] = 0.0;
-    }
-  // dom[l]: the dominator with the most headroom, or -1.
+    for (int d = 0; d < n; ++d)
+      if (s != d)
+        cands.add_route(
+            t.route(s, d).hops, [](LinkId) { return true; },
+            [&](LinkId l, const DominatorCandidates::Cand& m) { return cands.bound(m) <= cap(l); });
+  // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
-  for (size_t l = 0; l < nl; ++l) {
-    const double cap = t.link(static_cast<LinkId>(l)).bandwidth.value();
-    double best = 0;
-    for (const Cand& x : cands[l]) {
-      const double bound = x.ratio * t.link(x.link).bandwidth.value();
-      if (bound <= cap && (dom[l] < 0 || bound < best)) best = bound, dom[l] = x.link;
-    }
-  }
-  // Every dominated link can go as long as following dominators from it ends at a kept link: keep
-  // one link (the smallest id) of every cycle of dom[] (e.g. the NIC out of one node and the NIC
-  // into the other in a two-node cluster dominate each other), and prune the rest.
+  for (size_t l = 0; l < nl; ++l)
+    if (auto m = cands.best(static_cast<LinkId>(l)); m && cands.bound(*m) <= cap(static_cast<LinkId>(l))) dom[l] = m->link;
   t.may_bind_.assign(nl, 1);
   std::vector<int> state(nl, 0);  // 0 unvisited, 1 on the current walk, 2 done
   std::vector<LinkId> walk;
@@ -173,56 +195,24 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
 void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
-  struct Cand {
-    LinkId link;
-    double ratio;
-  };
-  std::vector<std::vector<Cand>> cands(nl);
-  std::vector<char> seen(nl, 0);
-  std::vector<double> frac_on(nl, 0.0);
-  std::vector<LinkId> touched;
+  auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
+  auto kept = [&](LinkId l) { return t.may_bind_[l] != 0; };
+  DominatorCandidates cands(t);
   std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
   std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
-  auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
   for (int side = 0; side < 2; ++side)
     for (int e = 0; e < n; ++e) {
-      for (int o = 0; o < n; ++o) {
-        if (o == e) continue;
-        const auto hops = side == 0 ? t.route(e, o).hops : t.route(o, e).hops;
-        for (const auto& h : hops) frac_on[h.link] = h.fraction;
-        for (const auto& h : hops) {
-          if (!t.may_bind_[h.link]) continue;
-          auto& c = cands[h.link];
-          if (!seen[h.link]) {
-            seen[h.link] = 1;
-            touched.push_back(h.link);
-            for (const auto& m : hops)
-              if (m.link != h.link && t.may_bind_[m.link]) c.push_back({m.link, h.fraction / m.fraction});
-            std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& b) {
-              const double x = a.ratio * cap(a.link), y = b.ratio * cap(b.link);
-              return x != y ? x < y : a.link < b.link;
-            });
-            if (c.size() > 4) c.resize(4);
-            continue;
-          }
-          size_t w = 0;
-          for (const Cand& x : c)
-            if (frac_on[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on[x.link])};
-          c.resize(w);
-        }
-        for (const auto& h : hops) frac_on[h.link] = 0.0;
+      // Routes from source e (side 0) or into destination e (side 1).
+      for (int o = 0; o < n; ++o)
+        if (o != e)
+          cands.add_route(side == 0 ? t.route(e, o).hops : t.route(o, e).hops, kept,
+                          [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+      for (LinkId l : cands.touched) {
+        const auto m = cands.best(l);
+        bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
+        if (m) used[side][l].push_back(m->link);
       }
-      for (LinkId l : touched) {
-        double best = std::numeric_limits<double>::infinity();
-        LinkId arg = -1;
-        for (const Cand& x : cands[l])
-          if (x.ratio * cap(x.link) < best) best = x.ratio * cap(x.link), arg = x.link;
-        bound[side][l] += best;
-        if (arg >= 0) used[side][l].push_back(arg);
-        cands[l].clear();
-        seen[l] = 0;
-      }
-      touched.clear();
+      cands.reset_touched();
     }
   std::vector<char> pruned(nl, 0);
   std::vector<int> via(nl, -1);  // which side's bound prunes the link
