@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <unordered_map>
@@ -68,18 +67,15 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   for (size_t i = 0; i < co.size(); ++i) {
     const auto& tr = co[i];
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
-    const auto r = topo_.route(tr.src, tr.dst);
-    alpha = std::max(alpha, r.latency.value());
-    scratch_.clear();
-    uint64_t h = 1469598103934665603ull;
-    for (const auto& hop : r.hops)
-      if (topo_.may_bind(hop.link)) {
-        scratch_.push_back({hop.link, hop.fraction});
-        h = (h ^ static_cast<uint64_t>(hop.link)) * 1099511628211ull;
-        h = (h ^ std::bit_cast<uint64_t>(hop.fraction)) * 1099511628211ull;
-        if (link_bytes_[hop.link] == 0) bytes_links_.push_back(hop.link);
-        link_bytes_[hop.link] += tr.bytes * hop.fraction;
-      }
+    alpha = std::max(alpha, topo_.route(tr.src, tr.dst).latency.value());
+    binding_elements(tr.src, tr.dst);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits)
+    for (const auto& el : scratch_) {
+      h = (h ^ static_cast<uint64_t>(el.link)) * 1099511628211ull;
+      h = (h ^ std::bit_cast<uint64_t>(el.coef)) * 1099511628211ull;
+      if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
+      link_bytes_[el.link] += tr.bytes * el.coef;
+    }
     ++count;
     stats_.bytes_offered += tr.bytes;
     auto same = [&](int g) {
@@ -90,7 +86,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
       return true;
     };
     if (!aggregate_) h = i;  // every flow a class of its own
-    auto [it, fresh] = by_hash.try_emplace(h, -1);
+    const auto it = by_hash.try_emplace(h, -1).first;
     int g = it->second;
     while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
     if (g < 0) {
@@ -184,8 +180,10 @@ void FlowNetwork::settle() {
     bump(id);
     if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
   }
+  // Stale entries (superseded projections) are dropped when they surface, or all at once when the
+  // heap is rebuilt: after many new projections, or when they outnumber the live classes.
   const size_t added = heap_.size() - old_size;
-  if (added * 16 > heap_.size()) {
+  if (added * 16 > heap_.size() || (heap_.size() > 64 && heap_.size() > 2 * live_classes_)) {
     size_t w = 0;
     for (const Due& d : heap_)
       if (valid(d)) heap_[w++] = d;
@@ -194,15 +192,12 @@ void FlowNetwork::settle() {
     return;
   }
   for (size_t i = old_size + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, std::greater<>());
-  // Stale entries (superseded projections) are dropped when they surface; when they outnumber the
-  // live ones, rebuild the heap so it stays O(flows in flight).
-  if (heap_.size() > 64 && heap_.size() > 2 * live_classes_) {
-    size_t w = 0;
-    for (const Due& d : heap_)
-      if (valid(d)) heap_[w++] = d;
-    heap_.resize(w);
-    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-  }
+}
+
+void FlowNetwork::binding_elements(int src, int dst) {
+  scratch_.clear();
+  for (const auto& h : topo_.route(src, dst).hops)
+    if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
 }
 
 void FlowNetwork::pop_stale() {
@@ -266,9 +261,7 @@ void FlowNetwork::finish_class(int id, double now) {
   --live_classes_;
   if (next < f.mend) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
-    scratch_.clear();
-    for (const auto& h : topo_.route(f.src, f.dst).hops)
-      if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
+    binding_elements(f.src, f.dst);  // the class's links, as at its start
     const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next));
     if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0);
     Flow& g = flow_[nid];

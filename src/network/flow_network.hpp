@@ -116,6 +116,7 @@ class FlowNetwork final : public engine::ActivityModel {
   void pop_stale();
   void finish_class(int id, double now);
   void project(Flow& f);              // finish of the next member at the current rate
+  void binding_elements(int src, int dst);  // scratch_ = the route's links that may bind
 
   const topology::Topology& topo_;
   double precision_;
