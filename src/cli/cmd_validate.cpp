@@ -56,36 +56,30 @@ Measured read_measured(const std::string& path) {
   if (doc["expert_ffn"]["d_ffn"].get(f) || f <= 0) fail("expert_ffn.d_ffn", "expected a positive integer");
   if (doc["expert_ffn"]["mats"].get(mats) || (mats != 2 && mats != 3)) fail("expert_ffn.mats", "expected 2 or 3");
   m.d_model = d, m.d_ffn = f, m.mats = static_cast<int>(mats);
-  simdjson::dom::array rows;
-  if (doc["expert_ffn"]["rows"].get(rows)) fail("expert_ffn.rows", "expected a list of measured rows");
-  size_t i = 0;
-  for (auto r : rows) {
-    int64_t t = 0;
-    double s = 0;
-    if (r["tokens"].get(t) || t <= 0) fail(fmt::format("expert_ffn.rows[{}].tokens", i), "expected a positive integer");
-    if (r["forward_s"].get(s) || !(s > 0)) fail(fmt::format("expert_ffn.rows[{}].forward_s", i), "expected a positive time");
-    m.rows.push_back({static_cast<double>(t), s});
-    ++i;
-  }
-  if (m.rows.empty()) fail("expert_ffn.rows", "expected at least one row");
+  // rows: [{"tokens": T, "forward_s": S}, ...] under `section`.
+  auto read_rows = [&](simdjson::dom::element section, const std::string& name, std::vector<Row>& out) {
+    simdjson::dom::array rows;
+    if (section["rows"].get(rows)) fail(name + ".rows", "expected a list of measured rows");
+    size_t i = 0;
+    for (auto r : rows) {
+      int64_t t = 0;
+      double s = 0;
+      if (r["tokens"].get(t) || t <= 0) fail(fmt::format("{}.rows[{}].tokens", name, i), "expected a positive integer");
+      if (r["forward_s"].get(s) || !(s > 0)) fail(fmt::format("{}.rows[{}].forward_s", name, i), "expected a positive time");
+      out.push_back({static_cast<double>(t), s});
+      ++i;
+    }
+    if (out.empty()) fail(name + ".rows", "expected at least one row");
+  };
+  simdjson::dom::element ffn;
+  if (doc["expert_ffn"].get(ffn)) fail("expert_ffn", "expected the expert-FFN measurements");
+  read_rows(ffn, "expert_ffn", m.rows);
   simdjson::dom::element b;
   if (!doc["expert_ffn_batched"].get(b)) {
     int64_t e = 0;
     if (b["experts"].get(e) || e <= 0) fail("expert_ffn_batched.experts", "expected a positive integer");
     m.batched_experts = static_cast<int>(e);
-    simdjson::dom::array brows;
-    if (b["rows"].get(brows)) fail("expert_ffn_batched.rows", "expected a list of measured rows");
-    size_t j = 0;
-    for (auto r : brows) {
-      int64_t t = 0;
-      double s = 0;
-      if (r["tokens"].get(t) || t <= 0)
-        fail(fmt::format("expert_ffn_batched.rows[{}].tokens", j), "expected a positive integer");
-      if (r["forward_s"].get(s) || !(s > 0))
-        fail(fmt::format("expert_ffn_batched.rows[{}].forward_s", j), "expected a positive time");
-      m.batched.push_back({static_cast<double>(t), s});
-      ++j;
-    }
+    read_rows(b, "expert_ffn_batched", m.batched);
   }
   double bw = 0;
   if (!doc["hbm_copy"]["bandwidth_Bps"].get(bw)) m.hbm_Bps = bw;

@@ -18,6 +18,7 @@ struct ClusterShape {
   double pcie_bw = 200e9, pcie_lat = 0;        // GPU <-> NIC: faster than any test NIC, slower than NVLink
   std::string fabric = "single-switch";
   double oversubscription = 1.0;
+  bool nvls = false;                           // NVSwitch reduces in the switch (NVLS)
   double peak_flops = 1e15, hbm = 3e12;
 };
 
@@ -33,6 +34,7 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   s.pcie = {Bandwidth(c.pcie_bw), 1.0, Seconds(c.pcie_lat), ""};
   s.fabric_kind = c.fabric;
   s.oversubscription = c.oversubscription;
+  s.nvls = c.nvls;
   return topology::build_compact(s, {"test", 0, 0});
 }
 

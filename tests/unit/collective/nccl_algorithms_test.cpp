@@ -22,15 +22,17 @@ std::vector<int> iota(int n) {
   std::iota(v.begin(), v.end(), 0);
   return v;
 }
+// One node of 8 GPUs on a 400 GB/s, 1 us NVSwitch, reducing in the switch or not.
 topology::Topology node_with_nvls(bool nvls) {
-  topology::CompactSpec s;
-  s.name = "nvls";
-  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
-  s.nodes = 1;
-  s.gpus_per_node = 8;
-  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
-  s.nvls = nvls;
-  return topology::build_compact(s, {"test", 0, 0});
+  test::ClusterShape c;
+  c.nvls = nvls;
+  return test::make_cluster(c);
+}
+// The largest route latency among a coflow's transfers.
+double max_latency(const topology::Topology& t, const Coflow& c) {
+  double a = 0;
+  for (const auto& x : c) a = std::max(a, t.route(x.src, x.dst).latency.value());
+  return a;
 }
 // Bytes each GPU sends / receives in a coflow.
 std::pair<std::map<int, double>, std::map<int, double>> port_bytes(const Coflow& c) {
@@ -88,12 +90,7 @@ TEST_CASE("tree all-reduce: each tree carries half, NIC traffic as a ring's, lat
   }
   for (auto& [gpu, b] : cross_out) CHECK(b <= 4 * d * (1 + 1e-12));
   // Depth 3 (16 nodes in a heap-shaped tree) + chain of 3 hops: 2 x 6 - 1 latencies beyond one.
-  const double alpha = [&] {
-    double a = 0;
-    for (const auto& x : flows) a = std::max(a, t.route(x.src, x.dst).latency.value());
-    return a;
-  }();
-  CHECK(extra == doctest::Approx(11 * alpha));
+  CHECK(extra == doctest::Approx(11 * max_latency(t, flows)));
   // Small messages: the tree's ~12 latencies beat the ring's 2(n-1) = 126 steps; a one-node group
   // has no tree.
   AnalyticNetwork a(t);
@@ -114,8 +111,6 @@ TEST_CASE("broadcast: every non-root GPU receives the buffer exactly once; reduc
   auto [rout, rin] = port_bytes(r);
   for (int i = 0; i < 8; ++i) CHECK(rout[i] == doctest::Approx(i == 5 ? 0.0 : 1e8));
   // Pipelined chain of 7 hops: 6 latencies beyond the first.
-  double alpha = 0;
-  for (const auto& x : b) alpha = std::max(alpha, t.route(x.src, x.dst).latency.value());
-  CHECK(extra == doctest::Approx(6 * alpha));
+  CHECK(extra == doctest::Approx(6 * max_latency(t, b)));
   CHECK(broadcast_flows(t, std::vector<int>{0, 1}, 7, 1e8, extra).empty());  // root outside the group
 }

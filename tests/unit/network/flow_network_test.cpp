@@ -143,14 +143,9 @@ TEST_CASE("merged completions (precision > 0): every byte delivered, fewer event
 TEST_CASE("an NVLS all-reduce alone runs at its analytic time on the flow tier") {
   // Each GPU port carries exactly one flow of S(n+1)/n, so max-min gives every flow the port
   // bandwidth, as the analytic tier assumes: time = alpha + S(n+1)/n / B + the multicast latency.
-  topology::CompactSpec s;
-  s.name = "nvls";
-  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
-  s.nodes = 1;
-  s.gpus_per_node = 8;
-  s.intra = {Bandwidth(400e9), 1.0, Seconds(1e-6), ""};
-  s.nvls = true;
-  auto t = topology::build_compact(s, {"test", 0, 0});
+  test::ClusterShape c;  // one node, 8 GPUs, 400 GB/s NVSwitch ports
+  c.nvls = true;
+  auto t = test::make_cluster(c);
   collective::AnalyticNetwork a(t);
   std::vector<int> g{0, 1, 2, 3, 4, 5, 6, 7};
   const auto plan = collective::plan_all_reduce(a, g, 1e9);
