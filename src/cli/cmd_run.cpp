@@ -148,8 +148,9 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "(max-min fair flows shared by every concurrent collective: sees contention)")
       ->check(CLI::IsMember({"analytic", "flow"}));
   sub.add_option("--flow-precision", o->flow_precision,
-                 "flow tier: merge flow completions projected within this fraction of their elapsed time "
-                 "into one re-solve (0 = exact, one re-solve per completion; default 1e-3: error ~0.1%)")
+                 "flow tier: merge flow completions projected within this fraction of their collective's "
+                 "duration into one re-solve (0 = exact, one re-solve per completion; default 1e-3; errs slow "
+                 "by about twice this)")
       ->check(CLI::Range(0.0, 0.5));
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }
