@@ -1,9 +1,10 @@
 // The analytic network tier (model.md §5): a coflow takes
 //     alpha + max over links (bytes crossing the link / link bandwidth)
 // where alpha is the largest route latency among its transfers and a transfer's bytes cross each
-// link of its route times the route's ECMP fraction. Concurrent coflows do not interfere (that is
-// the flow tier's job); within a coflow every link's load is exact, so NIC sharing and incast onto
-// one GPU show up as that link's serialization time.
+// link of its route times the route's ECMP fraction. Within a coflow every link's load is exact, so
+// NIC sharing and incast onto one GPU show up as that link's serialization time. This class times
+// a coflow alone; in a simulation the coflows' link loads (loads()) go to network/coflow_network.hpp,
+// where concurrent coflows share the links they have in common.
 //
 // Closed form checked in the tests: a uniform all-to-all of S bytes per GPU inside one NVSwitch node
 // of n GPUs puts (n-1)/n*S on every GPU's uplink: time = latency + (n-1)/n * S / B.
@@ -25,15 +26,20 @@ class AnalyticNetwork {
   // All-to-all-v from a dense n x n byte matrix (row = source); `transpose` reads it column-wise
   // (the combine of a dispatch). Diagonal entries stay on their GPU and cost nothing.
   double alltoallv_time(std::span<const double> matrix, bool transpose = false);
+  // The same coflows reduced to their per-link loads and latency (+ extra latency); the return value
+  // is the standalone time, and last_bottleneck() is set as by the *_time calls.
+  double loads(std::span<const Transfer> transfers, double extra_latency, CoflowLoads& out);
+  double alltoallv_loads(std::span<const double> matrix, bool transpose, CoflowLoads& out);
   // Link that determined the last coflow's time (-1 if none), and its load in bytes.
   topology::LinkId last_bottleneck() const { return last_bottleneck_; }
   const topology::Topology& topology() const { return topo_; }
 
  private:
   void add(int src, int dst, double bytes);
-  double finish();
+  double finish(CoflowLoads* out = nullptr);
   const topology::Topology& topo_;
   std::vector<double> load_;
+  std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
   double alpha_ = 0;
   topology::LinkId last_bottleneck_ = -1;

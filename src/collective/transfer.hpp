@@ -17,3 +17,22 @@ struct Transfer {
 using Coflow = std::vector<Transfer>;
 
 }  // namespace hs::collective
+
+namespace hs::collective {
+
+// Bytes a coflow puts on one link (route fractions applied): what the analytic tier times and the
+// coflow-sharing model (network/coflow_network.hpp) shares.
+struct LinkLoad {
+  int link = 0;
+  double bytes = 0;
+  double flows = 0;  // transfers crossing the link (ECMP branches count their fraction)
+};
+
+// A coflow reduced to its per-link loads and its latency (largest route latency plus any pipeline
+// latency its collective adds).
+struct CoflowLoads {
+  std::vector<LinkLoad> links;
+  double latency = 0;
+};
+
+}  // namespace hs::collective

@@ -24,6 +24,54 @@ void Simulation::try_start(TaskId t) {
   ready_.push_back(t);
 }
 
+namespace {
+// 0 = compute, 1 = communication, -1 = neither.
+int side(Activity a) { return a == Activity::kCompute ? 0 : a == Activity::kCommunication ? 1 : -1; }
+}  // namespace
+
+void Simulation::set_busy(TaskId t, int delta) {
+  const int before = busy_[t];
+  busy_[t] += delta;
+  if ((before > 0) == (busy_[t] > 0)) return;
+  const double s = side(graph_.activity(t)) == 0 ? interference_.compute_slowdown : interference_.communication_slowdown;
+  const double speed = busy_[t] > 0 ? 1.0 / (1.0 + s) : 1.0;
+  if (s > 0 && !models_[graph_.model(t)]->set_speed(t, speed, now_))
+    throw std::logic_error("interference: the model of task " + std::to_string(t) + " cannot vary its speed");
+}
+
+// A task of one side starts: count the devices where the other side is active; devices where its
+// side becomes active for the first time slow the other side's running tasks.
+void Simulation::interfere_start(TaskId t) {
+  const int me = side(graph_.activity(t));
+  if (me < 0) return;
+  const int other = 1 - me;
+  int busy = 0;
+  for (ResourceId r : graph_.resources(t)) {
+    const int d = graph_.device(r);
+    if (d < 0) continue;
+    busy += active_[other][d] > 0;
+    running_[me][d].push_back(t);
+    if (active_[me][d]++ == 0)
+      for (TaskId o : running_[other][d]) set_busy(o, +1);
+  }
+  busy_[t] = 0;
+  set_busy(t, busy);
+}
+
+void Simulation::interfere_end(TaskId t) {
+  const int me = side(graph_.activity(t));
+  if (me < 0) return;
+  const int other = 1 - me;
+  for (ResourceId r : graph_.resources(t)) {
+    const int d = graph_.device(r);
+    if (d < 0) continue;
+    auto& run = running_[me][d];
+    run.erase(std::find(run.begin(), run.end(), t));
+    if (--active_[me][d] == 0)
+      for (TaskId o : running_[other][d]) set_busy(o, -1);
+  }
+}
+
 void Simulation::run() {
   graph_.seal();
   const int n = graph_.num_tasks();
@@ -35,6 +83,14 @@ void Simulation::run() {
   head_.assign(graph_.num_resources(), 0);
   for (TaskId t = 0; t < n; ++t) deps_left_[t] = graph_.num_dependencies(t);
   for (auto* m : models_) m->reset(graph_);
+  const bool interfere = interference_.active();
+  if (interfere) {
+    busy_.assign(n, 0);
+    for (int s = 0; s < 2; ++s) {
+      active_[s].assign(graph_.num_devices(), 0);
+      running_[s].assign(graph_.num_devices(), {});
+    }
+  }
   now_ = 0;
   events_ = 0;
   ready_.clear();
@@ -45,6 +101,7 @@ void Simulation::run() {
     for (TaskId t : ready_) {
       start_[t] = now_;
       models_[graph_.model(t)]->start(t, now_);
+      if (interfere) interfere_start(t);
       for (auto* o : observers_) o->on_task_start(t, now_);
     }
     ready_.clear();
@@ -59,6 +116,7 @@ void Simulation::run() {
       ++events_;
       ++done;
       end_[f] = now_;
+      if (interfere) interfere_end(f);
       for (auto* o : observers_) o->on_task_end(f, now_);
       for (TaskId s : graph_.successors(f)) {
         crit_[s] = f;  // finishes come in time order: the last one to arrive is the critical one

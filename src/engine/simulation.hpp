@@ -10,6 +10,13 @@
 // run at once on different threads. For each task it records start and end time and its critical
 // predecessor (the dependency or resource predecessor that finished last before it started), so the
 // critical path, and hence a breakdown of where time went, can be recovered.
+//
+// Interference (set_interference): a compute task progresses at 1 / (1 + compute_slowdown) of its
+// speed while at least one communication task is active on one of its devices, and a
+// communication task at 1 / (1 + communication_slowdown) while compute is active on one of its
+// devices (NCCL runs its channels as thread blocks beside the compute kernels, taking SMs and HBM
+// bandwidth). The engine keeps, per running task, how many of its devices host the other activity;
+// speeds change only when that count crosses zero, so the cost is O(devices) per start or finish.
 #pragma once
 
 #include <vector>
@@ -26,12 +33,19 @@ class Observer {
   virtual void on_task_end(TaskId, double /*time*/) {}
 };
 
+struct Interference {
+  double compute_slowdown = 0;        // relative: 0.19 = compute takes 1.19x as long while overlapped
+  double communication_slowdown = 0;  // the same for communication beside compute
+  bool active() const { return compute_slowdown > 0 || communication_slowdown > 0; }
+};
+
 class Simulation {
  public:
   explicit Simulation(const TaskGraph& graph);
   // Registers a model for tasks whose model id is the returned id (the fixed model is id 0).
   ModelId add_model(ActivityModel* model);
   void add_observer(Observer* o) { observers_.push_back(o); }
+  void set_interference(Interference i) { interference_ = i; }
 
   // Runs the graph to completion. Throws std::logic_error if some task can never start (a cycle or
   // inconsistent issue order across resources: a bug in the graph's builder, not bad input).
@@ -47,6 +61,9 @@ class Simulation {
 
  private:
   void try_start(TaskId t);
+  void interfere_start(TaskId t);
+  void interfere_end(TaskId t);
+  void set_busy(TaskId t, int delta);
 
   const TaskGraph& graph_;
   FixedDurationModel fixed_;
@@ -58,6 +75,11 @@ class Simulation {
   std::vector<uint32_t> head_;
   std::vector<char> started_;
   std::vector<TaskId> ready_, finished_;
+  Interference interference_;
+  // Per device and activity (compute, communication): tasks active and the running ones.
+  std::vector<int> active_[2];
+  std::vector<std::vector<TaskId>> running_[2];
+  std::vector<int> busy_;  // per task: its devices where the other activity is active
   double now_ = 0, makespan_ = 0;
   uint64_t events_ = 0;
 };

@@ -4,8 +4,10 @@
 
 namespace hs::engine {
 
-ResourceId TaskGraph::add_resource(std::string name) {
+ResourceId TaskGraph::add_resource(std::string name, int device) {
   resource_names_.push_back(std::move(name));
+  device_.push_back(device);
+  num_devices_ = std::max(num_devices_, device + 1);
   sealed_ = false;
   return static_cast<ResourceId>(resource_names_.size() - 1);
 }
@@ -14,6 +16,7 @@ TaskId TaskGraph::add_task(std::span<const ResourceId> resources, Seconds durati
   duration_.push_back(duration.value());
   tag_.push_back(tag);
   model_.push_back(model);
+  activity_.push_back(Activity::kOther);
   res_list_.insert(res_list_.end(), resources.begin(), resources.end());
   res_offset_.push_back(static_cast<uint32_t>(res_list_.size()));
   sealed_ = false;

@@ -10,6 +10,11 @@
 //   `duration`; a network model may instead decide by contention).
 // * `tag` is opaque to the engine; builders use it to map tasks back to what they represent.
 //
+// * A resource may belong to a device (a GPU), and a task may be marked as compute or
+//   communication. While a communication task is active on a device, the compute tasks running there
+//   progress more slowly, and the reverse (Simulation::set_interference): communication kernels take
+//   SMs and memory bandwidth from the compute beside them. Tasks left as kOther are never slowed.
+//
 // Ids are dense and assigned in construction order; that order breaks every tie, which makes a run
 // deterministic by construction.
 #pragma once
@@ -28,10 +33,14 @@ using ResourceId = int32_t;
 using ModelId = int16_t;
 inline constexpr ModelId kFixedModel = 0;
 inline constexpr TaskId kNoTask = -1;
+inline constexpr int kNoDevice = -1;
+
+// What a task does to the device it runs on, for interference between overlapped work.
+enum class Activity : uint8_t { kOther, kCompute, kCommunication };
 
 class TaskGraph {
  public:
-  ResourceId add_resource(std::string name);
+  ResourceId add_resource(std::string name, int device = kNoDevice);
   TaskId add_task(std::span<const ResourceId> resources, Seconds duration, uint32_t tag, ModelId model = kFixedModel);
   TaskId add_task(ResourceId resource, Seconds duration, uint32_t tag, ModelId model = kFixedModel) {
     return add_task(std::span<const ResourceId>(&resource, 1), duration, tag, model);
@@ -40,6 +49,10 @@ class TaskGraph {
   void add_dependency(TaskId before, TaskId after);
 
   void set_duration(TaskId t, Seconds d) { duration_[t] = d.value(); }
+  void set_activity(TaskId t, Activity a) { activity_[t] = a; }
+  Activity activity(TaskId t) const { return activity_[t]; }
+  int device(ResourceId r) const { return device_[r]; }
+  int num_devices() const { return num_devices_; }
   Seconds duration(TaskId t) const { return Seconds(duration_[t]); }
   uint32_t tag(TaskId t) const { return tag_[t]; }
   ModelId model(TaskId t) const { return model_[t]; }
@@ -58,6 +71,9 @@ class TaskGraph {
 
  private:
   std::vector<std::string> resource_names_;
+  std::vector<int> device_;
+  int num_devices_ = 0;
+  std::vector<Activity> activity_;
   std::vector<double> duration_;
   std::vector<uint32_t> tag_;
   std::vector<ModelId> model_;

@@ -93,6 +93,11 @@ std::string render_table(const RunReport& r) {
   }
   fmt::format_to(it, "\nbusiest link of the slowest all-to-all\n");
   for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {}\n", s.name, link_name(r, s.bottleneck_link));
+  fmt::format_to(it, "\nresolved settings (automatic knobs and derived choices, as of the last iteration)\n");
+  for (const auto& s : r.strategies) {
+    fmt::format_to(it, "{}\n", s.name);
+    for (const auto& k : s.resolved) fmt::format_to(it, "  {:<26} {}\n", k.key, k.text);
+  }
   return o;
 }
 
@@ -135,6 +140,10 @@ std::string render_json(const RunReport& r) {
     fmt::format_to(it, "     \"bottleneck\": {{\"gpu\": {}, \"link\": \"{}\"}},\n",
                    s.bottleneck_gpu >= 0 ? fmt::format("{}", s.bottleneck_gpu) : std::string("null"),
                    json_escape(link_name(r, s.bottleneck_link)));
+    fmt::format_to(it, "     \"resolved\": {{");
+    for (size_t k = 0; k < s.resolved.size(); ++k)
+      fmt::format_to(it, "{}\"{}\": {}", k ? ", " : "", s.resolved[k].key, s.resolved[k].json);
+    fmt::format_to(it, "}},\n");
     fmt::format_to(it, "     \"simulated_iterations\": {}}}{}\n", s.simulated_iterations,
                    i + 1 < r.strategies.size() ? "," : "");
   }

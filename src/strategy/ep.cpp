@@ -107,6 +107,10 @@ class ExpertParallel final : public Strategy {
     return r;
   }
 
+  std::vector<ResolvedSetting> resolved() const override {
+    return {resolved_value("ep_size", ep_), resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
+  }
+
  private:
   const Context& ctx_;
   int n_, ep_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <numeric>
 #include <fmt/format.h>
 
 #include "collective/sparse_plan.hpp"
@@ -27,6 +28,7 @@ struct FssdpKnobs {
   int reshard_every = 100;
   DispatchRule dispatch = DispatchRule::kTopology;
   collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
+  bool single_queue = true;      // comm_queue=single: sparse collectives share the all-to-all's queue
 };
 
 // Bandwidth relevant to spAG (see header). A chain broadcast enters every node once, so t copies
@@ -62,9 +64,10 @@ class Fssdp final : public Strategy {
     state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     owners_ = homogeneous_owners(L_, E_, n_);
-    const double t_attn = ctx.compute.attention_forward().value();
+    t_window_ = ctx.compute.attention_forward().value();
     bw_ = sparse_bandwidth(ctx.topo);
-    auto_t_ = static_cast<int>(std::floor(t_attn * bw_ / expert_bytes_));
+    formula_t_ = static_cast<int>(std::floor(t_window_ * bw_ / expert_bytes_));
+    router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch())).value();
     // Memory capacity m: free memory after owned shards (balanced: L*E/N experts), dense state,
     // uniform-load activations and the reserve, divided by one copy's params + grads.
     const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
@@ -85,11 +88,26 @@ class Fssdp final : public Strategy {
     o.sparse = true;
     o.rematerialize = k.rematerialize;
     o.calibration = k.calibrate;
+    o.single_queue = k.single_queue;
     o.optimizer_params_per_gpu = balanced_owned_params(ctx.model, ctx.topo.num_gpus());
     return o;
   }
 
   bool stateless() const override { return false; }
+
+  std::vector<ResolvedSetting> resolved() const override {
+    std::vector<ResolvedSetting> r;
+    r.push_back(resolved_list("overlap_degree", resolved_t_));
+    r.push_back(resolved_value("overlap_degree_formula", formula_t_));
+    r.push_back(resolved_value("memory_capacity_m", m_cap_));
+    r.push_back(resolved_list("copies_per_layer", copies_));
+    r.push_back(resolved_value("reshards", reshards_));
+    r.push_back(resolved_value("experts_migrated", moved_));
+    if (k_.calibrate) r.push_back(resolved_value("calibrations_accepted", calibrations_accepted_));
+    r.push_back(resolved_text("comm_queue", k_.single_queue ? "single" : "separate"));
+    r.push_back(resolved_text("dense_allreduce", graph_.dense_allreduce_algo()));
+    return r;
+  }
 
   IterationResult simulate(const std::vector<double>& loads) override {
     const auto& m = ctx_.model;
@@ -99,18 +117,21 @@ class Fssdp final : public Strategy {
     const auto actual = global_loads(loads, L_, n_, E_);
     std::vector<std::vector<double>> predicted(L_);
     for (int l = 0; l < L_; ++l) predicted[l] = history_.mean(l, E_);
-    const int t = k_.overlap_degree >= 0 ? k_.overlap_degree : auto_t_;
     IterationExtras extras;
-    // Heterogeneous re-sharding every R iterations, once there is history.
-    if (k_.heterogeneous && iteration_ > 0 && iteration_ % k_.reshard_every == 0) {
-      // Overlappable = experts that will actually be materialized: top-min(t, m).
-      Owners next = heterogeneous_owners(predicted, std::vector<int>(L_, std::min({t, m_cap_, E_})), node_of_);
+    // Heterogeneous re-sharding: first once the prediction window is full (loads are known), then
+    // every R iterations after that.
+    if (k_.heterogeneous && iteration_ >= k_.window && (iteration_ - k_.window) % k_.reshard_every == 0) {
+      // Overlappable = experts that will actually be materialized: top-min(t, m) per layer.
+      std::vector<int> over(L_);
+      for (int l = 0; l < L_; ++l) over[l] = std::min({overlap_degree(l, predicted[l]), m_cap_, E_});
+      Owners next = heterogeneous_owners(predicted, over, node_of_, &owners_);
       collective::Coflow moves;
       for (int l = 0; l < L_; ++l)
         for (int e = 0; e < E_; ++e)
           if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
       if (!moves.empty()) {
         extras.reshard = graph_.network().coflow_time(moves);
+        moved_ += static_cast<int>(moves.size());
         extras.reshard_flows = moves;
         owners_ = std::move(next);
         ++reshards_;
@@ -121,7 +142,11 @@ class Fssdp final : public Strategy {
       for (int e = 0; e < E_; ++e) owned[owners_[l][e]] += 1;
     std::vector<double> buffer_copies(n_, 0.0), max_layer_copies(n_, 0.0);
     std::vector<double> layer_counts;
+    resolved_t_.assign(L_, 0);
+    copies_.assign(L_, 0);
     for (int l = 0; l < L_; ++l) {
+      const int t = overlap_degree(l, predicted[l]);
+      resolved_t_[l] = t;
       collective::SparsePlacement p = materialize(predicted[l], owners_[l], node_of_, t, m_cap_);
       layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
                           loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
@@ -148,7 +173,15 @@ class Fssdp final : public Strategy {
                                 std::back_inserter(extra.replicas[e]));
           auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast);
           const double extra_spag = graph_.network().coflow_time(extra_flows);
-          if (layer_estimate(dq) + extra_spag < layer_estimate(d)) {
+          // Both plans charged what they leave exposed: the forward spAG's remainder after the
+          // attention and router, plus (calibrated) the extra spAG after it, beyond the dispatch
+          // all-to-all they may overlap (nothing overlaps them when one queue serializes them).
+          const double rem = std::max(0.0, plan.spag - t_window_ - router_time_);
+          auto exposed = [&](double spag_left, const DispatchResult& dr) {
+            return k_.single_queue ? spag_left
+                                   : std::max(0.0, spag_left - graph_.network().alltoallv_time(dr.bytes, false));
+          };
+          if (layer_estimate(dq) + exposed(rem + extra_spag, dq) < layer_estimate(d) + exposed(rem, d)) {
             p = std::move(q);
             d = std::move(dq);
             plan.calibration_spag = extra_spag;
@@ -166,6 +199,9 @@ class Fssdp final : public Strategy {
       std::vector<double> per_layer(n_, 0.0);
       for (int e = 0; e < E_; ++e)
         for (int g : p.replicas[e]) per_layer[g] += 1;
+      plan.copy_bytes.assign(n_, 0.0);
+      for (int g = 0; g < n_; ++g) plan.copy_bytes[g] = per_layer[g] * expert_bytes_;
+      copies_[l] = static_cast<int>(std::accumulate(per_layer.begin(), per_layer.end(), 0.0));
       for (int g = 0; g < n_; ++g) {
         buffer_copies[g] += per_layer[g];
         max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
@@ -201,6 +237,28 @@ class Fssdp final : public Strategy {
     return worst + 2 * graph_.network().alltoallv_time(d.bytes, false) + 2 * graph_.network().alltoallv_time(d.bytes, true);
   }
 
+  // Overlap degree of layer l: the knob, or (auto) the largest t whose spAG, as this simulator
+  // times it for the chosen broadcast (route and pipeline latencies included, alone on the
+  // network), fits in the attention forward that precedes the layer. Binary search over [0, E]
+  // assuming the spAG grows with t; only a t that was timed and fits is returned.
+  int overlap_degree(int l, const std::vector<double>& predicted) {
+    if (k_.overlap_degree >= 0) return k_.overlap_degree;
+    auto fits = [&](int t) {
+      if (t == 0) return true;
+      const auto p = materialize(predicted, owners_[l], node_of_, t, m_cap_);
+      const auto flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
+      return graph_.network().coflow_time(flows) <= t_window_;
+    };
+    int lo = 0, hi = E_;  // fits(lo) holds
+    if (fits(hi)) return hi;
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      if (fits(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   const Context& ctx_;
   FssdpKnobs k_;
   int n_, L_, E_;
@@ -209,7 +267,12 @@ class Fssdp final : public Strategy {
   LoadHistory history_;
   cost::ParamCounts params_;
   double expert_bytes_ = 0, state_bytes_ = 0, bw_ = 0;
-  int auto_t_ = 0, m_cap_ = 0;
+  double t_window_ = 0;      // attention forward: what the forward spAG hides behind
+  double router_time_ = 0;   // router + permute after it, before the dispatch
+  int formula_t_ = 0;        // the paper's floor(T_attn x bw / expert bytes), for comparison
+  int m_cap_ = 0;
+  std::vector<int> resolved_t_, copies_;
+  int moved_ = 0;
   std::vector<int> node_of_;
   Owners owners_;
   int iteration_ = 0, reshards_ = 0, calibrations_accepted_ = 0;
@@ -240,6 +303,7 @@ std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::str
   k.broadcast = knob_choice(knobs, "fssdp", "broadcast", "chain", {"chain", "direct"}) == "direct"
                     ? collective::BroadcastAlgo::kDirect
                     : collective::BroadcastAlgo::kChain;
+  k.single_queue = knob_choice(knobs, "fssdp", "comm_queue", "single", {"single", "separate"}) == "single";
   return std::make_unique<Fssdp>(ctx, k);
 }
 

@@ -11,10 +11,8 @@ namespace hs::strategy {
 
 MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     : ctx_(ctx), opt_(opt), n_(ctx.topo.num_gpus()), net_(ctx.topo) {
-  if (ctx.flow_network) {
-    flow_ = std::make_unique<network::FlowNetwork>(ctx.topo, ctx.flow_precision);
-    comm_model_ = 1;  // the id Simulation::add_model gives the first extra model
-  }
+  if (ctx.flow_network) flow_ = std::make_unique<network::FlowNetwork>(ctx.topo, ctx.flow_precision);
+  else coflow_ = std::make_unique<network::CoflowNetwork>(ctx.topo);
   const auto& m = ctx.model;
   const auto& cc = ctx.compute;
   const int L = m.moe_layers();
@@ -24,13 +22,17 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   spag_.assign(L, {});
   sprs_.assign(L, {});
   calib_.assign(L, {});
+  copy_in_.assign(L, {});
+  copy_out_.assign(L, {});
   std::vector<engine::ResourceId> compute(n_), a2a(n_), dp(n_), sparse;
   for (int g = 0; g < n_; ++g) {
-    compute[g] = graph_.add_resource(fmt::format("gpu{}.compute", g));
-    a2a[g] = graph_.add_resource(fmt::format("gpu{}.a2a", g));
-    dp[g] = graph_.add_resource(fmt::format("gpu{}.dp", g));
-    if (opt.sparse || opt.migrations) sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g)));
+    compute[g] = graph_.add_resource(fmt::format("gpu{}.compute", g), g);
+    a2a[g] = graph_.add_resource(fmt::format("gpu{}.a2a", g), g);
+    dp[g] = graph_.add_resource(fmt::format("gpu{}.dp", g), g);
+    if ((opt.sparse || opt.migrations) && !opt.single_queue)
+      sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g), g));
   }
+  if (opt.single_queue) sparse = a2a;
   std::vector<int> moe_index(m.layers, -1);
   for (int i = 0; i < L; ++i) moe_index[m.moe_layer_ids[i]] = i;
   const double tokens_mb = static_cast<double>(m.tokens_per_micro_batch());
@@ -43,9 +45,12 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   // Dense-gradient all-reduces: ring, tree or NVLS, whichever NCCL's model would pick.
   const auto block_ar = collective::plan_all_reduce(net_, all, block_grad_bytes);
   const double dp_time = block_ar.time;
+  if (!block_ar.flows.empty()) dense_algo_ = collective::to_string(block_ar.algo);
   const double emb_grad_bytes = (params.dense - params.dense_per_block * m.layers) * m.precision.grad_bytes;
   const auto emb_ar = collective::plan_all_reduce(net_, all, emb_grad_bytes);
   const double emb_time = emb_ar.time;
+  net_.loads(block_ar.flows, block_ar.extra_latency, block_loads_);
+  net_.loads(emb_ar.flows, emb_ar.extra_latency, emb_loads_);
   // Expert-gradient all-reduce across EP replicas (one coflow: every replica set's ring at once).
   double expert_ar_time = 0;
   const int ep = opt.ep_size > 0 ? opt.ep_size : n_;
@@ -105,12 +110,19 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
         calib_[l].push_back(calib);
       }
       engine::TaskId disp = collective_after(Kind::kDispatch, l, a2a, last);
-      if (calib != engine::kNoTask) graph_.add_dependency(calib, disp);
       a2a_[l].push_back({disp, false});
+      // Copies that arrived (spAG, and calibration copies) are copied into the expert buffer; the
+      // experts need them, the dispatch does not.
+      const bool fresh = pending_spag[l] != engine::kNoTask || calib != engine::kNoTask;
       for (int g = 0; g < n_; ++g) {
+        if (fresh) {
+          engine::TaskId c = compute_task(Kind::kCopyIn, l, g, 0.0);
+          if (pending_spag[l] != engine::kNoTask) graph_.add_dependency(pending_spag[l], c);
+          if (calib != engine::kNoTask) graph_.add_dependency(calib, c);
+          copy_in_[l].push_back(c);
+        }
         engine::TaskId t = compute_task(Kind::kExpertFwd, l, g, 0.0);
         graph_.add_dependency(disp, t);
-        if (pending_spag[l] != engine::kNoTask) graph_.add_dependency(pending_spag[l], t);
         expert_fwd_[l].push_back(t);
       }
       pending_spag[l] = engine::kNoTask;
@@ -138,14 +150,20 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
         for (int g = 0; g < n_; ++g) compute_task(Kind::kUnpermuteBwd, l, g, unperm);
         engine::TaskId cg = collective_after(Kind::kCombineGrad, l, a2a, last);
         a2a_[l].push_back({cg, false});
+        const bool returns = opt.sparse && (last_mb || opt.rematerialize);
         for (int g = 0; g < n_; ++g) {
+          if (pending_spag[l] != engine::kNoTask) {  // re-gathered copies into the expert buffer
+            engine::TaskId c = compute_task(Kind::kCopyIn, l, g, 0.0);
+            graph_.add_dependency(pending_spag[l], c);
+            copy_in_[l].push_back(c);
+          }
           engine::TaskId t = compute_task(Kind::kExpertBwd, l, g, 0.0);
           graph_.add_dependency(cg, t);
-          if (pending_spag[l] != engine::kNoTask) graph_.add_dependency(pending_spag[l], t);
           expert_bwd_[l].push_back(t);
+          if (returns) copy_out_[l].push_back(compute_task(Kind::kCopyOut, l, g, 0.0));
         }
         pending_spag[l] = engine::kNoTask;
-        if (opt.sparse && (last_mb || opt.rematerialize)) sprs_[l].push_back(collective_after(Kind::kSprs, l, sparse, last));
+        if (returns) sprs_[l].push_back(collective_after(Kind::kSprs, l, sparse, last));
         engine::TaskId dg = collective_after(Kind::kDispatchGrad, l, a2a, last);
         a2a_[l].push_back({dg, true});
         for (int g = 0; g < n_; ++g) graph_.add_dependency(dg, compute_task(Kind::kRouterBwd, l, g, router));
@@ -171,31 +189,30 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
-  if (flow_) {
-    // Dense gradient all-reduces and, with EP replicas, the expert-gradient rings (their own tasks,
-    // after the dense one on the dp stream).
-    double extra_exp = 0;
-    const double extra_block = block_ar.extra_latency, extra_emb = emb_ar.extra_latency;
-    const auto& block_flows = block_ar.flows;
-    const auto& emb_flows = emb_ar.flows;
-    collective::Coflow expert_flows;
-    if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
-      const int members = n_ / ep;
-      for (int r = 0; r < ep; ++r) {
-        std::vector<int> group;
-        for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
-        double x = 0;
-        auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
-                                           collective::RingOp::kAllReduce, x);
-        extra_exp = std::max(extra_exp, x);
-        expert_flows.insert(expert_flows.end(), part.begin(), part.end());
-      }
+  // The EP replicas' expert-gradient rings (every replica set at once) in fluid form, with the
+  // ring's step latencies: their own tasks, after the dense one on the dp stream.
+  collective::Coflow expert_flows;
+  double extra_exp = 0;
+  if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
+    const int members = n_ / ep;
+    for (int r = 0; r < ep; ++r) {
+      std::vector<int> group;
+      for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
+      double x = 0;
+      auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
+                                         collective::RingOp::kAllReduce, x);
+      extra_exp = std::max(extra_exp, x);
+      expert_flows.insert(expert_flows.end(), part.begin(), part.end());
     }
-    for (size_t i = 0; i < dp_tasks.size(); ++i) {
-      if (i + 1 == dp_tasks.size()) flow_->assign(dp_tasks[i], emb_flows, extra_emb);
-      else if (dp_expert[i]) flow_->assign(dp_tasks[i], expert_flows, extra_exp);
-      else flow_->assign(dp_tasks[i], block_flows, extra_block);
-    }
+    net_.loads(expert_flows, extra_exp, expert_ar_loads_);
+  }
+  for (size_t i = 0; i < dp_tasks.size(); ++i) {
+    const DpKind k = i + 1 == dp_tasks.size() ? DpKind::kEmbedding : dp_expert[i] ? DpKind::kExpert : DpKind::kBlock;
+    dp_.push_back({dp_tasks[i], k});
+    if (!flow_) continue;
+    if (k == DpKind::kEmbedding) flow_->assign(dp_tasks[i], emb_ar.flows, emb_ar.extra_latency);
+    else if (k == DpKind::kExpert) flow_->assign(dp_tasks[i], expert_flows, extra_exp);
+    else flow_->assign(dp_tasks[i], block_ar.flows, block_ar.extra_latency);
   }
   default_optimizer_time_ = cc.optimizer_step(opt.optimizer_params_per_gpu).value();
   for (int g = 0; g < n_; ++g) {
@@ -224,7 +241,19 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
 engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
                                      engine::ModelId model) {
   info_.push_back({k, static_cast<int16_t>(moe_layer), gpu});
-  return graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1), model);
+  const engine::TaskId t = graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1), model);
+  graph_.set_activity(t, communication(k) ? engine::Activity::kCommunication : engine::Activity::kCompute);
+  return t;
+}
+
+bool MoeIterationGraph::communication(Kind k) {
+  switch (k) {
+    case Kind::kDispatch: case Kind::kCombine: case Kind::kCombineGrad: case Kind::kDispatchGrad:
+    case Kind::kDpAllReduce: case Kind::kSpag: case Kind::kSprs: case Kind::kCalibration: case Kind::kReshard:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Component MoeIterationGraph::component(Kind k) {
@@ -250,6 +279,8 @@ Component MoeIterationGraph::component(Kind k) {
       return Component::kCalibrationSpag;
     case Kind::kReshard:
       return Component::kReshard;
+    case Kind::kCopyIn: case Kind::kCopyOut:
+      return Component::kMaterializeCopy;
   }
   return Component::kAttention;
 }
@@ -268,6 +299,15 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
   auto charge = [&](engine::TaskId task, double d) {
     const Info& in = info_[graph_.tag(task)];
     const Component c = component(in.kind);
+    if (!communication(in.kind)) {
+      // A compute task slowed by communication beside it: its own duration to its component, the
+      // excess to overlap_slowdown.
+      const double own = graph_.duration(task).value();
+      if (d > own) {
+        res.breakdown[static_cast<int>(Component::kOverlapSlowdown)] += d - own;
+        d = own;
+      }
+    }
     if (c == Component::kExpertCompute) {
       const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[in.moe_layer] : mean_bwd[in.moe_layer];
       // Excess below a relative 1e-9 is rounding, not straggling.
@@ -336,6 +376,8 @@ const char* MoeIterationGraph::kind_name(Kind k) {
     case Kind::kSprs: return "spRS";
     case Kind::kCalibration: return "calibration_spAG";
     case Kind::kReshard: return "reshard";
+    case Kind::kCopyIn: return "materialize_copy";
+    case Kind::kCopyOut: return "grad_copy_out";
   }
   return "?";
 }
@@ -365,6 +407,7 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   const int L = m.moe_layers();
   const double ga = m.grad_accum;
   IterationResult res;
+  if (coflow_) coflow_->clear();
   std::vector<double> mean_fwd(L), mean_bwd(L);
   std::vector<double> scratch;
   double worst_a2a = -1;
@@ -387,19 +430,23 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
     mean_bwd[l] = sb / n_;
     scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
     for (double& x : scratch) x /= ga;
-    const double t_fwd = net_.alltoallv_time(scratch, false);
-    const auto link_fwd = net_.last_bottleneck();
-    const double t_tr = net_.alltoallv_time(scratch, true);
-    const auto link_tr = net_.last_bottleneck();
-    if (std::max(t_fwd, t_tr) > worst_a2a) {
-      worst_a2a = std::max(t_fwd, t_tr);
-      res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
-    }
-    for (const auto& a : a2a_[l]) graph_.set_duration(a.task, Seconds(a.transposed ? t_tr : t_fwd));
-    for (auto t : spag_[l]) graph_.set_duration(t, Seconds(p.spag));
-    for (auto t : sprs_[l]) graph_.set_duration(t, Seconds(p.sprs));
-    for (auto t : calib_[l]) graph_.set_duration(t, Seconds(p.calibration_spag));
+    // Materialized copies: parameters copied into the expert buffer, their gradients out.
+    const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
+    auto copy_time = [&](double bytes) { return bytes > 0 ? cc.memory_copy(Bytes(bytes)).value() : 0.0; };
+    for (size_t i = 0; i < copy_in_[l].size(); ++i)
+      graph_.set_duration(copy_in_[l][i], Seconds(p.copy_bytes.empty() ? 0.0 : copy_time(p.copy_bytes[i % n_])));
+    for (size_t i = 0; i < copy_out_[l].size(); ++i)
+      graph_.set_duration(copy_out_[l][i],
+                          Seconds(p.copy_bytes.empty() ? 0.0 : copy_time(p.copy_bytes[i % n_] * grad_ratio)));
     if (flow_) {
+      const double t_fwd = net_.alltoallv_time(scratch, false);
+      const auto link_fwd = net_.last_bottleneck();
+      const double t_tr = net_.alltoallv_time(scratch, true);
+      const auto link_tr = net_.last_bottleneck();
+      if (std::max(t_fwd, t_tr) > worst_a2a) {
+        worst_a2a = std::max(t_fwd, t_tr);
+        res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+      }
       collective::Coflow fwd, tr;
       for (int s = 0; s < n_; ++s)
         for (int d = 0; d < n_; ++d) {
@@ -410,11 +457,42 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
       for (auto t : spag_[l]) flow_->assign(t, p.spag_flows);
       for (auto t : sprs_[l]) flow_->assign(t, p.sprs_flows);
       for (auto t : calib_[l]) flow_->assign(t, p.calibration_flows);
+    } else {
+      // Analytic tier: each coflow's link loads, shared with whatever runs beside it.
+      const double t_fwd = net_.alltoallv_loads(scratch, false, loads_);
+      const auto link_fwd = net_.last_bottleneck();
+      const int id_fwd = coflow_->define(loads_);
+      const double t_tr = net_.alltoallv_loads(scratch, true, loads_);
+      const auto link_tr = net_.last_bottleneck();
+      const int id_tr = coflow_->define(loads_);
+      if (std::max(t_fwd, t_tr) > worst_a2a) {
+        worst_a2a = std::max(t_fwd, t_tr);
+        res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+      }
+      for (const auto& a : a2a_[l]) coflow_->assign(a.task, a.transposed ? id_tr : id_fwd);
+      auto define = [&](const collective::Coflow& flows, const std::vector<engine::TaskId>& tasks) {
+        if (tasks.empty()) return;
+        net_.loads(flows, 0.0, loads_);
+        const int id = coflow_->define(loads_);
+        for (auto t : tasks) coflow_->assign(t, id);
+      };
+      define(p.spag_flows, spag_[l]);
+      define(p.sprs_flows, sprs_[l]);
+      define(p.calibration_flows, calib_[l]);
     }
   }
   if (reshard_ != engine::kNoTask) {
-    graph_.set_duration(reshard_, Seconds(extras.reshard));
     if (flow_) flow_->assign(reshard_, extras.reshard_flows);
+    else {
+      net_.loads(extras.reshard_flows, 0.0, loads_);
+      coflow_->assign(reshard_, coflow_->define(loads_));
+    }
+  }
+  if (coflow_) {
+    const int block = coflow_->define(block_loads_), emb = coflow_->define(emb_loads_);
+    const int expert = coflow_->define(expert_ar_loads_);
+    for (const auto& d : dp_)
+      coflow_->assign(d.task, d.kind == DpKind::kEmbedding ? emb : d.kind == DpKind::kExpert ? expert : block);
   }
   for (int g = 0; g < n_; ++g)
     graph_.set_duration(optimizer_[g], Seconds(extras.optimizer_params.empty()
@@ -422,6 +500,8 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
                                                    : cc.optimizer_step(extras.optimizer_params[g]).value()));
   engine::Simulation sim(graph_);
   if (flow_) sim.add_model(flow_.get());
+  else sim.add_model(coflow_.get());
+  sim.set_interference(ctx_.interference);
   sim.run();
   res.time = sim.makespan();
   breakdown(sim, mean_fwd, mean_bwd, res);

@@ -19,10 +19,22 @@
 //             preceding the layer (in backward order) starts; after the last micro-batch, block b's
 //             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd.
 //   re-shard migration (all) before everything, optimizer[g] after everything.
+// With FSSDP, a materialize copy[g] (compute) precedes each expert_fwd that uses freshly gathered
+// copies (the received parameters copied into the layer's contiguous expert-weight buffer), and a
+// gradient copy[g] follows each expert_bwd whose copies' gradients spRS returns (packed into the
+// send buffer). `single_queue` puts the sparse collectives on the all-to-all stream: one
+// communicator queue, as the Hecate runtime hands every communication task to NCCL from one queue,
+// so a layer's dispatch waits for its spAG and a dispatch_grad for its spRS.
+//
+// Communication tasks run on a network model: the analytic tier's coflow sharing
+// (network/coflow_network.hpp) or the flow tier; on both, collectives in flight at once share the
+// links they have in common. Compute tasks run for their cost-model duration, longer while
+// communication is active on their GPU (engine interference, Context::interference).
 // A collective task spans every participant's resource, so it starts when the slowest participant
 // reaches it: the straggler effect emerges from the graph, it is not added by hand.
 //
-// Breakdown: the critical path is walked back from the last task. When the path enters a
+// Breakdown: the critical path is walked back from the last task. A compute task slowed by
+// communication beside it is charged its own duration, and the excess to overlap_slowdown. When the path enters a
 // communication task that runs beside compute (spAG, spRS, dense all-reduce), only the part that
 // outlasted the compute it overlapped is charged to it ("exposed"); the walk then continues along the
 // compute that ran meanwhile, so the components still sum to the iteration time. The overlapped part
@@ -39,6 +51,7 @@
 #include "collective/analytic_network.hpp"
 #include "engine/simulation.hpp"
 #include "engine/task_graph.hpp"
+#include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
 #include "strategy/strategy.hpp"
 
@@ -53,6 +66,7 @@ struct LayerPlan {
   // FSSDP only).
   double spag = 0, sprs = 0, calibration_spag = 0;
   collective::Coflow spag_flows, sprs_flows, calibration_flows;
+  std::vector<double> copy_bytes;  // [gpu] parameter bytes of the copies it holds (empty = none)
 };
 
 struct MoeGraphOptions {
@@ -67,6 +81,7 @@ struct MoeGraphOptions {
   bool rematerialize = false;    // FSSDP: spAG again for backward (and spRS per micro-batch)
   bool calibration = false;      // FSSDP: calibration-stage spAG after the gate
   bool migrations = false;       // a migration task before the iteration (SmartMoE; FSSDP has one anyway)
+  bool single_queue = false;     // FSSDP: sparse collectives on the all-to-all stream (one NCCL queue)
 };
 
 struct IterationExtras {
@@ -83,12 +98,14 @@ class MoeIterationGraph {
   IterationResult run(std::span<const LayerPlan> plans, const IterationExtras& extras = {},
                       TimelineSink* timeline = nullptr);
   collective::AnalyticNetwork& network() { return net_; }
+  // The algorithm the all-reduce planner picked for the per-block dense gradients.
+  const char* dense_allreduce_algo() const { return dense_algo_; }
 
  private:
   enum class Kind : uint8_t {
     kAttnFwd, kAttnBwd, kDenseFwd, kDenseBwd, kRouter, kUnpermute, kRouterBwd, kUnpermuteBwd,
     kExpertFwd, kExpertBwd, kDispatch, kCombine, kCombineGrad, kDispatchGrad, kHeadFwd, kHeadBwd,
-    kDpAllReduce, kOptimizer, kSpag, kSprs, kCalibration, kReshard
+    kDpAllReduce, kOptimizer, kSpag, kSprs, kCalibration, kReshard, kCopyIn, kCopyOut
   };
   struct Info {
     Kind kind;
@@ -101,6 +118,8 @@ class MoeIterationGraph {
   static const char* kind_name(Kind k);
   void emit(const engine::Simulation& sim, TimelineSink& sink) const;
   static bool overlappable(Kind k) { return k == Kind::kSpag || k == Kind::kSprs || k == Kind::kDpAllReduce; }
+  static bool communication(Kind k);
+  void define_coflows(std::span<const LayerPlan> plans, const IterationExtras& extras);
   void breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
                  const std::vector<double>& mean_bwd, IterationResult& res) const;
 
@@ -110,8 +129,16 @@ class MoeIterationGraph {
   engine::TaskGraph graph_;
   std::vector<Info> info_;
   collective::AnalyticNetwork net_;
-  std::unique_ptr<network::FlowNetwork> flow_;  // set on the flow tier; communication tasks use it
-  engine::ModelId comm_model_ = engine::kFixedModel;
+  std::unique_ptr<network::FlowNetwork> flow_;      // set on the flow tier; communication tasks use it
+  std::unique_ptr<network::CoflowNetwork> coflow_;  // set on the analytic tier
+  engine::ModelId comm_model_ = 1;                  // the id Simulation::add_model gives the network
+  collective::CoflowLoads block_loads_, emb_loads_, expert_ar_loads_;  // dense all-reduces (analytic tier)
+  std::vector<std::vector<engine::TaskId>> copy_in_, copy_out_;  // [layer] -> [k * n + gpu]
+  enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding };
+  struct DpTask { engine::TaskId task; DpKind kind; };
+  std::vector<DpTask> dp_;
+  collective::CoflowLoads loads_;  // scratch
+  const char* dense_algo_ = "none";
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]
   // [layer] -> all-to-all tasks; `transposed` ones carry the combine direction (expert GPU -> source).
   struct A2aTask { engine::TaskId task; bool transposed; };

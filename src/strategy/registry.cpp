@@ -1,5 +1,7 @@
 // The table of strategies: one line each, with its knobs and their defaults.
+#include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "strategy/ep.hpp"
 #include "strategy/fssdp.hpp"
@@ -22,9 +24,26 @@ const char* component_name(Component c) {
     case Component::kExposedSprs: return "exposed_sprs";
     case Component::kCalibrationSpag: return "calibration_spag";
     case Component::kReshard: return "reshard_migration";
+    case Component::kMaterializeCopy: return "materialize_copy";
+    case Component::kOverlapSlowdown: return "overlap_slowdown";
     case Component::kCount: break;
   }
   return "?";
+}
+
+ResolvedSetting resolved_list(const std::string& key, const std::vector<int>& v) {
+  // Compact text: "3 (all layers)" when uniform, else the per-layer list.
+  bool uniform = !v.empty() && std::all_of(v.begin(), v.end(), [&](int x) { return x == v[0]; });
+  std::string text = uniform ? fmt::format("{} (every layer)", v[0]) : fmt::format("{} (per layer)", fmt::join(v, " "));
+  return {key, text, fmt::format("[{}]", fmt::join(v, ", "))};
+}
+
+ResolvedSetting resolved_value(const std::string& key, double value) {
+  return {key, fmt::format("{:g}", value), fmt::format("{:.17g}", value)};
+}
+
+ResolvedSetting resolved_text(const std::string& key, const std::string& value) {
+  return {key, value, fmt::format("\"{}\"", value)};
 }
 
 const std::vector<StrategyInfo>& registry() {
@@ -35,14 +54,15 @@ const std::vector<StrategyInfo>& registry() {
        {{"ep_size", "0", "as for ep"}}, make_oracle},
       {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
        {{"window", "5", "iterations in the sliding-window load prediction"},
-        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: T_attn * bw / expert bytes)"},
+        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)"},
         {"memory_budget", "auto", "bytes for materialization buffers (auto: free GPU memory)"},
         {"rematerialize", "false", "free copies after forward, gather again for backward"},
         {"calibrate", "false", "re-plan after the gate with actual loads when it pays off"},
         {"heterogeneous", "true", "heterogeneous sharding of owned experts"},
-        {"reshard_every", "100", "iterations between heterogeneous re-sharding decisions"},
+        {"reshard_every", "100", "iterations between heterogeneous re-sharding decisions (the first once `window` iterations are known)"},
         {"dispatch", "topology", "topology (local, same node, remote) or even"},
-        {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"}},
+        {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"},
+        {"comm_queue", "single", "single: spAG/spRS share the all-to-all's NCCL queue (the Hecate runtime); separate: their own stream"}},
        make_fssdp},
       {"smartmoe", "SmartMoE: EP with the placement re-planned every `period` iterations (migrations on the critical path)",
        {{"period", "10", "iterations between placement re-plans"},

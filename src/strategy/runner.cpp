@@ -70,6 +70,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
   out.bottleneck_gpu = best(gpu_votes);
   out.bottleneck_link = best(link_votes);
   out.fits_memory = out.peak_memory.total() <= gpu_memory_bytes;
+  out.resolved = s.resolved();
   return out;
 }
 

@@ -21,6 +21,7 @@ struct RunSummary {
   int bottleneck_gpu = -1;          // most frequent per-iteration bottleneck GPU
   topology::LinkId bottleneck_link = -1;
   int simulated_iterations = 0;     // distinct simulations (repeated records are re-used when stateless)
+  std::vector<ResolvedSetting> resolved;  // what automatic knobs became (as of the last iteration)
 };
 
 // Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 1].

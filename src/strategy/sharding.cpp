@@ -22,7 +22,7 @@ Owners homogeneous_owners(int layers, int experts, int gpus) {
 }
 
 Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const std::vector<int>& t,
-                            const std::vector<int>& node_of) {
+                            const std::vector<int>& node_of, const Owners* current) {
   const int L = static_cast<int>(loads.size());
   const int E = L ? static_cast<int>(loads[0].size()) : 0;
   const int n = static_cast<int>(node_of.size());
@@ -68,6 +68,15 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
         if (node_of[g] != bn || !ok(g)) continue;
         if (bg < 0 || gpu_load[g] < gpu_load[bg] || (gpu_load[g] == gpu_load[bg] && free_slots[g] < free_slots[bg])) bg = g;
       }
+      if (current) {
+        const int g0 = (*current)[l][e];
+        double total = 0;
+        for (double x : loads[l]) total += x;
+        if (g0 != bg && ok(g0) && gpu_load[g0] <= gpu_load[bg] + kKeepTolerance * total / n) {
+          bg = g0;
+          bn = node_of[g0];
+        }
+      }
       owner[l][e] = bg;
       --free_slots[bg];
       ++taken[bg];
@@ -83,6 +92,7 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
       int bg = -1;
       for (int g = 0; g < n; ++g)
         if (free_slots[g] > 0 && (bg < 0 || free_slots[g] > free_slots[bg])) bg = g;
+      if (current && free_slots[(*current)[l][e]] > 0) bg = (*current)[l][e];
       owner[l][e] = bg;
       --free_slots[bg];
     }

@@ -70,6 +70,8 @@ class SmartMoe final : public Strategy {
           if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
       }
       if (!moves.empty()) {
+        ++replans_;
+        moved_ += static_cast<int>(moves.size());
         extras.reshard = graph_.network().coflow_time(moves);
         extras.reshard_flows = std::move(moves);
         owners_ = std::move(next);
@@ -97,7 +99,13 @@ class SmartMoe final : public Strategy {
     return r;
   }
 
+  std::vector<ResolvedSetting> resolved() const override {
+    return {resolved_value("placement_changes", replans_), resolved_value("experts_moved", moved_),
+            resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
+  }
+
  private:
+  int replans_ = 0, moved_ = 0;
   const Context& ctx_;
   int n_, L_, E_, period_;
   MoeIterationGraph graph_;
@@ -129,6 +137,7 @@ std::unique_ptr<Strategy> make_fsdp(const Context& ctx, const std::map<std::stri
   return make_fssdp(ctx, {{"overlap_degree", std::to_string(ctx.model.experts)},
                           {"memory_budget", "1000000TiB"},
                           {"heterogeneous", "false"},
+                          {"comm_queue", "separate"},  // FSDP prefetches its all-gathers on a stream of their own
                           {"rematerialize", rm ? "true" : "false"}});
 }
 

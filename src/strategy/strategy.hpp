@@ -16,6 +16,7 @@
 #include "collective/analytic_network.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/memory_model.hpp"
+#include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology.hpp"
 #include "strategy/timeline_sink.hpp"
@@ -36,6 +37,8 @@ enum class Component {
   kExposedSprs,     // FSSDP: SparseReduceScatter not hidden behind attention backward
   kCalibrationSpag, // FSSDP: extra spAG of the calibration stage (after the gate, on the critical path)
   kReshard,         // FSSDP: re-sharding migration of owned experts + optimizer states
+  kMaterializeCopy, // FSSDP: copying materialized experts into the expert buffer, their gradients out
+  kOverlapSlowdown, // compute slowed by communication running beside it on the same GPU
   kCount
 };
 inline constexpr int kNumComponents = static_cast<int>(Component::kCount);
@@ -73,11 +76,28 @@ struct Context {
   uint64_t seed = 1;
   bool flow_network = false;  // communication on the flow-level tier instead of the analytic one
   double flow_precision = network::kDefaultFlowPrecision;  // see network/flow_network.hpp
+  // Compute slowed by communication on the same GPU and the reverse (engine/simulation.hpp).
+  engine::Interference interference{};
 };
+
+// What a knob left to `auto` (or a derived setting) became, for the output: a user tuning a policy
+// must see what the defaults chose. `json` is a JSON literal (number, string, array).
+struct ResolvedSetting {
+  std::string key;
+  std::string text;  // for the table
+  std::string json;
+};
+
+// JSON array / table text of a per-layer list of integers.
+ResolvedSetting resolved_list(const std::string& key, const std::vector<int>& values);
+ResolvedSetting resolved_value(const std::string& key, double value);
+ResolvedSetting resolved_text(const std::string& key, const std::string& value);
 
 class Strategy {
  public:
   virtual ~Strategy() = default;
+  // Settings resolved so far (after the last simulate()): automatic knobs and derived choices.
+  virtual std::vector<ResolvedSetting> resolved() const { return {}; }
   // Simulates one iteration with loads counts[layer][gpu][expert] (see IterationLoads).
   virtual IterationResult simulate(const std::vector<double>& loads) = 0;
   // True when an iteration's result depends only on its loads (no state carried between

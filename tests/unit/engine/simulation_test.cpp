@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/simulation.hpp"
+#include "util/rng.hpp"
 
 using namespace hs;
 using namespace hs::engine;
@@ -91,4 +92,93 @@ TEST_CASE("inconsistent issue order across resources is reported, not hung") {
   g.add_dependency(a, b);
   Simulation sim(g);
   CHECK_THROWS_AS(sim.run(), std::logic_error);
+}
+
+namespace {
+// One compute task (2 s) and one communication task (1 s) on device 0, both starting at 0.
+struct Overlap {
+  TaskGraph g;
+  TaskId compute, comm;
+  Overlap(double compute_s = 2, double comm_s = 1) {
+    auto c = g.add_resource("gpu0.compute", 0), m = g.add_resource("gpu0.comm", 0);
+    compute = g.add_task(c, Seconds(compute_s), 0);
+    comm = g.add_task(m, Seconds(comm_s), 1);
+    g.set_activity(compute, Activity::kCompute);
+    g.set_activity(comm, Activity::kCommunication);
+  }
+};
+}  // namespace
+
+TEST_CASE("interference: compute beside communication progresses at 1 / (1 + s)") {
+  // compute_slowdown 1: while the 1 s communication runs, the 2 s compute advances at half speed
+  // (0.5 s of work by t = 1), then at full speed: 1.5 s left -> ends at 2.5 s. The communication
+  // is not slowed (communication_slowdown 0): ends at 1 s.
+  Overlap o;
+  Simulation sim(o.g);
+  sim.set_interference({1.0, 0.0});
+  sim.run();
+  CHECK(sim.end_time(o.comm) == doctest::Approx(1.0));
+  CHECK(sim.end_time(o.compute) == doctest::Approx(2.5));
+}
+
+TEST_CASE("interference: communication beside compute is slowed the same way") {
+  // communication_slowdown 1: the 1 s communication runs at half speed while the 2 s compute is
+  // active, so it needs 2 s and ends at 2 s; the compute is not slowed: 2 s.
+  Overlap o;
+  Simulation sim(o.g);
+  sim.set_interference({0.0, 1.0});
+  sim.run();
+  CHECK(sim.end_time(o.comm) == doctest::Approx(2.0));
+  CHECK(sim.end_time(o.compute) == doctest::Approx(2.0));
+}
+
+TEST_CASE("interference: another device's communication does not slow this device's compute") {
+  TaskGraph g;
+  auto c = g.add_resource("gpu0.compute", 0), m = g.add_resource("gpu1.comm", 1);
+  auto k = g.add_task(c, Seconds(2), 0);
+  auto x = g.add_task(m, Seconds(1), 1);
+  g.set_activity(k, Activity::kCompute);
+  g.set_activity(x, Activity::kCommunication);
+  Simulation sim(g);
+  sim.set_interference({1.0, 1.0});
+  sim.run();
+  CHECK(sim.end_time(k) == 2.0);
+  CHECK(sim.end_time(x) == 1.0);
+}
+
+TEST_CASE("interference: overlapped compute is never faster and at most (1 + s) slower (property)") {
+  // Random chains of compute on two devices beside random communication tasks spanning both: every
+  // compute task's duration lies in [own, own x (1 + s)], and with s = 0 the schedule is unchanged.
+  hs::Rng rng(11);
+  for (int rep = 0; rep < 20; ++rep) {
+    TaskGraph g;
+    std::vector<ResourceId> comp{g.add_resource("c0", 0), g.add_resource("c1", 1)};
+    std::vector<ResourceId> comm{g.add_resource("m0", 0), g.add_resource("m1", 1)};
+    std::vector<TaskId> computes;
+    for (int i = 0; i < 6; ++i)
+      for (int d = 0; d < 2; ++d) {
+        auto t = g.add_task(comp[d], Seconds(0.1 + rng.uniform()), 0);
+        g.set_activity(t, Activity::kCompute);
+        computes.push_back(t);
+      }
+    for (int i = 0; i < 4; ++i) {
+      auto t = g.add_task(comm, Seconds(0.1 + 2 * rng.uniform()), 1);
+      g.set_activity(t, Activity::kCommunication);
+      if (i > 0) g.add_dependency(computes[static_cast<size_t>(rng.below(computes.size()))], t);
+    }
+    const double s = 0.25;
+    Simulation slow(g), plain(g), zero(g);
+    slow.set_interference({s, 0.0});
+    zero.set_interference({0.0, 0.0});
+    slow.run();
+    plain.run();
+    zero.run();
+    CHECK(zero.makespan() == plain.makespan());
+    CHECK(slow.makespan() >= plain.makespan());
+    for (TaskId t : computes) {
+      const double d = slow.end_time(t) - slow.start_time(t), own = g.duration(t).value();
+      CHECK(d >= own * (1 - 1e-12));
+      CHECK(d <= own * (1 + s) * (1 + 1e-12));
+    }
+  }
 }
