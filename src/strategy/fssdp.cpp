@@ -237,26 +237,12 @@ class Fssdp final : public Strategy {
     return worst + 2 * graph_.network().alltoallv_time(d.bytes, false) + 2 * graph_.network().alltoallv_time(d.bytes, true);
   }
 
-  // Overlap degree of layer l: the knob, or (auto) the largest t whose spAG, as this simulator
-  // times it for the chosen broadcast (route and pipeline latencies included, alone on the
-  // network), fits in the attention forward that precedes the layer. Binary search over [0, E]
-  // assuming the spAG grows with t; only a t that was timed and fits is returned.
+  // Overlap degree of layer l: the knob, or (auto) strategy/materialization.hpp's plan_overlap_degree
+  // against the attention forward that precedes the layer.
   int overlap_degree(int l, const std::vector<double>& predicted) {
     if (k_.overlap_degree >= 0) return k_.overlap_degree;
-    auto fits = [&](int t) {
-      if (t == 0) return true;
-      const auto p = materialize(predicted, owners_[l], node_of_, t, m_cap_);
-      const auto flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
-      return graph_.network().coflow_time(flows) <= t_window_;
-    };
-    int lo = 0, hi = E_;  // fits(lo) holds
-    if (fits(hi)) return hi;
-    while (hi - lo > 1) {
-      const int mid = lo + (hi - lo) / 2;
-      if (fits(mid)) lo = mid;
-      else hi = mid;
-    }
-    return lo;
+    return plan_overlap_degree(predicted, owners_[l], node_of_, m_cap_, expert_bytes_, k_.broadcast, graph_.network(),
+                               t_window_);
   }
 
   const Context& ctx_;

@@ -171,4 +171,23 @@ void dispatch(const std::vector<double>& counts, int n, const collective::Sparse
   }
 }
 
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
+                        double window) {
+  const int E = static_cast<int>(load.size());
+  auto fits = [&](int t) {
+    if (t == 0) return true;
+    const auto p = materialize(load, owner, node_of, t, m);
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo)) <= window;
+  };
+  int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 }  // namespace hs::strategy

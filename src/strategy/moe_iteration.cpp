@@ -303,7 +303,7 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
       // A compute task slowed by communication beside it: its own duration to its component, the
       // excess to overlap_slowdown.
       const double own = graph_.duration(task).value();
-      if (d > own) {
+      if (d > own * (1 + 1e-9)) {  // below that, rounding of the re-projected end
         res.breakdown[static_cast<int>(Component::kOverlapSlowdown)] += d - own;
         d = own;
       }

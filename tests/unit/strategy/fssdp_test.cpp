@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "strategy/sharding.hpp"
 #include "topology/topology_builder.hpp"
 #include "support/test_platforms.hpp"
+#include "util/rng.hpp"
 #include "workload/model_spec.hpp"
 
 using namespace hs;
@@ -256,4 +258,177 @@ TEST_CASE("FSDP of experts keeps every token on its GPU: no all-to-all, all expe
   auto r = f->simulate(skewed(0));
   CHECK(r.breakdown[static_cast<int>(Component::kAllToAll)] == 0);
   CHECK(r.memory.buffers > 0);
+}
+
+TEST_CASE("automatic overlap degree: the spAG it plans fits behind the attention, one more does not") {
+  // Property over platforms (one NIC per node, a NIC per GPU, one NVSwitch node), broadcasts and
+  // random skewed loads: t = plan_overlap_degree(...) times at most `window`, t + 1 more (t < E).
+  std::vector<topology::Topology> platforms;
+  platforms.push_back(two_nodes());
+  {
+    test::ClusterShape c;
+    c.nodes = 4, c.gpus_per_node = 8, c.nics = 8, c.nic_bw = 25e9, c.fabric = "rail-optimized";
+    platforms.push_back(test::make_cluster(c));
+  }
+  platforms.push_back(test::make_cluster(test::ClusterShape{}));
+  hs::Rng rng(5);
+  for (const auto& t : platforms) {
+    const int n = t.num_gpus(), E = 2 * n;
+    std::vector<int> node_of(n), owner(E);
+    for (int g = 0; g < n; ++g) node_of[g] = t.node_of(g);
+    for (int e = 0; e < E; ++e) owner[e] = e / 2;
+    collective::AnalyticNetwork net(t);
+    for (auto algo : {collective::BroadcastAlgo::kChain, collective::BroadcastAlgo::kDirect})
+      for (int rep = 0; rep < 4; ++rep) {
+        std::vector<double> load(E);
+        for (auto& x : load) x = std::exp(2 * rng.normal());
+        const double bytes = 4e6, window = 100e-6 + 2e-3 * rng.uniform();
+        const int m = 1 + static_cast<int>(rng.below(E));
+        const int td = plan_overlap_degree(load, owner, node_of, m, bytes, algo, net, window);
+        auto spag = [&](int k) {
+          return net.coflow_time(collective::sparse_allgather(materialize(load, owner, node_of, k, m), bytes, node_of, algo));
+        };
+        CHECK(spag(td) <= window);
+        if (td < E) CHECK(spag(td + 1) > window);
+      }
+  }
+}
+
+namespace {
+struct Recorder : TimelineSink {
+  std::vector<TimelineEvent> events;
+  void event(const TimelineEvent& e) override { events.push_back(e); }
+  double first(const std::string& name, bool end) const {
+    double v = end ? 0 : 1e30;
+    for (const auto& e : events)
+      if (e.name == name) v = end ? std::max(v, e.end) : std::min(v, e.start);
+    return v;
+  }
+};
+}  // namespace
+
+TEST_CASE("one communicator queue: a layer's dispatch waits for its spAG; separate streams overlap them") {
+  // t = 8 (every expert everywhere) makes the spAG outlast the attention, so the dispatch would
+  // start before it ends on a stream of its own.
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  for (const char* queue : {"single", "separate"}) {
+    auto fs = make_fssdp(ctx, {{"overlap_degree", "8"}, {"comm_queue", queue}, {"heterogeneous", "false"}});
+    Recorder rec;
+    fs->record_next(&rec);
+    fs->simulate(skewed(0));
+    const double spag_end = rec.first("spAG L1", true), disp_start = rec.first("dispatch L1", false);
+    if (std::string(queue) == "single") CHECK(disp_start >= spag_end);
+    else CHECK(disp_start < spag_end);
+    // The sparse collectives run on the a2a stream with one queue.
+    bool on_a2a = false;
+    for (const auto& e : rec.events) on_a2a = on_a2a || (e.name == "spAG L1" && e.stream == "a2a");
+    CHECK(on_a2a == (std::string(queue) == "single"));
+  }
+}
+
+TEST_CASE("calibration that accepts nothing changes nothing") {
+  // Uniform loads: the prediction is the truth, no calibration copy pays off.
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  std::vector<double> uniform(2 * 8 * 8, 2048.0 * 2 / 8);
+  auto a = make_fssdp(ctx, {{"overlap_degree", "2"}});
+  auto b = make_fssdp(ctx, {{"overlap_degree", "2"}, {"calibrate", "true"}});
+  for (int it = 0; it < 3; ++it) CHECK(b->simulate(uniform).time == a->simulate(uniform).time);
+  bool found = false;
+  for (const auto& r : b->resolved())
+    if (r.key == "calibrations_accepted") {
+      found = true;
+      CHECK(r.json == "0");
+    }
+  CHECK(found);
+}
+
+TEST_CASE("default FSSDP re-shards once the prediction window is full, and reports it") {
+  // 16 experts on 8 GPUs: homogeneous sharding gives GPU 0 experts 0 and 1, both hot in every layer.
+  // With t = 0 nothing is materialized, so the only relief is re-sharding: it happens when the
+  // window (5) is full, i.e. at iteration 5, moves expert 0 or 1 away, and not again before R.
+  auto m = workload::load_model(R"(schema: hecate-sim/model@1
+name: tiny16
+layers: 2
+d_model: 512
+d_ffn: 1024
+experts: 16
+top_k: 2
+heads: 8
+seq_len: 1024
+micro_batch: 2
+)", "tiny16.yaml");
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  std::vector<double> loads(2 * 8 * 16);
+  for (int l = 0; l < 2; ++l)
+    for (int g = 0; g < 8; ++g)
+      for (int e = 0; e < 16; ++e) loads[(l * 8 + g) * 16 + e] = e < 2 ? 1024 : 2048.0 / 14;
+  auto fs = make_fssdp(ctx, {{"overlap_degree", "0"}});
+  auto idx = [](Component c) { return static_cast<int>(c); };
+  double before = 0, after = 0;
+  for (int it = 0; it < 8; ++it) {
+    auto r = fs->simulate(loads);
+    if (it == 5) CHECK(r.breakdown[idx(Component::kReshard)] > 0);
+    else CHECK(r.breakdown[idx(Component::kReshard)] == 0);
+    if (it == 4) before = r.breakdown[idx(Component::kStragglerWait)];
+    if (it == 7) after = r.breakdown[idx(Component::kStragglerWait)];
+  }
+  CHECK(after < before);
+  bool seen = false;
+  for (const auto& r : fs->resolved())
+    if (r.key == "reshards") {
+      seen = true;
+      CHECK(r.json == "1");
+    }
+  CHECK(seen);
+}
+
+TEST_CASE("compute overlapped with communication is slower by the configured factor, never faster") {
+  // With interference the spAG beside the attention slows it: the excess shows as overlap_slowdown
+  // and is at most compute_slowdown x the attention it overlapped; the iteration is never faster.
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context plain{t, m, cc, 1};
+  Context slowed{t, m, cc, 1};
+  slowed.interference = {0.25, 0.0};
+  auto a = make_fssdp(plain, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
+  auto b = make_fssdp(slowed, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
+  auto idx = [](Component c) { return static_cast<int>(c); };
+  for (int it = 0; it < 3; ++it) {
+    auto ra = a->simulate(skewed(it));
+    auto rb = b->simulate(skewed(it));
+    CHECK(rb.time >= ra.time);
+    CHECK(ra.breakdown[idx(Component::kOverlapSlowdown)] == 0);
+    CHECK(rb.breakdown[idx(Component::kOverlapSlowdown)] > 0);
+    double sum = 0;
+    for (double x : rb.breakdown) sum += x;
+    CHECK(sum == doctest::Approx(rb.time));
+  }
+}
+
+TEST_CASE("the analytic and flow tiers agree on small platforms (within 5%)") {
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  for (const char* spec : {"ep", "fssdp", "fssdp:overlap_degree=8", "fssdp:rematerialize=true", "fsdp"}) {
+    Context an{t, m, cc, 1};
+    Context fl{t, m, cc, 1, true, 0.0};
+    auto a = make_strategy(parse_strategy_spec(spec), an);
+    auto f = make_strategy(parse_strategy_spec(spec), fl);
+    double ta = 0, tf = 0;
+    for (int it = 0; it < 8; ++it) {
+      ta += a->simulate(skewed(it)).time;
+      tf += f->simulate(skewed(it)).time;
+    }
+    INFO(spec);
+    CHECK(ta == doctest::Approx(tf).epsilon(0.05));
+  }
 }
