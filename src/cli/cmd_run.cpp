@@ -53,6 +53,7 @@ int run(const RunOptions& o) {
     throw InputError({o.trace, 0, 0}, "model.preset", "the trace names no model preset: pass --model FILE or a preset name");
   ResolvedInput model_in = resolve_input(model_arg, "models");
   workload::ModelSpec model = workload::load_model(model_in.text, model_in.source, o.sets);
+  cost::resolve_attention(model, topo.gpu_model());
 
   Diagnostics warnings;
   strategy::IterationLoads loads(trace, model, topo.num_gpus(), o.trace, warnings,
@@ -68,6 +69,7 @@ int run(const RunOptions& o) {
   }
   cost::ComputeCost compute(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow", o.flow_precision};
+  ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
   // skipped with a warning instead of failing the run.

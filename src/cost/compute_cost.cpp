@@ -5,8 +5,14 @@
 
 namespace hs::cost {
 
+void resolve_attention(workload::ModelSpec& m, const topology::GpuModel& gpu) {
+  m.attention = workload::resolve_attention(m.attention, gpu.compute_capability);
+}
+
 ComputeCost::ComputeCost(const topology::GpuModel& gpu, const workload::ModelSpec& model, ComputeParams p)
-    : gpu_(gpu), m_(model), p_(p) {}
+    : gpu_(gpu), m_(model), p_(p) {
+  resolve_attention(m_, gpu_);
+}
 
 // One GEMM group of `mats` matrices k x n applied to `tokens` rows; flop_mult = 1 forward, 2 backward.
 // extra_bytes_per_weight: bytes touched per weight beyond reading it once (backward writes grads).
@@ -45,19 +51,32 @@ Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) co
   return p_.launch * 2 + gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) * experts;
 }
 
-Seconds ComputeCost::attention_forward() const {
-  const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch;
-  const double flops = b * (8.0 * s * d * d + 4.0 * s * s * d);
-  const double t_c = flops / (p_.eta_attn * gpu_.peak_flops.value());
-  const double bytes = b * s * d * m_.precision.activation_bytes * p_.norm_bytes_factor;
-  const double t_m = bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value());
-  return Seconds(t_c + t_m) + p_.launch * 6;
+// See the header for the formulas and byte counts.
+Seconds ComputeCost::attention_time(bool backward) const {
+  const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch, a = m_.heads;
+  const double ab = m_.precision.activation_bytes;
+  const double gemm_rate = p_.eta_attn * gpu_.peak_flops.value();
+  const double mem_rate = p_.eta_mem * gpu_.hbm_bandwidth.value();
+  const double pass = backward ? 2.0 : 1.0;  // backward: data- and weight-gradients
+  const double proj_flops = pass * b * 8.0 * s * d * d;
+  const double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
+  if (m_.attention != workload::AttentionImpl::kStandard) {
+    const double score_flops = pass * b * 4.0 * s * s * d * (m_.causal ? 0.5 : 1.0);
+    return Seconds((proj_flops + score_flops) / gemm_rate + norm_bytes / mem_rate) + p_.launch * (backward ? 10 : 6);
+  }
+  // Standard: 2 score/value GEMMs forward, 4 backward, each over the full square.
+  const double elems = b * a * s * s;
+  const double bmm_flops = 2.0 * b * s * s * d;
+  const double bmm_bytes = elems * ab + 2.0 * b * s * d * ab;
+  const Seconds bmm(std::max(bmm_flops / gemm_rate, bmm_bytes / mem_rate));
+  const double elementwise_bytes = elems * (backward ? 5.0 * ab + 1.0 : 4.0 * ab + 1.0);
+  return Seconds(proj_flops / gemm_rate + (elementwise_bytes + norm_bytes) / mem_rate) + bmm * (backward ? 4 : 2) +
+         p_.launch * (backward ? 15 : 9);
 }
 
-Seconds ComputeCost::attention_backward() const {
-  // 2x the forward's matmul work (data- and weight-gradients); memory-bound part ~2x too.
-  return Seconds(2.0 * (attention_forward() - p_.launch * 6).value()) + p_.launch * 10;
-}
+Seconds ComputeCost::attention_forward() const { return attention_time(false); }
+
+Seconds ComputeCost::attention_backward() const { return attention_time(true); }
 
 Seconds ComputeCost::router_and_permute(double tokens) const {
   const double d = m_.d_model, e = m_.experts, ab = m_.precision.activation_bytes;

@@ -9,8 +9,35 @@
 //     skinny GEMMs. With weights dominating bytes, arithmetic intensity is ~t FLOP/B, so the roofline
 //     alone makes a GEMM memory-bound below peak/hbm_bw tokens (153 on A100, 295 on H100), which is
 //     what hardware.md reports.
-// * Attention (per micro-batch, per layer): 8*s*d^2 (QKV/out projections) + 4*s^2*d (scores, values)
-//   FLOPs per sequence at eta_attn, plus memory-bound norms/residuals; backward 2x.
+// * Attention (per micro-batch of b sequences, per layer; s tokens, d = d_model, a heads, ab bytes per
+//   activation element, E = b*a*s^2 score elements). The implementation is the model's `attention`
+//   resolved for this GPU (workload::resolve_attention: flash on compute capability >= 8.0, else
+//   standard). Both add the memory-bound norms/residual/dropout/bias traffic
+//   (norm_bytes_factor * b*s*d*ab at eta_m) and the QKV/output projections, 8*s*d^2 FLOPs per sequence
+//   at eta_attn.
+//   - flash (FlashAttention 2/3): scores and values 4*s^2*d FLOPs per sequence at eta_attn, nothing of
+//     size s^2 in HBM. Causal: the kernels skip the tiles above the diagonal, so the term is exactly
+//     halved, 2*s^2*d (the diagonal tiles, computed whole, add ~B/s of it, 128/2048 = 6%: ignored).
+//     6 launches.
+//   - standard (Megatron's unfused core attention, what sm70 runs: FlashAttention never supported
+//     V100, Dao-AILab/flash-attention #148, #524): QK^T and PV as batched GEMMs over the full s x s
+//     square whether causal or not (the mask is applied to a full score matrix), each
+//     2*s^2*d FLOPs per sequence, timed as a roofline max(FLOPs / (eta_attn * peak),
+//     bytes / (eta_m * hbm_bw)) with bytes = E*ab (scores written / probabilities read) + 2*b*s*d*ab
+//     (the two thin operands): with a 64-wide head they are memory-bound on V100 and A100. Then the
+//     element-wise kernels over E elements at eta_m * hbm_bw (bytes per element, Megatron's
+//     FusedScaleMaskSoftmax and torch dropout, Korthikanti et al. 2022 §4.1 for what is kept):
+//       scale+mask+softmax (fused): read scores ab, write probabilities ab           = 2*ab
+//       dropout: read probabilities ab, write dropped probabilities ab, mask 1 byte  = 2*ab + 1
+//     i.e. (4*ab + 1)*E bytes forward, 9 B per element in bf16 (attention dropout assumed on, as
+//     Megatron's default 0.1 and Korthikanti's count). 9 launches (flash's 6 less the flash kernel,
+//     plus QK^T, softmax, dropout, PV).
+//   Backward: flash 2x the forward's FLOPs and memory-bound bytes, 10 launches. Standard: projections
+//   2x; four score GEMMs (dP = dO V^T, dV = P'^T dO, dQ = dS K, dK = dS^T Q), each 2*s^2*d FLOPs per
+//   sequence with the same roofline bytes as forward; element-wise
+//       dropout backward: read dP ab and the mask 1, write ab                        = 2*ab + 1
+//       softmax backward: read probabilities ab and their gradient ab, write ab      = 3*ab
+//     i.e. (5*ab + 1)*E bytes, 11 B per element in bf16; norms 2x; 15 launches.
 // * Memory-bound kernels (router, permute/unpermute, optimizer step, materialization copies):
 //   bytes / (eta_m * hbm_bw) + launch.
 // Defaults are hardware.md's figures and are meant to be replaced by calibration.
@@ -28,14 +55,21 @@ struct ComputeParams {
   double eta_max = 0.80;     // large-GEMM fraction of peak (hardware.md: 0.75-0.85)
   double t_half = 48;        // tokens/expert at which eta_c reaches eta_max / 2
   int tile_rows = 128;       // token padding of the grouped GEMM
-  double eta_attn = 0.55;    // attention block efficiency (flash-attention + projections)
+  double eta_attn = 0.55;    // attention block GEMM efficiency (projections, flash kernel or score/value GEMMs)
   double eta_mem = 0.85;     // achievable fraction of HBM bandwidth
   Seconds launch{5e-6};      // per kernel launch / grouped launch
   double norm_bytes_factor = 12;  // memory-bound bytes per token per d_model in one block (norms, residual, dropout, bias)
 };
 
+// Where a model meets a topology (the CLI, once): rewrites m.attention == kAuto to what this GPU runs
+// (workload::resolve_attention with gpu.compute_capability), so that activation_bytes(m, ...) and the
+// strategies see the same implementation as ComputeCost. Idempotent; flash / standard are kept.
+void resolve_attention(workload::ModelSpec& m, const topology::GpuModel& gpu);
+
 class ComputeCost {
  public:
+  // Resolves the model's `attention` for `gpu` on its own copy (resolve_attention), so a ComputeCost
+  // never costs kAuto.
   ComputeCost(const topology::GpuModel& gpu, const workload::ModelSpec& model, ComputeParams p = {});
 
   // Expert FFN of one GPU for one layer: token counts per local expert (after replica splits).
@@ -45,9 +79,12 @@ class ComputeCost {
   Seconds expert_forward_uniform(double tokens_each, int experts) const;
   Seconds expert_backward_uniform(double tokens_each, int experts) const;
 
-  // Attention block (incl. norms, residual) of one layer for one micro-batch.
+  // Attention block (incl. norms, residual) of one layer for one micro-batch, with the resolved
+  // implementation (attention()).
   Seconds attention_forward() const;
   Seconds attention_backward() const;
+  // The implementation costed: the model's `attention` resolved for this GPU (never kAuto).
+  workload::AttentionImpl attention() const { return m_.attention; }
   // Router GEMM + softmax/top-k + token permute (forward) for `tokens` tokens; unpermute/combine.
   Seconds router_and_permute(double tokens) const;
   Seconds unpermute(double tokens) const;
@@ -67,6 +104,8 @@ class ComputeCost {
 
  private:
   Seconds gemm(double tokens, double k, double n, double mats, double flop_mult, double extra_bytes_per_weight) const;
+  // Forward (backward = false) or backward attention block, launches included.
+  Seconds attention_time(bool backward) const;
   topology::GpuModel gpu_;
   workload::ModelSpec m_;
   ComputeParams p_;

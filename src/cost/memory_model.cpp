@@ -40,6 +40,8 @@ double activation_bytes(const workload::ModelSpec& m, double received_tokens_all
   const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes;
   const double tokens = s * b;
   double bytes = m.layers * 15.0 * s * b * h * (ab / 2.0);
+  if (m.attention == workload::AttentionImpl::kStandard)  // scores kept: Korthikanti's 5as^2b per block
+    bytes += m.layers * 5.0 * m.heads * s * s * b * (ab / 2.0);
   for (int blk = 0; blk < m.layers; ++blk) {
     if (m.is_moe(blk)) {
       bytes += tokens * m.top_k * h * ab;                                 // permuted copies sent

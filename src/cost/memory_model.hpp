@@ -5,11 +5,16 @@
 //
 // Activation accounting (bytes, one micro-batch in flight; micro-batches of a gradient-accumulation
 // step run one after another): per block, attention + norms keep 15*s*b*h*(act_bytes/2) bytes
-// (Korthikanti et al. 2022, "Reducing Activation Recomputation", Table 2, with flash attention so no
-// s^2 score matrix is stored); an MoE layer keeps, per routed token received, its input (h) and the
-// FFN intermediates (n_mats * d_ffn), plus the permuted token copies on the sending side; the LM head
-// keeps fp32 logits (tokens x vocab x 4). Runtime reserve: CUDA context, NCCL buffers, allocator
-// fragmentation, 1 GiB by default.
+// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.1,
+// eq. 1 / Table 2: attention 11sbh + two layer norms 4sbh, in 2-byte elements). With standard
+// (unfused) attention each block also keeps 5*a*s^2*b*(act_bytes/2) bytes, the paper's 5as^2b:
+// softmax output 2as^2b, dropout mask as^2b, dropout output 2as^2b (s x s per head); flash attention
+// keeps no s^2 tensor. The implementation is m.attention as resolved where the model met the
+// topology (cost::resolve_attention); a still-kAuto model counts as flash, what a GPU of unknown
+// compute capability (assumed 8.0) runs. An MoE layer keeps, per routed token received, its input (h)
+// and the FFN intermediates (n_mats * d_ffn), plus the permuted token copies on the sending side; the
+// LM head keeps fp32 logits (tokens x vocab x 4). Runtime reserve: CUDA context, NCCL buffers,
+// allocator fragmentation, 1 GiB by default.
 #pragma once
 
 #include <string>

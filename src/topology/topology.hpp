@@ -14,8 +14,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/units.hpp"
@@ -32,7 +34,26 @@ struct GpuModel {
   FlopRate peak_flops{0};     // dense BF16/FP16 tensor-core peak
   Bandwidth hbm_bandwidth{0};
   Bytes memory{0};
+  // CUDA compute capability (7.0 V100, 8.0 A100, 9.0 H100/H200): decides which attention kernels
+  // exist (FlashAttention 2 needs 8.0). The loader takes `gpu.compute_capability`, else infers it from
+  // the model name (infer_compute_capability), else assumes 8.0; so does a GpuModel built in code.
+  double compute_capability = 8.0;
+  // Interference between overlapped compute and communication on this GPU (engine/simulation.hpp):
+  // compute beside a running collective takes (1 + compute_slowdown) x as long, communication beside
+  // compute (1 + communication_slowdown) x. Defaults: compute 0.189, the mean computational slowdown
+  // measured when overlapping NCCL collectives with GEMM-heavy training kernels on A100, H100,
+  // MI250 and MI210 ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed
+  // Deep Learning", arXiv 2507.03114: mean 18.9%, max 40.0%); communication 0, for lack of a
+  // published figure that isolates it (the validation backend's overlap suite measures both).
+  double compute_slowdown = 0.189;
+  double communication_slowdown = 0.0;
 };
+
+// Compute capability of a known GPU family named in `model` (case-insensitive, as a word: "V100",
+// "A100-SXM4-40GB", "NVIDIA H100 80GB HBM3"); nullopt for an unknown name. Families: P100 6.0,
+// V100 7.0, T4 7.5, A100/A800/A30 8.0, A10/A40 8.6, L4/L40(S) 8.9, H100/H800/H200/GH200 9.0,
+// B100/B200 10.0.
+std::optional<double> infer_compute_capability(std::string_view model);
 
 struct Vertex {
   std::string name;

@@ -1,5 +1,9 @@
 #include "topology/topology_loader.hpp"
 
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "topology/topology_builder.hpp"
@@ -7,6 +11,33 @@
 #include "util/yaml_reader.hpp"
 
 namespace hs::topology {
+
+std::optional<double> infer_compute_capability(std::string_view model) {
+  struct Family {
+    std::string_view name;
+    double cc;
+  };
+  // Matched as words (below), so the order does not matter: "A10" does not match "A100", "H200" does
+  // not match "GH200".
+  static constexpr std::array<Family, 16> kFamilies{{{"P100", 6.0}, {"V100", 7.0}, {"T4", 7.5}, {"A100", 8.0},
+                                                     {"A800", 8.0}, {"A30", 8.0}, {"A10", 8.6}, {"A40", 8.6},
+                                                     {"L4", 8.9}, {"L40", 8.9}, {"H100", 9.0}, {"H800", 9.0},
+                                                     {"H200", 9.0}, {"GH200", 9.0}, {"B100", 10.0},
+                                                     {"B200", 10.0}}};
+  std::string up(model);
+  for (auto& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  for (const auto& f : kFamilies) {
+    // As a word: not preceded by a letter or digit, not followed by a digit ("A10" is not "A100";
+    // "L40S" is an L40).
+    for (size_t at = up.find(f.name); at != std::string::npos; at = up.find(f.name, at + 1)) {
+      const size_t end = at + f.name.size();
+      if ((at == 0 || !alnum(up[at - 1])) && (end == up.size() || !digit(up[end]))) return f.cc;
+    }
+  }
+  return std::nullopt;
+}
 
 namespace {
 
@@ -17,6 +48,34 @@ GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
   g.peak_flops = FlopRate(r.quantity("peak_bf16", Dimension::kFlopRate).value_or(0));
   g.hbm_bandwidth = Bandwidth(r.quantity("hbm_bandwidth", Dimension::kBandwidth).value_or(0));
   g.memory = Bytes(r.quantity("memory", Dimension::kBytes).value_or(0));
+  // compute_capability: MAJOR.MINOR as CUDA writes it (7.0, 7.5, 8.0, 8.6, 9.0, 10.0); absent: inferred
+  // from the model name, else 8.0 (GpuModel's default; topologies/README.md).
+  if (YAML::Node c = r.child("compute_capability", false); c.IsDefined()) {
+    double v = 0;
+    bool ok = false;
+    if (c.IsScalar()) {
+      const std::string& s = c.Scalar();
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      const double tenths = v * 10;
+      ok = ec == std::errc() && p == s.data() + s.size() && std::isfinite(v) && v >= 1.0 && v < 100.0 &&
+           std::abs(tenths - std::round(tenths)) < 1e-9;
+    }
+    if (ok)
+      g.compute_capability = std::round(v * 10) / 10;
+    else
+      r.error("compute_capability",
+              fmt::format("expected a CUDA compute capability MAJOR.MINOR such as 7.0, 8.0 or 9.0, got {}",
+                          c.IsScalar() ? fmt::format("'{}'", c.Scalar()) : describe_yaml_type(c)));
+  } else if (auto cc = infer_compute_capability(g.model)) {
+    g.compute_capability = *cc;
+  }
+  // overlap_slowdown: {compute: 0.189, communication: 0} (relative; topology.hpp has the sources).
+  if (YAML::Node o = r.child("overlap_slowdown", false); o.IsDefined()) {
+    MapReader os(o, "gpu.overlap_slowdown", ctx);
+    g.compute_slowdown = os.number("compute", false, 0.0, 10.0).value_or(g.compute_slowdown);
+    g.communication_slowdown = os.number("communication", false, 0.0, 10.0).value_or(g.communication_slowdown);
+    os.finish();
+  }
   r.finish();
   return g;
 }

@@ -12,6 +12,20 @@ bool ModelSpec::is_moe(int block) const {
   return std::binary_search(moe_layer_ids.begin(), moe_layer_ids.end(), block);
 }
 
+const char* attention_name(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::kFlash: return "flash";
+    case AttentionImpl::kStandard: return "standard";
+    case AttentionImpl::kAuto: break;
+  }
+  return "auto";
+}
+
+AttentionImpl resolve_attention(AttentionImpl requested, double compute_capability) {
+  if (requested != AttentionImpl::kAuto) return requested;
+  return compute_capability >= kFlashAttentionMinCapability ? AttentionImpl::kFlash : AttentionImpl::kStandard;
+}
+
 namespace {
 
 std::optional<double> dtype_bytes(const std::string& s) {
@@ -93,6 +107,11 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   m.micro_batch = static_cast<int>(r.integer("micro_batch", false, 1, 1 << 20).value_or(1));
   m.grad_accum = static_cast<int>(r.integer("grad_accum", false, 1, 1 << 20).value_or(1));
   m.vocab = static_cast<int>(r.integer("vocab", false, 1, 1 << 24).value_or(50257));
+  if (auto s = r.choice("attention", {"auto", "flash", "standard"}, false))
+    m.attention = *s == "flash"      ? AttentionImpl::kFlash
+                  : *s == "standard" ? AttentionImpl::kStandard
+                                     : AttentionImpl::kAuto;
+  m.causal = r.boolean("causal", false).value_or(true);
 
   // moe_layers: all | "every N" | [block indices]
   YAML::Node ml = r.child("moe_layers", false);

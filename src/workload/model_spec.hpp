@@ -14,6 +14,26 @@ namespace hs::workload {
 enum class ExpertMlp { kPlain, kSwiGlu };  // 2 or 3 weight matrices per expert
 enum class OptimizerKind { kAdam, kSgd };
 
+// How the attention scores are computed (model field `attention`).
+//  * kFlash: a fused kernel (FlashAttention 2/3, cuDNN fused attention) that keeps the s x s scores
+//    on chip and, for a causal mask, skips the masked tiles.
+//  * kStandard: unfused, as Megatron's core attention without flash: QK^T and PV as batched GEMMs
+//    over the full s x s square, scale+mask+softmax and dropout as memory-bound kernels, the
+//    softmax output, dropout mask and dropout output kept for backward.
+//  * kAuto: kFlash where the GPU can run FlashAttention 2 (compute capability >= 8.0), else
+//    kStandard; see resolve_attention().
+enum class AttentionImpl { kAuto, kFlash, kStandard };
+const char* attention_name(AttentionImpl a);  // "auto", "flash", "standard"
+
+// FlashAttention 2 (and the cuDNN / Transformer Engine fused kernels) need sm80+. V100 (sm70) was
+// never supported, not even by FlashAttention 1 (Turing sm75 and newer): Dao-AILab/flash-attention
+// issues #148 and #524 ("No V100 isn't supported"; Volta's m8n8k4 tensor-core MMA needs other
+// shared-memory layouts).
+inline constexpr double kFlashAttentionMinCapability = 8.0;
+
+// kAuto -> kFlash if compute_capability >= 8.0 else kStandard; kFlash / kStandard are kept as given.
+AttentionImpl resolve_attention(AttentionImpl requested, double compute_capability);
+
 struct Precision {
   double param_bytes = 2;      // bf16 working copy
   double grad_bytes = 2;       // bf16 gradients
@@ -43,6 +63,13 @@ struct ModelSpec {
   int vocab = 50257;
   Precision precision;
   std::optional<double> capacity_factor;  // nullopt = dropless
+  // `attention` as given (auto | flash | standard) until resolved for a GPU: cost::resolve_attention
+  // rewrites kAuto where the model meets a topology (the CLI, once); ComputeCost resolves its own copy
+  // from its GpuModel; activation_bytes() counts a still-kAuto model as kFlash.
+  AttentionImpl attention = AttentionImpl::kAuto;
+  // Causal (decoder, GPT-like) self-attention. Default true: MoE LMs are decoders; encoder models
+  // (BERT) set false. Flash kernels skip the masked half; the standard path computes the full square.
+  bool causal = true;
 
   int moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
   bool is_moe(int block) const;

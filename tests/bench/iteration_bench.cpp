@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   try {
     auto topo = topology::load_topology_file(argv[1]);
     auto model = workload::load_model_file(argv[2]);
+    cost::resolve_attention(model, topo.gpu_model());
     const int n = topo.num_gpus(), E = model.experts, L = model.moe_layers();
     // Loads: log-normal popularity (sigma 1) with AR(1) drift, per-source shares equal; counts as
     // expected values (the simulator takes fractional counts).
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     }
     cost::ComputeCost cc(topo.gpu_model(), model);
     strategy::Context ctx{topo, model, cc, 1, flow, precision};
+    ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
     std::vector<double> walls;
     double mean_iter = 0;
     for (int r = 0; r < reps; ++r) {

@@ -54,3 +54,38 @@ TEST_CASE("bad model fields are located and explained") {
   CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"nonsense"}), InputError);
   CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"experts=many"}), InputError);
 }
+
+TEST_CASE("attention and causal: defaults, values, overrides, errors") {
+  auto m = workload::load_model(kModel, "m.yaml");
+  CHECK(m.attention == workload::AttentionImpl::kAuto);
+  CHECK(m.causal);  // absent: causal (decoder LMs)
+  auto f = workload::load_model(std::string(kModel) + "attention: flash\ncausal: false\n", "m.yaml");
+  CHECK(f.attention == workload::AttentionImpl::kFlash);
+  CHECK_FALSE(f.causal);
+  auto o = workload::load_model(kModel, "m.yaml", {"attention=standard", "causal=false"});
+  CHECK(o.attention == workload::AttentionImpl::kStandard);
+  CHECK_FALSE(o.causal);
+  CHECK(workload::load_model(kModel, "m.yaml", {"attention=auto"}).attention == workload::AttentionImpl::kAuto);
+  CHECK(std::string(workload::attention_name(workload::AttentionImpl::kStandard)) == "standard");
+
+  try {
+    workload::load_model(std::string(kModel) + "attention: fused\n", "m.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    std::string s = e.what();
+    CHECK(s.find("m.yaml:12:") != std::string::npos);
+    CHECK(s.find("attention") != std::string::npos);
+    CHECK(s.find("auto, flash, standard") != std::string::npos);
+    CHECK(s.find("fused") != std::string::npos);
+  }
+  try {
+    workload::load_model(std::string(kModel) + "causal: maybe\n", "m.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    std::string s = e.what();
+    CHECK(s.find("m.yaml:12:") != std::string::npos);
+    CHECK(s.find("causal") != std::string::npos);
+    CHECK(s.find("true or false") != std::string::npos);
+  }
+  CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"attention=sparse"}), InputError);
+}

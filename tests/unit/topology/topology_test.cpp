@@ -121,6 +121,78 @@ links:
   CHECK(e.find("nowhere") != std::string::npos);
 }
 
+TEST_CASE("GPU compute capability: given, inferred from the model name, else 8.0") {
+  // kCompact names an H100 and gives no capability: inferred 9.0.
+  CHECK(load_topology(kCompact, "t.yaml").gpu_model().compute_capability == 9.0);
+  auto with_gpu = [](const std::string& gpu) {
+    std::string t = kCompact;
+    const size_t at = t.find("gpu: {");
+    t.replace(at, t.find('\n', at) - at, gpu);
+    return t;
+  };
+  CHECK(load_topology(with_gpu("gpu: {model: V100-SXM2-32GB, peak_bf16: 125TFLOPS, hbm_bandwidth: 0.9TB/s, "
+                               "memory: 32GiB}"), "t.yaml")
+            .gpu_model()
+            .compute_capability == 7.0);
+  // Given explicitly: wins over the name.
+  CHECK(load_topology(with_gpu("gpu: {model: V100, peak_bf16: 125TFLOPS, hbm_bandwidth: 0.9TB/s, memory: 32GiB, "
+                               "compute_capability: 7.5}"), "t.yaml")
+            .gpu_model()
+            .compute_capability == 7.5);
+  // Unknown name, nothing given: 8.0 assumed.
+  CHECK(load_topology(with_gpu("gpu: {model: X, peak_bf16: 100TFLOPS, hbm_bandwidth: 1TB/s, memory: 16GiB}"), "t.yaml")
+            .gpu_model()
+            .compute_capability == 8.0);
+
+  CHECK(infer_compute_capability("V100-SXM2-32GB") == 7.0);
+  CHECK(infer_compute_capability("Tesla V100") == 7.0);
+  CHECK(infer_compute_capability("A100-SXM4-40GB") == 8.0);
+  CHECK(infer_compute_capability("a100") == 8.0);
+  CHECK(infer_compute_capability("A10") == 8.6);
+  CHECK(infer_compute_capability("NVIDIA H100 80GB HBM3") == 9.0);
+  CHECK(infer_compute_capability("H200-SXM-141GB") == 9.0);
+  CHECK(infer_compute_capability("GH200") == 9.0);
+  CHECK(infer_compute_capability("L40S") == 8.9);
+  CHECK(infer_compute_capability("T4") == 7.5);
+  CHECK_FALSE(infer_compute_capability("RTX A4000"));  // A40 followed by a digit is another GPU
+  CHECK_FALSE(infer_compute_capability("X"));
+  CHECK_FALSE(infer_compute_capability(""));
+
+  // Bad values: located (line 3 holds the gpu map), named, explained.
+  for (const char* bad : {"sm80", "8.65", "0.5", "[8, 0]", "-7.0"}) {
+    CAPTURE(bad);
+    const auto e = errors_of(with_gpu(std::string("gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, "
+                                                  "memory: 80GiB, compute_capability: ") + bad + "}"));
+    CHECK(e.find("t.yaml:3:") != std::string::npos);
+    CHECK(e.find("gpu.compute_capability") != std::string::npos);
+    CHECK(e.find("expected a CUDA compute capability") != std::string::npos);
+  }
+}
+
+TEST_CASE("GPU overlap slowdowns: defaults from the published measurement, overridable, validated") {
+  // Absent: compute 0.189 (arXiv 2507.03114's mean), communication 0.
+  const auto g = load_topology(kCompact, "t.yaml").gpu_model();
+  CHECK(g.compute_slowdown == 0.189);
+  CHECK(g.communication_slowdown == 0.0);
+  auto with_overlap = [](const std::string& overlap) {
+    std::string t = kCompact;
+    const size_t at = t.find("gpu: {");
+    t.replace(at, t.find('\n', at) - at,
+              "gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB, overlap_slowdown: " +
+                  overlap + "}");
+    return t;
+  };
+  const auto o = load_topology(with_overlap("{compute: 0.3, communication: 0.1}"), "t.yaml").gpu_model();
+  CHECK(o.compute_slowdown == 0.3);
+  CHECK(o.communication_slowdown == 0.1);
+  for (const char* bad : {"{compute: -0.1}", "{compute: fast}", "{compute: 0.2, network: 0.1}"}) {
+    CAPTURE(bad);
+    const auto e = errors_of(with_overlap(bad));
+    CHECK(e.find("t.yaml:3:") != std::string::npos);
+    CHECK(e.find("gpu.overlap_slowdown") != std::string::npos);
+  }
+}
+
 TEST_CASE("links that can never bind are recognized (PCIe hop in front of a slower NIC)") {
   // 2 nodes x 4 GPUs, one 25 GB/s NIC per GPU behind a 64 GB/s PCIe link: every route over a
   // GPU's PCIe uplink also crosses its NIC uplink (25 < 64), so the PCIe link never limits a flow;

@@ -1,0 +1,197 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cost/compute_cost.hpp"
+#include "cost/memory_model.hpp"
+#include "topology/topology_loader.hpp"
+#include "workload/model_spec.hpp"
+
+using namespace hs;
+using workload::AttentionImpl;
+
+namespace {
+
+// s = 1024, d = 512, a = 8 heads (head 64), b = 2 sequences, bf16 activations, 4 blocks.
+workload::ModelSpec model(const std::string& extra = "") {
+  return workload::load_model(std::string(R"(schema: hecate-sim/model@1
+name: attn
+layers: 4
+d_model: 512
+d_ffn: 1024
+experts: 8
+top_k: 2
+heads: 8
+seq_len: 1024
+micro_batch: 2
+)") + extra,
+                              "attn.yaml");
+}
+
+// V100-like numbers, capability given separately so flash and standard can be compared on the same GPU.
+topology::GpuModel gpu(double cc) {
+  topology::GpuModel g;
+  g.model = "test";
+  g.peak_flops = FlopRate(125e12);
+  g.hbm_bandwidth = Bandwidth(0.9e12);
+  g.memory = Bytes(32e9);
+  g.compute_capability = cc;
+  return g;
+}
+
+constexpr double s = 1024, d = 512, a = 8, b = 2, ab = 2, L = 4;
+
+}  // namespace
+
+TEST_CASE("causal flash attention halves exactly the score/value term") {
+  // flash forward = b (8 s d^2 + c 4 s^2 d) / (eta_attn peak) + 12 b s d ab / (eta_mem hbm) + 6 launches,
+  // c = 1 bidirectional, 1/2 causal; backward = 2x the FLOPs and bytes + 10 launches. The difference
+  // causal vs not is therefore b 2 s^2 d / (eta_attn peak) forward and twice that backward.
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const cost::ComputeCost full(g, model("causal: false\n"));
+  const cost::ComputeCost causal(g, model("causal: true\n"));
+  CHECK(full.attention() == AttentionImpl::kFlash);
+  const double rate = p.eta_attn * 125e12, mem = p.eta_mem * 0.9e12;
+  const double fwd_full = b * (8 * s * d * d + 4 * s * s * d) / rate + 12 * b * s * d * ab / mem + 6 * p.launch.value();
+  CHECK(full.attention_forward().value() == doctest::Approx(fwd_full).epsilon(1e-12));
+  CHECK(full.attention_backward().value() ==
+        doctest::Approx(2 * (fwd_full - 6 * p.launch.value()) + 10 * p.launch.value()).epsilon(1e-12));
+  const double half_scores = b * 2 * s * s * d / rate;
+  CHECK(full.attention_forward().value() - causal.attention_forward().value() ==
+        doctest::Approx(half_scores).epsilon(1e-9));
+  CHECK(full.attention_backward().value() - causal.attention_backward().value() ==
+        doctest::Approx(2 * half_scores).epsilon(1e-9));
+  // Absent `causal` means causal.
+  CHECK(cost::ComputeCost(g, model()).attention_forward().value() == causal.attention_forward().value());
+}
+
+TEST_CASE("standard attention: full-square score GEMMs plus the softmax/dropout bytes") {
+  // E = b a s^2 = 16.8M score elements. Score GEMMs (2 forward, 4 backward), each 2 b s^2 d FLOPs and
+  // E ab + 2 b s d ab bytes, timed max(FLOPs / (eta_attn peak), bytes / (eta_mem hbm)): with a 64-wide
+  // head 2 d/a / ab = 64 FLOP/B < eta_attn peak / (eta_mem hbm) = 89.9 on these numbers: memory-bound.
+  // Element-wise: forward softmax 2 ab + dropout 2 ab + 1 = 9 B per element; backward dropout 2 ab + 1
+  // + softmax 3 ab = 11 B. Launches 9 forward, 15 backward. Causal or not, the same.
+  const cost::ComputeParams p;
+  const double rate = p.eta_attn * 125e12, mem = p.eta_mem * 0.9e12, launch = p.launch.value();
+  const double E = b * a * s * s;
+  const double bmm = std::max(2 * b * s * s * d / rate, (E * ab + 2 * b * s * d * ab) / mem);
+  CHECK(bmm == doctest::Approx((E * ab + 2 * b * s * d * ab) / mem));  // memory-bound, as stated
+  const double proj = b * 8 * s * d * d / rate, norms = 12 * b * s * d * ab / mem;
+  const double fwd = proj + 2 * bmm + 9 * E / mem + norms + 9 * launch;
+  const double bwd = 2 * proj + 4 * bmm + 11 * E / mem + 2 * norms + 15 * launch;
+
+  for (const char* causal : {"causal: true\n", "causal: false\n"}) {
+    CAPTURE(causal);
+    const cost::ComputeCost standard(gpu(7.0), model(causal));  // auto on sm70 -> standard
+    REQUIRE(standard.attention() == AttentionImpl::kStandard);
+    CHECK(standard.attention_forward().value() == doctest::Approx(fwd).epsilon(1e-12));
+    CHECK(standard.attention_backward().value() == doctest::Approx(bwd).epsilon(1e-12));
+    // The same GPU numbers running flash (as if it could): faster both ways.
+    const cost::ComputeCost flash(gpu(7.0), model(std::string(causal) + "attention: flash\n"));
+    REQUIRE(flash.attention() == AttentionImpl::kFlash);
+    CHECK(flash.attention_forward() < standard.attention_forward());
+    CHECK(flash.attention_backward() < standard.attention_backward());
+  }
+  // fp32 activations: the element-wise bytes scale with ab except the 1-byte dropout mask,
+  // softmax 2 x 4 + dropout 2 x 4 + 1 = 17 B per element forward.
+  const cost::ComputeCost fp32(gpu(7.0), model("precision: {activations: fp32}\n"));
+  const double E4 = E, ab4 = 4;
+  const double bmm4 = std::max(2 * b * s * s * d / rate, (E4 * ab4 + 2 * b * s * d * ab4) / mem);
+  CHECK(fp32.attention_forward().value() ==
+        doctest::Approx(proj + 2 * bmm4 + 17 * E4 / mem + 12 * b * s * d * ab4 / mem + 9 * launch).epsilon(1e-12));
+}
+
+TEST_CASE("standard attention keeps 5 a s^2 b (act_bytes / 2) bytes more per block") {
+  // Korthikanti et al. 2022: softmax output 2 a s^2 b, dropout mask a s^2 b, dropout output 2 a s^2 b.
+  auto m = model();
+  const double recv = b * s * m.top_k * m.moe_layers();
+  m.attention = AttentionImpl::kFlash;
+  const double flash = cost::activation_bytes(m, recv);
+  m.attention = AttentionImpl::kStandard;
+  const double standard = cost::activation_bytes(m, recv);
+  CHECK(standard - flash == doctest::Approx(5 * a * s * s * b * (ab / 2) * L).epsilon(1e-12));
+  CHECK(standard - flash == 335544320.0);  // 5 x 8 x 1024^2 x 2 x 4 blocks (x ab / 2 = 1)
+  // A model still at `auto` (not resolved for a GPU) counts as flash.
+  m.attention = AttentionImpl::kAuto;
+  CHECK(cost::activation_bytes(m, recv) == flash);
+}
+
+TEST_CASE("auto resolves by compute capability") {
+  using workload::resolve_attention;
+  CHECK(resolve_attention(AttentionImpl::kAuto, 7.0) == AttentionImpl::kStandard);
+  CHECK(resolve_attention(AttentionImpl::kAuto, 7.5) == AttentionImpl::kStandard);
+  CHECK(resolve_attention(AttentionImpl::kAuto, 8.0) == AttentionImpl::kFlash);
+  CHECK(resolve_attention(AttentionImpl::kAuto, 9.0) == AttentionImpl::kFlash);
+  CHECK(resolve_attention(AttentionImpl::kFlash, 7.0) == AttentionImpl::kFlash);       // as given
+  CHECK(resolve_attention(AttentionImpl::kStandard, 9.0) == AttentionImpl::kStandard);
+
+  // The boundary call rewrites the model (what the strategies' activation_bytes then sees); it is
+  // idempotent and ComputeCost agrees with it.
+  auto m = model();
+  REQUIRE(m.attention == AttentionImpl::kAuto);
+  cost::resolve_attention(m, gpu(7.0));
+  CHECK(m.attention == AttentionImpl::kStandard);
+  cost::resolve_attention(m, gpu(9.0));
+  CHECK(m.attention == AttentionImpl::kStandard);
+  auto n = model();
+  cost::resolve_attention(n, gpu(8.0));
+  CHECK(n.attention == AttentionImpl::kFlash);
+  CHECK(cost::ComputeCost(gpu(7.0), model()).attention() == AttentionImpl::kStandard);
+  CHECK(cost::ComputeCost(gpu(8.0), model()).attention() == AttentionImpl::kFlash);
+  CHECK(cost::ComputeCost(gpu(7.0), model()).attention_forward() == cost::ComputeCost(gpu(7.0), m).attention_forward());
+  // --set overrides apply.
+  CHECK(workload::load_model(R"(schema: hecate-sim/model@1
+name: attn
+layers: 1
+d_model: 64
+d_ffn: 64
+experts: 2
+top_k: 1
+heads: 1
+seq_len: 16
+)", "o.yaml", {"attention=standard"}).attention == AttentionImpl::kStandard);
+}
+
+TEST_CASE("bundled presets: V100 runs standard attention, the rest flash; decoders are causal") {
+  const char* root = std::getenv("HECATE_SOURCE_ROOT");
+  if (!root) {
+    MESSAGE("HECATE_SOURCE_ROOT not set: bundled presets not checked");
+    return;
+  }
+  namespace fs = std::filesystem;
+  int topologies = 0, models = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "topologies")) {
+    if (e.path().extension() != ".yaml") continue;
+    CAPTURE(e.path().string());
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("compute_capability:") != std::string::npos);  // every preset states it
+    const auto t = topology::load_topology(text, e.path().string());
+    const auto& g = t.gpu_model();
+    CHECK(topology::infer_compute_capability(g.model) == g.compute_capability);  // and it agrees with the name
+    const bool v100 = g.model.find("V100") != std::string::npos;
+    CHECK(workload::resolve_attention(AttentionImpl::kAuto, g.compute_capability) ==
+          (v100 ? AttentionImpl::kStandard : AttentionImpl::kFlash));
+    ++topologies;
+  }
+  for (const auto& e : fs::directory_iterator(fs::path(root) / "models")) {
+    if (e.path().extension() != ".yaml") continue;
+    CAPTURE(e.path().string());
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("\ncausal:") != std::string::npos);  // every preset states it
+    const auto m = workload::load_model(text, e.path().string());
+    CHECK(m.attention == AttentionImpl::kAuto);
+    CHECK(m.causal == (e.path().filename().string().rfind("bert", 0) != 0));
+    ++models;
+  }
+  CHECK(topologies >= 10);
+  CHECK(models >= 7);
+}
