@@ -4,21 +4,30 @@
 // and optimizer state: one copy of MoE optimizer state in the cluster; no all-reduce for MoE
 // parameters, the optimizer updates only owned experts). Every iteration, per MoE layer:
 //   1. predict expert loads as the mean of the last `window` iterations (uniform before any history);
-//   2. overlap degree t = floor(T_attention * bw / expert_bytes) (or `overlap_degree`), where bw is
-//      the per-GPU inter-node bandwidth when it is much lower than the intra-node one (> 2x), else
-//      the intra-node bandwidth; memory capacity m = extra experts that fit in free memory (or
-//      `memory_budget`); materialize (strategy/materialization.hpp);
+//   2. overlap degree t per layer (or `overlap_degree`): the largest t whose spAG, planned and timed
+//      by this simulator for the chosen broadcast (latencies included), fits in the attention
+//      forward before the layer (materialization.hpp, plan_overlap_degree; the paper's formula
+//      floor(T_attention * bw / expert_bytes) is reported beside it for comparison); memory
+//      capacity m = extra experts that fit in free memory (or `memory_budget`); materialize;
 //   3. SparseAllGather the copies during the attention before the layer (sparse stream), dispatch
 //      tokens topology-aware (local copy, same-node copy, else any holder), compute, and in backward
 //      SparseReduceScatter the copies' gradients into the owners during the attention backward;
 //   4. optional calibration stage (`calibrate`): after the gate, re-plan with the actual loads into
 //      the remaining free slots; accept only when the predicted layer time (slowest GPU's expert
-//      compute + all-to-alls) plus the now exposed extra spAG beats the current plan;
+//      compute + all-to-alls) plus what the forward spAG's remainder and the extra spAG leave
+//      exposed beyond the dispatch (all of it with one queue) beats the current plan's; the extra
+//      copies gate the expert GEMMs, not the dispatch;
 //   5. optional re-materialization (`rematerialize`): copies are freed after forward and gathered
 //      again during the attention backward before the layer; only one layer's buffer is resident;
-//   6. heterogeneous sharding (`heterogeneous`, every `reshard_every` iterations, only when the plan
-//      changes): strategy/sharding.hpp; moved experts migrate with their optimizer states on the
-//      critical path before the iteration.
+//   6. heterogeneous sharding (`heterogeneous`): first once `window` iterations of loads are known,
+//      then every `reshard_every` iterations, only when the plan changes (strategy/sharding.hpp,
+//      which keeps an expert with its owner unless moving it relieves more than 10% of a GPU's mean
+//      load); moved experts migrate with their optimizer states on the critical path before the
+//      iteration;
+//   7. `comm_queue`: single (default, as the Hecate runtime issues every communication from one
+//      queue to NCCL: spAG/spRS share the all-to-all's in-order stream) or separate streams.
+// Materialized copies are copied into the expert-weight buffer before the expert GEMMs and their
+// gradients out after them (memory-bound copies on the compute stream).
 #pragma once
 
 #include <map>

@@ -117,6 +117,23 @@ if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==4; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
+# Resolved settings in the JSON; a default FSSDP run on a bundled trace re-shards (once the window of
+# 5 iterations is known) and says what its automatic overlap degree became per layer.
+"$sim" run aws-p3dn-v100-4node "$root/traces/gpt-moe-s-aux_loss.json.gz" --iterations 8 \
+  --strategy ep,fssdp --format json > "$tmp/res.json" 2>/dev/null
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+ep, fs = d['strategies']
+assert ep['resolved']['ep_size'] == 32 and ep['resolved']['dense_allreduce'] in ('ring', 'tree', 'nvls')
+r = fs['resolved']
+assert r['reshards'] == 1, r
+assert isinstance(r['overlap_degree'], list) and len(r['overlap_degree']) == 12, r
+assert r['comm_queue'] == 'single'
+assert fs['breakdown_s']['reshard_migration'] > 0
+" "$tmp/res.json" && echo "ok: resolved settings, default re-shard" || { echo "FAIL: resolved settings / re-shard"; fails=$((fails+1)); }
+expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
+
 # Timeline: a Chrome trace with complete events for every strategy.
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3}" "$tmp/tl.json" \
