@@ -70,6 +70,10 @@ int run(const RunOptions& o) {
   cost::ComputeCost compute(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow", o.flow_precision};
   ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
+  if (ctx.flow_network && ctx.interference.communication_slowdown > 0)
+    throw InputError({topo_in.source, 0, 0}, "gpu.overlap_slowdown.communication",
+                     "slowing communication beside compute is modelled on the analytic tier only: set it to 0 or "
+                     "run with --network analytic");
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
   // skipped with a warning instead of failing the run.

@@ -132,6 +132,9 @@ assert isinstance(r['overlap_degree'], list) and len(r['overlap_degree']) == 12,
 assert r['comm_queue'] == 'single'
 assert fs['breakdown_s']['reshard_migration'] > 0
 " "$tmp/res.json" && echo "ok: resolved settings, default re-shard" || { echo "FAIL: resolved settings / re-shard"; fails=$((fails+1)); }
+sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {communication: 0.1}}/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/slow.yaml"
+expect 0 -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
+expect 2 "overlap_slowdown.communication" "analytic tier only" -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --network flow
 expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
 
 # Timeline: a Chrome trace with complete events for every strategy.
