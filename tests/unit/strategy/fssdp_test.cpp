@@ -212,9 +212,10 @@ TEST_CASE("materialization relieves the straggler on a skewed trace") {
   CHECK(b.breakdown[idx(Component::kStragglerWait)] < a.breakdown[idx(Component::kStragglerWait)]);
 }
 
-TEST_CASE("SmartMoE re-plans placement: hot experts sharing a GPU get separated, migration is charged") {
-  // 16 experts on 8 GPUs (2 per GPU): experts 0 and 1 (both on GPU 0) are hot in every layer.
-  auto m = workload::load_model(R"(schema: hecate-sim/model@1
+namespace {
+// 16 experts on 8 GPUs (2 per GPU), otherwise the tiny model.
+workload::ModelSpec tiny16_model() {
+  return workload::load_model(R"(schema: hecate-sim/model@1
 name: tiny16
 layers: 2
 d_model: 512
@@ -225,13 +226,24 @@ heads: 8
 seq_len: 1024
 micro_batch: 2
 )", "tiny16.yaml");
-  auto t = two_nodes();
-  cost::ComputeCost cc(t.gpu_model(), m);
-  Context ctx{t, m, cc, 1};
+}
+// loads[layer][gpu][expert] for tiny16: experts 0 and 1 (both on GPU 0 under EP) hot in every layer.
+std::vector<double> two_hot_experts() {
   std::vector<double> loads(2 * 8 * 16);
   for (int l = 0; l < 2; ++l)
     for (int g = 0; g < 8; ++g)
       for (int e = 0; e < 16; ++e) loads[(l * 8 + g) * 16 + e] = e < 2 ? 1024 : 2048.0 / 14;
+  return loads;
+}
+}  // namespace
+
+TEST_CASE("SmartMoE re-plans placement: hot experts sharing a GPU get separated, migration is charged") {
+  // 16 experts on 8 GPUs (2 per GPU): experts 0 and 1 (both on GPU 0) are hot in every layer.
+  auto m = tiny16_model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  const std::vector<double> loads = two_hot_experts();
   auto ep = make_ep(ctx, {});
   auto sm = make_strategy(parse_strategy_spec("smartmoe:period=2"), ctx);
   const auto idx = [](Component c) { return static_cast<int>(c); };
@@ -352,24 +364,11 @@ TEST_CASE("default FSSDP re-shards once the prediction window is full, and repor
   // 16 experts on 8 GPUs: homogeneous sharding gives GPU 0 experts 0 and 1, both hot in every layer.
   // With t = 0 nothing is materialized, so the only relief is re-sharding: it happens when the
   // window (5) is full, i.e. at iteration 5, moves expert 0 or 1 away, and not again before R.
-  auto m = workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny16
-layers: 2
-d_model: 512
-d_ffn: 1024
-experts: 16
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny16.yaml");
+  auto m = tiny16_model();
   auto t = two_nodes();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
-  std::vector<double> loads(2 * 8 * 16);
-  for (int l = 0; l < 2; ++l)
-    for (int g = 0; g < 8; ++g)
-      for (int e = 0; e < 16; ++e) loads[(l * 8 + g) * 16 + e] = e < 2 ? 1024 : 2048.0 / 14;
+  const std::vector<double> loads = two_hot_experts();
   auto fs = make_fssdp(ctx, {{"overlap_degree", "0"}});
   auto idx = [](Component c) { return static_cast<int>(c); };
   double before = 0, after = 0;
