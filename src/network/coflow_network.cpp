@@ -57,6 +57,7 @@ void CoflowNetwork::reset(const engine::TaskGraph& g) {
   for (auto& r : running_)
     if (r.flow >= 0) solver_.remove_flow(r.flow);
   solver_.solve();
+  link_users_.assign(topo_.links().size(), 0);
   running_.clear();
   timers_.clear();
   slot_of_.assign(g.num_tasks(), -1);
@@ -72,13 +73,29 @@ void CoflowNetwork::start(engine::TaskId t, double now) {
     timers_.push_back({now, t});
     return;
   }
+  const Def& d = defs_[id];
   Running r;
   r.task = t;
-  r.flow = add_flow(defs_[id], 1.0);
   r.since = now;
+  bool shared = false;
+  for (const auto& x : d.loads.links) shared = shared || link_users_[x.link]++ > 0;
+  if (shared) {
+    // Everything running that is still off the solver joins it, then this coflow.
+    for (auto& o : running_)
+      if (o.flow < 0) {
+        progress(o, now);
+        o.flow = add_flow(defs_[task_def_[o.task]], o.speed);
+        o.rate = -1;
+      }
+    r.flow = add_flow(d, 1.0);
+    dirty_ = true;
+  } else {
+    // Alone on its links: its solo pace, no solve (the common case: most collectives run alone).
+    r.rate = 1.0 / d.drain;
+    r.finish = now + d.drain;
+  }
   slot_of_[t] = static_cast<int>(running_.size());
   running_.push_back(r);
-  dirty_ = true;
 }
 
 int CoflowNetwork::add_flow(const Def& d, double speed) {
@@ -100,6 +117,7 @@ void CoflowNetwork::settle() {
   solver_.solve();
   // Few coflows are in flight: re-project those whose rate moved.
   for (auto& r : running_) {
+    if (r.flow < 0) continue;  // alone on its links: keeps its pace
     const double rate = defs_[task_def_[r.task]].phi * solver_.rate(r.flow);
     if (rate == r.rate) continue;
     progress(r, now_);
@@ -123,10 +141,14 @@ void CoflowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished
   for (size_t i = 0; i < running_.size(); ++i) {
     Running& r = running_[i];
     if (r.finish <= now) {
-      solver_.remove_flow(r.flow);
+      const Def& d = defs_[task_def_[r.task]];
+      for (const auto& x : d.loads.links) --link_users_[x.link];
+      if (r.flow >= 0) {
+        solver_.remove_flow(r.flow);
+        dirty_ = true;
+      }
       slot_of_[r.task] = -1;
-      timers_.push_back({now + defs_[task_def_[r.task]].loads.latency, r.task});
-      dirty_ = true;
+      timers_.push_back({now + d.loads.latency, r.task});
       continue;
     }
     slot_of_[r.task] = static_cast<int>(keep);
@@ -147,10 +169,15 @@ bool CoflowNetwork::set_speed(engine::TaskId t, double speed, double now) {
   Running& r = running_[slot];
   progress(r, now);
   r.speed = speed;
+  const Def& d = defs_[task_def_[t]];
+  if (r.flow < 0) {  // alone: the capped pace directly
+    r.rate = speed / d.drain;
+    r.finish = now + r.left / r.rate;
+    return true;
+  }
   solver_.remove_flow(r.flow);
-  r.flow = add_flow(defs_[task_def_[t]], speed);
+  r.flow = add_flow(d, speed);
   r.rate = -1;  // re-projected at the next settle
-  now_ = now;
   dirty_ = true;
   return true;
 }

@@ -15,7 +15,8 @@
 // What it does not see, and the flow tier does: inside one coflow every transfer keeps the same
 // pace (the bottleneck link's), so when a coflow is slowed on one link its transfers elsewhere are
 // slowed too rather than finishing early and freeing capacity. The cost is one small solve per
-// event over the few coflows in flight, independent of the GPU count apart from the link loads.
+// event over the few coflows in flight, independent of the GPU count apart from the link loads; a
+// coflow that starts alone on its links skips the solver altogether until another joins it.
 //
 // Speed (engine interference): a communication task slowed by compute beside it gets a rate cap of
 // speed / D, so it never runs faster than that share of its solo pace.
@@ -57,7 +58,7 @@ class CoflowNetwork final : public engine::ActivityModel {
   int add_flow(const Def& d, double speed);
   struct Running {
     engine::TaskId task = 0;
-    int flow = -1;          // solver flow, -1 once drained
+    int flow = -1;          // solver flow; -1 while alone on its links (not in the solver)
     double left = 1;        // fraction of the coflow still to drain at `since`
     double since = 0, rate = 0, finish = 0;
     double speed = 1;
@@ -70,6 +71,7 @@ class CoflowNetwork final : public engine::ActivityModel {
   std::vector<Def> defs_;
   std::vector<int> task_def_;          // per task, -1 = none
   std::vector<int> slot_of_;           // per task: index in running_, -1
+  std::vector<int> link_users_;        // per link: coflows draining through it
   std::vector<Running> running_;       // coflows draining
   std::vector<std::pair<double, engine::TaskId>> timers_;  // drained, paying latency (unordered, few)
   std::vector<solver::Element> scratch_;
