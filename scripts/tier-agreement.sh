@@ -15,7 +15,6 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 strategies="ep,oracle,fssdp,fssdp:rematerialize=true,fssdp:comm_queue=separate,fssdp:broadcast=direct,smartmoe,fsdp"
 echo "| model | topology | strategy | analytic ms | flow ms | analytic / flow |"
 echo "|---|---|---|---|---|---|"
-walls=()
 for model in gpt-moe-s gpt-moe-l bert-moe bert-moe-deep; do
   for topo in aws-p3dn-v100-2node aws-p3dn-v100-4node aws-p4d-a100-4node; do
     if [ "$topo" = aws-p3dn-v100-2node ]; then gpus=16; experts=32; else gpus=32; experts=64; fi
@@ -26,7 +25,7 @@ for model in gpt-moe-s gpt-moe-l bert-moe bert-moe-deep; do
       s=$(date +%s%N)
       $sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --format csv --network "$net" \
           --strategy "$strategies" > "$tmp/$net.csv" 2>/dev/null
-      walls+=("$model $topo $net: $(( ($(date +%s%N) - s) / 1000000 )) ms wall")
+      echo "$model $topo $net: $(( ($(date +%s%N) - s) / 1000000 )) ms wall" >> "$tmp/walls"
     done
     paste -d, "$tmp/analytic.csv" "$tmp/flow.csv" | awk -F, -v model="$model" -v topo="$topo" '
       NR == 1 { n = NF / 2; for (i = 1; i <= n; i++) col[$i] = i; next }
@@ -34,6 +33,6 @@ for model in gpt-moe-s gpt-moe-l bert-moe bert-moe-deep; do
         printf "| %s | %s | %s | %.2f | %.2f | %.4f |\n", model, topo, $1, a * 1e3, f * 1e3, a / f }'
   done
 done | tee "$tmp/table.md"
-printf '%s\n' "${walls[@]}"
+cat "$tmp/walls"
 awk -F'|' 'NR > 2 { r = $7 + 0; d = r > 1 ? r - 1 : 1 - r; if (d > w) { w = d; row = $0 } }
            END { printf "largest disagreement: %.2f%%\n%s\n", w * 100, row }' "$tmp/table.md"
