@@ -51,21 +51,24 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   const double emb_time = emb_ar.time;
   net_.loads(block_ar.flows, block_ar.extra_latency, block_loads_);
   net_.loads(emb_ar.flows, emb_ar.extra_latency, emb_loads_);
-  // Expert-gradient all-reduce across EP replicas (one coflow: every replica set's ring at once).
   double expert_ar_time = 0;
   const int ep = opt.ep_size > 0 ? opt.ep_size : n_;
+  // The EP replicas' expert-gradient rings (every replica set at once) in fluid form, with the
+  // ring's step latencies: their own tasks, after the dense one on the dp stream.
+  collective::Coflow expert_flows;
+  double extra_exp = 0;
   if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
-    collective::Coflow step;
-    std::vector<int> group;
     const int members = n_ / ep;
     for (int r = 0; r < ep; ++r) {
-      group.clear();
+      std::vector<int> group;
       for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
-      auto part = collective::ring_step(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
-                                        collective::default_ring_channels(ctx.topo, group));
-      step.insert(step.end(), part.begin(), part.end());
+      double x = 0;
+      auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
+                                         collective::RingOp::kAllReduce, x);
+      extra_exp = std::max(extra_exp, x);
+      expert_flows.insert(expert_flows.end(), part.begin(), part.end());
     }
-    expert_ar_time = net_.coflow_time(step) * collective::ring_steps(collective::RingOp::kAllReduce, members);
+    expert_ar_time = net_.loads(expert_flows, extra_exp, expert_ar_loads_);
   }
 
   std::vector<engine::TaskId> last(n_, engine::kNoTask);  // last compute task per GPU
@@ -189,23 +192,6 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
-  // The EP replicas' expert-gradient rings (every replica set at once) in fluid form, with the
-  // ring's step latencies: their own tasks, after the dense one on the dp stream.
-  collective::Coflow expert_flows;
-  double extra_exp = 0;
-  if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
-    const int members = n_ / ep;
-    for (int r = 0; r < ep; ++r) {
-      std::vector<int> group;
-      for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
-      double x = 0;
-      auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
-                                         collective::RingOp::kAllReduce, x);
-      extra_exp = std::max(extra_exp, x);
-      expert_flows.insert(expert_flows.end(), part.begin(), part.end());
-    }
-    net_.loads(expert_flows, extra_exp, expert_ar_loads_);
-  }
   for (size_t i = 0; i < dp_tasks.size(); ++i) {
     const DpKind k = i + 1 == dp_tasks.size() ? DpKind::kEmbedding : dp_expert[i] ? DpKind::kExpert : DpKind::kBlock;
     dp_.push_back({dp_tasks[i], k});

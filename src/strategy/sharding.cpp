@@ -43,6 +43,11 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
   int layers_left = L;
   for (int l : layer_order) {
     std::vector<double> gpu_load(n, 0.0), node_load(nodes, 0.0);
+    double keep_slack = 0;  // kKeepTolerance x the layer's mean load per GPU
+    if (current) {
+      for (double x : loads[l]) keep_slack += x;
+      keep_slack *= kKeepTolerance / n;
+    }
     const int tl = std::clamp(t[l], 0, E);
     // Per-layer quota from the slots a GPU has left, so that the layers placed last are not
     // crammed onto the few GPUs that still have room (the paper leaves this open).
@@ -70,9 +75,7 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
       }
       if (current) {
         const int g0 = (*current)[l][e];
-        double total = 0;
-        for (double x : loads[l]) total += x;
-        if (g0 != bg && ok(g0) && gpu_load[g0] <= gpu_load[bg] + kKeepTolerance * total / n) {
+        if (g0 != bg && ok(g0) && gpu_load[g0] <= gpu_load[bg] + keep_slack) {
           bg = g0;
           bn = node_of[g0];
         }
