@@ -41,8 +41,10 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
     return *std::max_element(loads[a].begin(), loads[a].end()) > *std::max_element(loads[b].begin(), loads[b].end());
   });
   int layers_left = L;
+  std::vector<std::vector<double>> layer_gpu_load(L, std::vector<double>(n, 0.0));
   for (int l : layer_order) {
-    std::vector<double> gpu_load(n, 0.0), node_load(nodes, 0.0);
+    std::vector<double>& gpu_load = layer_gpu_load[l];
+    std::vector<double> node_load(nodes, 0.0);
     double keep_slack = 0;  // kKeepTolerance x the layer's mean load per GPU
     if (current) {
       for (double x : loads[l]) keep_slack += x;
@@ -87,17 +89,25 @@ Owners heterogeneous_owners(const std::vector<std::vector<double>>& loads, const
       node_load[bn] += loads[l][e];
     }
   }
-  // Overlappable experts fill what is left.
+  // Overlappable experts fill what is left, by load as well: they are replicated only while they stay
+  // in the top-t of the prediction, and one that drops out is served by its owner alone.
   for (int l : layer_order) {
     const int tl = std::clamp(t[l], 0, E);
+    std::vector<double>& gpu_load = layer_gpu_load[l];
     for (int i = 0; i < tl; ++i) {
       const int e = ranked[l][i];
       int bg = -1;
-      for (int g = 0; g < n; ++g)
-        if (free_slots[g] > 0 && (bg < 0 || free_slots[g] > free_slots[bg])) bg = g;
-      if (current && free_slots[(*current)[l][e]] > 0) bg = (*current)[l][e];
+      for (int g = 0; g < n; ++g) {
+        if (free_slots[g] <= 0) continue;
+        if (bg < 0 || gpu_load[g] < gpu_load[bg] || (gpu_load[g] == gpu_load[bg] && free_slots[g] > free_slots[bg])) bg = g;
+      }
+      if (current) {
+        const int g0 = (*current)[l][e];
+        if (g0 != bg && free_slots[g0] > 0) bg = g0;
+      }
       owner[l][e] = bg;
       --free_slots[bg];
+      gpu_load[bg] += loads[l][e];
     }
   }
   return owner;

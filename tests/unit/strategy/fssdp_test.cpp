@@ -389,6 +389,41 @@ TEST_CASE("default FSSDP re-shards once the prediction window is full, and repor
   CHECK(seen);
 }
 
+TEST_CASE("a re-shard is taken only when its predicted gain over reshard_every iterations beats the migration") {
+  // Same hot pair as above. The gate compares, per layer, the predicted MoE time saved per iteration
+  // x reshard_every with the time to move that layer's experts and optimizer states. Over 100
+  // iterations the relief pays (the case above); over 1 iteration it cannot: moving an expert's
+  // state (params + master + Adam, 16 B/param on a bf16 model) takes longer than the expert
+  // computing on its tokens, and relieving the hot GPU saves at most part of that compute and the
+  // dispatch of half its tokens. So with reshard_every=1 every re-shard is skipped, the placement
+  // never changes and nothing is migrated.
+  auto m = tiny16_model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  const std::vector<double> loads = two_hot_experts();
+  auto idx = [](Component c) { return static_cast<int>(c); };
+  auto value = [](const Strategy& s, const std::string& key) {
+    for (const auto& r : s.resolved())
+      if (r.key == key) return r.json;
+    return std::string("missing");
+  };
+  auto once = make_fssdp(ctx, {{"overlap_degree", "0"}, {"reshard_every", "1"}});
+  auto kept = make_fssdp(ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
+  for (int it = 0; it < 8; ++it) {
+    auto r = once->simulate(loads);
+    CHECK(r.breakdown[idx(Component::kReshard)] == 0);
+    CHECK(r.time == kept->simulate(loads).time);
+  }
+  CHECK(value(*once, "reshards") == "0");
+  CHECK(value(*once, "reshards_skipped") == "3");  // iterations 5, 6, 7
+  CHECK(value(*once, "experts_migrated") == "0");
+  auto taken = make_fssdp(ctx, {{"overlap_degree", "0"}});
+  for (int it = 0; it < 6; ++it) taken->simulate(loads);
+  CHECK(value(*taken, "reshards") == "1");
+  CHECK(value(*taken, "reshards_skipped") == "0");
+}
+
 TEST_CASE("compute overlapped with communication is slower by the configured factor, never faster") {
   // With interference the spAG beside the attention slows it: the excess shows as overlap_slowdown
   // and is at most compute_slowdown x the attention it overlapped; the iteration is never faster.
