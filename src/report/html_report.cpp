@@ -159,7 +159,12 @@ std::string render_html(const RunReport& r) {
   o += "</table>\n<h2>Where the time goes (critical path, mean per iteration)</h2>\n" + breakdown_chart(r);
   o += "\n<h2>Iteration time</h2>\n" + time_chart(r);
   o += "\n<h2>Peak memory per GPU</h2>\n" + memory_chart(r);
-  o += "\n</body></html>\n";
+  o += "\n<h2>Resolved settings</h2>\n<p>What automatic knobs and derived choices became, as of the last iteration.</p>\n"
+       "<table><tr><th>strategy</th><th>setting</th><th>value</th></tr>\n";
+  for (const auto& s : r.strategies)
+    for (const auto& k : s.resolved)
+      o += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n", esc(s.name), esc(k.key), esc(k.text));
+  o += "</table>\n</body></html>\n";
   return o;
 }
 

@@ -142,9 +142,9 @@ expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
 
-# HTML report: self-contained, with the three charts.
+# HTML report: self-contained, with the three charts and the resolved settings.
 "${run[@]}" --report "$tmp/r.html" > /dev/null 2>&1
-if [ "$(grep -o '<svg' "$tmp/r.html" | wc -l)" -eq 3 ] && ! grep -q '<script' "$tmp/r.html"; then echo "ok: html report"; else echo "FAIL: html report"; fails=$((fails+1)); fi
+if [ "$(grep -o '<svg' "$tmp/r.html" | wc -l)" -eq 3 ] && ! grep -q '<script' "$tmp/r.html" && grep -q '<td>overlap_degree</td>' "$tmp/r.html"; then echo "ok: html report (charts, resolved settings)"; else echo "FAIL: html report"; fails=$((fails+1)); fi
 
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
