@@ -49,27 +49,27 @@ ResolvedSetting resolved_text(const std::string& key, const std::string& value) 
 const std::vector<StrategyInfo>& registry() {
   static const std::vector<StrategyInfo> kTable = {
       {"ep", "expert parallelism: each expert on one GPU per EP group (Megatron-LM, DeepSpeed-MoE, FastMoE)",
-       {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E"}}, make_ep},
+       {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E", KnobDomain::integer(0, 1 << 20)}}, make_ep},
       {"oracle", "balanced oracle: EP with every GPU computing exactly the mean load (lower bound)",
-       {{"ep_size", "0", "as for ep"}}, make_oracle},
+       {{"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}}, make_oracle},
       {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
-       {{"window", "5", "iterations in the sliding-window load prediction"},
-        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)"},
-        {"memory_budget", "auto", "bytes for materialization buffers (auto: free GPU memory)"},
-        {"rematerialize", "false", "free copies after forward, gather again for backward"},
-        {"calibrate", "false", "re-plan after the gate with actual loads when it pays off"},
-        {"heterogeneous", "true", "heterogeneous sharding of owned experts"},
-        {"reshard_every", "100", "iterations between heterogeneous re-sharding decisions (the first once `window` iterations are known)"},
-        {"dispatch", "topology", "topology (local, same node, remote) or even"},
-        {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)"},
-        {"comm_queue", "single", "single: spAG/spRS share the all-to-all's NCCL queue (the Hecate runtime); separate: their own stream"}},
+       {{"window", "5", "iterations in the sliding-window load prediction", KnobDomain::integer(1, 100000)},
+        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)", KnobDomain::integer(0, 1 << 20, true)},
+        {"memory_budget", "auto", "bytes for materialization buffers (auto: free GPU memory)", KnobDomain::size(true)},
+        {"rematerialize", "false", "free copies after forward, gather again for backward", KnobDomain::boolean()},
+        {"calibrate", "false", "re-plan after the gate with actual loads when it pays off", KnobDomain::boolean()},
+        {"heterogeneous", "true", "heterogeneous sharding of owned experts", KnobDomain::boolean()},
+        {"reshard_every", "100", "iterations between heterogeneous re-sharding decisions (the first once `window` iterations are known)", KnobDomain::integer(1, 1 << 30)},
+        {"dispatch", "topology", "topology (local, same node, remote) or even", KnobDomain::choice({"topology", "even"})},
+        {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)", KnobDomain::choice({"chain", "direct"})},
+        {"comm_queue", "single", "single: spAG/spRS share the all-to-all's NCCL queue (the Hecate runtime); separate: their own stream", KnobDomain::choice({"single", "separate"})}},
        make_fssdp},
       {"smartmoe", "SmartMoE: EP with the placement re-planned every `period` iterations (migrations on the critical path)",
-       {{"period", "10", "iterations between placement re-plans"},
-        {"window", "5", "iterations in the load prediction"}},
+       {{"period", "10", "iterations between placement re-plans", KnobDomain::integer(1, 1 << 30)},
+        {"window", "5", "iterations in the load prediction", KnobDomain::integer(1, 100000)}},
        make_smartmoe},
       {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",
-       {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)"}},
+       {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)", KnobDomain::boolean()}},
        make_fsdp},
   };
   return kTable;
@@ -95,26 +95,36 @@ StrategySpec parse_strategy_spec(const std::string& text) {
   return s;
 }
 
+const StrategyInfo* find_strategy(const std::string& name) {
+  for (const auto& info : registry())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx) {
-  for (const auto& info : registry()) {
-    if (spec.name != info.name) continue;
-    for (const auto& [k, v] : spec.knobs) {
-      bool known = false;
-      for (const auto& kn : info.knobs) known = known || kn.name == k;
-      if (!known) {
-        std::vector<std::string> names;
-        for (const auto& kn : info.knobs) names.push_back(kn.name);
-        throw InputError({"--strategy", 0, 0}, spec.full,
-                         fmt::format("strategy '{}' has no knob '{}' (knobs: {})", info.name, k,
-                                     names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
-      }
-    }
-    return info.make(ctx, spec.knobs);
+  const StrategyInfo* info = find_strategy(spec.name);
+  if (!info) {
+    std::vector<std::string> names;
+    for (const auto& i : registry()) names.push_back(i.name);
+    throw InputError({"--strategy", 0, 0}, spec.full,
+                     fmt::format("unknown strategy '{}' (implemented: {})", spec.name, fmt::join(names, ", ")));
   }
-  std::vector<std::string> names;
-  for (const auto& info : registry()) names.push_back(info.name);
-  throw InputError({"--strategy", 0, 0}, spec.full,
-                   fmt::format("unknown strategy '{}' (implemented: {})", spec.name, fmt::join(names, ", ")));
+  for (const auto& [k, v] : spec.knobs) {
+    const Knob* knob = nullptr;
+    for (const auto& kn : info->knobs)
+      if (kn.name == k) knob = &kn;
+    if (!knob) {
+      std::vector<std::string> names;
+      for (const auto& kn : info->knobs) names.push_back(kn.name);
+      throw InputError({"--strategy", 0, 0}, spec.full,
+                       fmt::format("strategy '{}' has no knob '{}' (knobs: {})", info->name, k,
+                                   names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    if (auto expected = knob->domain.check(v))
+      throw InputError({"--strategy", 0, 0}, fmt::format("{}:{}", info->name, k),
+                       fmt::format("expected {}, got '{}'", *expected, v));
+  }
+  return info->make(ctx, spec.knobs);
 }
 
 }  // namespace hs::strategy

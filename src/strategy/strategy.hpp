@@ -19,6 +19,7 @@
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology.hpp"
+#include "strategy/knob_domain.hpp"
 #include "strategy/timeline_sink.hpp"
 #include "workload/model_spec.hpp"
 
@@ -56,8 +57,9 @@ struct IterationResult {
 
 struct Knob {
   std::string name;
-  std::string value;  // textual; parsed by the strategy
+  std::string value;  // default, textual; parsed by the strategy
   std::string help;
+  KnobDomain domain;  // type and range: every value is checked against it before the strategy is built
 };
 
 struct StrategySpec {
@@ -126,7 +128,10 @@ struct StrategyInfo {
 
 // The table of every implemented strategy (feeds --help and the default "run all").
 const std::vector<StrategyInfo>& registry();
-// Validates knobs against the registry and builds the strategy. Throws InputError on bad names.
+// The registry row of a strategy, or nullptr.
+const StrategyInfo* find_strategy(const std::string& name);
+// Validates knob names and values against the registry and builds the strategy. Throws InputError
+// on bad names or values.
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx);
 
 }  // namespace hs::strategy

@@ -1,0 +1,32 @@
+// The type and range of a strategy knob, declared once in the registry (registry.cpp). The CLI's
+// --strategy, `sweep` and `tune` validate values against it before any strategy is built, and
+// `tune` enumerates a knob's candidate values from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hs::strategy {
+
+struct KnobDomain {
+  enum class Kind { kInt, kBool, kChoice, kSize };
+  Kind kind = Kind::kChoice;
+  int64_t min = 0, max = 0;          // kInt
+  bool allows_auto = false;          // kInt, kSize: the word "auto" is also accepted
+  std::vector<std::string> choices;  // kChoice
+
+  static KnobDomain integer(int64_t min, int64_t max, bool allows_auto = false);
+  static KnobDomain boolean();
+  static KnobDomain choice(std::vector<std::string> words);
+  static KnobDomain size(bool allows_auto);
+
+  // nullopt when `value` is valid; else what was expected ("an integer in [1, 100000] or auto").
+  std::optional<std::string> check(const std::string& value) const;
+  std::string describe() const;  // e.g. "int [1, 100000] | auto"
+  // Canonical text of a valid value ("1" -> "true" for booleans; integers without sign or zeros).
+  std::string canonical(const std::string& value) const;
+};
+
+}  // namespace hs::strategy
