@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
+#include "cli/scenario.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/html_report.hpp"
@@ -44,21 +45,10 @@ std::vector<std::string> split_specs(const std::string& s) {
 }
 
 int run(const RunOptions& o) {
-  ResolvedInput topo_in = resolve_input(o.topology, "topologies");
-  topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
-  std::string trace_text = read_file(o.trace);
-  workload::Trace trace = workload::parse_trace(trace_text, o.trace);
-  std::string model_arg = o.model.empty() ? trace.model_preset : o.model;
-  if (model_arg.empty())
-    throw InputError({o.trace, 0, 0}, "model.preset", "the trace names no model preset: pass --model FILE or a preset name");
-  ResolvedInput model_in = resolve_input(model_arg, "models");
-  workload::ModelSpec model = workload::load_model(model_in.text, model_in.source, o.sets);
-  cost::resolve_attention(model, topo.gpu_model());
-
-  Diagnostics warnings;
-  strategy::IterationLoads loads(trace, model, topo.num_gpus(), o.trace, warnings,
-                                 o.split == "even" ? strategy::GlobalSplit::kEven : strategy::GlobalSplit::kMultinomial,
-                                 o.seed);
+  auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, o.split, o.seed});
+  const topology::Topology& topo = *sc->topo;
+  const workload::ModelSpec& model = *sc->model;
+  const strategy::IterationLoads& loads = *sc->loads;
   const int iterations = o.iterations > 0 ? o.iterations : loads.num_records();
 
   std::vector<strategy::StrategySpec> specs;
@@ -67,13 +57,8 @@ int run(const RunOptions& o) {
   } else {
     for (const auto& s : split_specs(o.strategies)) specs.push_back(strategy::parse_strategy_spec(s));
   }
-  cost::ComputeCost compute(topo.gpu_model(), model);
-  strategy::Context ctx{topo, model, compute, o.seed, o.network == "flow", o.flow_precision};
-  ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
-  if (ctx.flow_network && ctx.interference.communication_slowdown > 0)
-    throw InputError({topo_in.source, 0, 0}, "gpu.overlap_slowdown.communication",
-                     "slowing communication beside compute is modelled on the analytic tier only: set it to 0 or "
-                     "run with --network analytic");
+  strategy::Context ctx = sc->context(o.network == "flow", o.flow_precision);
+  ctx.seed = o.seed;
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
   // skipped with a warning instead of failing the run.
@@ -93,12 +78,12 @@ int run(const RunOptions& o) {
 
   report::RunReport rep;
   rep.topo = &topo;
-  rep.inputs.topology_file = topo_in.source;
-  rep.inputs.topology_hash = report::content_hash(topo_in.text);
+  rep.inputs.topology_file = sc->topo_in.source;
+  rep.inputs.topology_hash = report::content_hash(sc->topo_in.text);
   rep.inputs.trace_file = o.trace;
-  rep.inputs.trace_hash = report::content_hash(trace_text);
+  rep.inputs.trace_hash = report::content_hash(sc->trace_text);
   rep.inputs.model_name = model.name;
-  rep.inputs.model_source = model_in.source;
+  rep.inputs.model_source = sc->model_in.source;
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
   rep.inputs.network = o.network == "flow" ? fmt::format("flow (precision {:g})", o.flow_precision) : o.network;
@@ -106,7 +91,7 @@ int run(const RunOptions& o) {
     rep.inputs.warnings.push_back(w);
     fmt::print(stderr, "warning: {}\n", w);
   }
-  for (const auto& w : warnings.all()) {
+  for (const auto& w : sc->warnings.all()) {
     rep.inputs.warnings.push_back(to_string(w));
     fmt::print(stderr, "{}\n", to_string(w));
   }

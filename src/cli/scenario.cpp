@@ -1,0 +1,39 @@
+#include "cli/scenario.hpp"
+
+#include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
+#include "workload/trace_io.hpp"
+
+namespace hs::cli {
+
+std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
+  auto s = std::make_unique<Scenario>();
+  s->topo_in = resolve_input(a.topology, "topologies");
+  s->topo = std::make_unique<topology::Topology>(topology::load_topology(s->topo_in.text, s->topo_in.source));
+  s->trace_file = a.trace;
+  s->trace_text = read_file(a.trace);
+  s->trace = std::make_unique<workload::Trace>(workload::parse_trace(s->trace_text, a.trace));
+  const std::string model_arg = a.model.empty() ? s->trace->model_preset : a.model;
+  if (model_arg.empty())
+    throw InputError({a.trace, 0, 0}, "model.preset", "the trace names no model preset: pass --model FILE or a preset name");
+  s->model_in = resolve_input(model_arg, "models");
+  s->model = std::make_unique<workload::ModelSpec>(workload::load_model(s->model_in.text, s->model_in.source, a.sets));
+  cost::resolve_attention(*s->model, s->topo->gpu_model());
+  s->loads = std::make_unique<strategy::IterationLoads>(
+      *s->trace, *s->model, s->topo->num_gpus(), a.trace, s->warnings,
+      a.split == "even" ? strategy::GlobalSplit::kEven : strategy::GlobalSplit::kMultinomial, a.seed);
+  s->compute = std::make_unique<cost::ComputeCost>(s->topo->gpu_model(), *s->model);
+  return s;
+}
+
+strategy::Context Scenario::context(bool flow_network, double flow_precision) const {
+  strategy::Context ctx{*topo, *model, *compute, 1, flow_network, flow_precision};
+  ctx.interference = {topo->gpu_model().compute_slowdown, topo->gpu_model().communication_slowdown};
+  if (flow_network && ctx.interference.communication_slowdown > 0)
+    throw InputError({topo_in.source, 0, 0}, "gpu.overlap_slowdown.communication",
+                     "slowing communication beside compute is modelled on the analytic tier only: set it to 0 or "
+                     "run with --network analytic");
+  return ctx;
+}
+
+}  // namespace hs::cli
