@@ -21,5 +21,6 @@ void setup_run(CLI::App& sub, int& exit_code);
 void setup_topo(CLI::App& sub, int& exit_code);
 void setup_trace(CLI::App& sub, int& exit_code);
 void setup_validate(CLI::App& sub, int& exit_code);
+void setup_sweep(CLI::App& sub, int& exit_code);
 
 }  // namespace hs::cli

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/hecate_version.hpp"
+#include "util/text_escape.hpp"
 
 namespace hs::report {
 
@@ -14,22 +15,6 @@ const strategy::RunSummary* find_ep(const RunReport& r) {
   for (const auto& s : r.strategies)
     if (s.name.rfind("ep:", 0) == 0) return &s;
   return nullptr;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", static_cast<int>(c));
-        else o += c;
-    }
-  }
-  return o;
 }
 
 std::string num(double v) { return fmt::format("{:.9g}", v); }

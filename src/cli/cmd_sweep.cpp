@@ -1,0 +1,294 @@
+// hecate-sim sweep SWEEP.yaml [--out PREFIX] [--jobs N] [--shard K/N]
+//
+// Expands the sweep's points, skips those already in PREFIX.jsonl (resume), simulates the rest on N
+// threads (inputs parsed once per topology x trace x model setting, shared read-only), appends
+// each row to PREFIX.jsonl and PREFIX.csv in sweep order as it completes, and prints the best
+// point per strategy, its gain over the strategy's defaults and the time-vs-memory Pareto front.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "cli/command.hpp"
+#include "cli/scenario.hpp"
+#include "strategy/runner.hpp"
+#include "sweep/parallel_map.hpp"
+#include "sweep/sweep_points.hpp"
+#include "sweep/sweep_results.hpp"
+#include "sweep/sweep_spec.hpp"
+#include "util/atomic_file.hpp"
+
+namespace hs::cli {
+
+namespace {
+
+struct SweepOptions {
+  std::string file, out, shard;
+  std::vector<std::string> merge;
+  int jobs = 0;
+};
+
+// Inputs of every (topology, trace, model setting) the points use, loaded once before any thread runs.
+class ScenarioCache {
+ public:
+  explicit ScenarioCache(std::filesystem::path base) : base_(std::move(base)) {}
+  // Relative paths are relative to the sweep file's folder; a name that is no file there may be a preset.
+  std::string resolve(const std::string& path) const {
+    const std::filesystem::path p(path);
+    if (p.is_absolute()) return path;
+    const auto joined = base_ / p;
+    return std::filesystem::exists(joined) ? joined.lexically_normal().string() : path;
+  }
+  static std::string id(const sweep::SweepPoint& p) { return p.topology + "\n" + p.trace + "\n" + p.model_sets(); }
+  void load(const sweep::SweepPoint& p, uint64_t seed) {
+    const std::string k = id(p);
+    if (map_.count(k)) return;
+    ScenarioArgs a;
+    a.topology = resolve(p.topology);
+    a.trace = resolve(p.trace);
+    for (const auto& [f, v] : p.model) a.sets.push_back(f + "=" + v);
+    a.seed = seed;
+    auto sc = load_scenario(a);
+    for (const auto& w : sc->warnings.all()) warnings_.insert(to_string(w));
+    map_[k] = std::move(sc);
+  }
+  const Scenario& get(const sweep::SweepPoint& p) const { return *map_.at(id(p)); }
+  const std::set<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::filesystem::path base_;
+  std::map<std::string, std::unique_ptr<Scenario>> map_;
+  std::set<std::string> warnings_;
+};
+
+sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const sweep::SweepSpec& spec) {
+  sweep::Row row = sweep::row_of(p);
+  const Scenario& sc = cache.get(p);
+  try {
+    strategy::Context ctx = sc.context(p.network == "flow", network::kDefaultFlowPrecision);
+    ctx.seed = p.seed;
+    auto s = strategy::make_strategy(strategy::parse_strategy_spec(p.spec()), ctx);
+    const int iterations = p.iterations > 0 ? p.iterations : sc.loads->num_records();
+    auto sum = strategy::run_strategy(*s, p.spec(), *sc.loads, iterations, sc.topo->gpu_model().memory.value());
+    row.mean_ms = sum.mean * 1e3;
+    row.p50_ms = sum.p50 * 1e3;
+    row.p99_ms = sum.p99 * 1e3;
+    const double tokens = static_cast<double>(sc.model->tokens_per_gpu_iteration()) * sc.topo->num_gpus();
+    row.tokens_per_s = sum.mean > 0 ? tokens / sum.mean : 0;
+    row.peak_memory_gib = sum.peak_memory.total() / (1024.0 * 1024 * 1024);
+    row.fits = sum.fits_memory;
+    row.feasible = (row.fits || !spec.must_fit) &&
+                   (spec.peak_memory_cap <= 0 || sum.peak_memory.total() <= spec.peak_memory_cap);
+  } catch (const InputError& e) {
+    // A strategy that does not apply to this setting (e.g. SmartMoE with one expert per GPU): a row
+    // that says so, not a failed sweep.
+    row.status = "error";
+    row.error = e.diagnostics().empty() ? e.what() : e.diagnostics().front().message;
+  }
+  return row;
+}
+
+class Progress {
+ public:
+  Progress(size_t total, const sweep::SweepSpec& s) : total_(total), spec_(s), tty_(isatty(fileno(stderr)) != 0) {}
+  void point(const sweep::Row& r) {
+    ++done_;
+    if (r.feasible && (!best_ || sweep::objective_value(r, spec_.objective) < sweep::objective_value(*best_, spec_.objective)))
+      best_ = r;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = el > 0 ? done_ / el : 0;
+    const double eta = rate > 0 ? (total_ - done_) / rate : 0;
+    std::string best = best_ ? fmt::format("best {:.6g} {} {}", sweep::objective_display(*best_, spec_.objective),
+                                           sweep::objective_unit(spec_.objective), best_->spec)
+                             : std::string("no feasible point yet");
+    fmt::print(stderr, "{}sweep: {}/{} points, {:.2f} points/s, ETA {:.0f} s, {}{}", tty_ ? "\r\033[K" : "", done_, total_,
+               rate, eta, best, tty_ ? "" : "\n");
+    if (tty_ && done_ == total_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  size_t total_, done_ = 0;
+  const sweep::SweepSpec& spec_;
+  bool tty_;
+  std::optional<sweep::Row> best_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  std::string t = text;
+  if (t.empty()) {
+    const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+    const char* n = std::getenv("SLURM_ARRAY_TASK_COUNT");
+    if (!id || !n) return {0, 1};
+    t = fmt::format("{}/{}", id, n);
+  }
+  int k = -1, n = 0;
+  char slash = 0;
+  std::istringstream in(t);
+  if (!(in >> k >> slash >> n) || slash != '/' || n < 1 || k < 0 || k >= n || !in.eof())
+    throw InputError({"--shard", 0, 0}, t, "expected K/N with 0 <= K < N (e.g. 3/16)");
+  return {k, n};
+}
+
+void write_all(const std::string& prefix, std::vector<sweep::Row> rows, const std::vector<std::string>& cols) {
+  sweep::sort_rows(rows);
+  std::string jsonl, csv = sweep::csv_header(cols);
+  for (const auto& r : rows) {
+    jsonl += sweep::to_json_line(r);
+    csv += sweep::to_csv_line(r, cols);
+  }
+  write_file_atomically(prefix + ".jsonl", jsonl);
+  write_file_atomically(prefix + ".csv", csv);
+}
+
+int run_sweep(const SweepOptions& o) {
+  const sweep::SweepSpec spec = sweep::parse_sweep(read_file(o.file), o.file);
+  const auto [shard, shards] = parse_shard(o.shard);
+  std::vector<sweep::SweepPoint> points;
+  for (auto& p : sweep::expand(spec))
+    if (p.index % shards == shard) points.push_back(std::move(p));
+  std::string prefix = o.out;
+  if (prefix.empty()) prefix = std::filesystem::path(o.file).stem().string();
+  if (shards > 1) prefix += fmt::format(".shard{}-of-{}", shard, shards);
+  const auto cols = sweep::knob_columns(spec);
+
+  // Resume: keep every complete row already written; rows of points no longer in the sweep stay in
+  // the files but out of the summary.
+  // --merge: the rows of other runs of this sweep (shards of a job array) count as already written.
+  int torn = 0;
+  std::vector<sweep::Row> rows;
+  std::set<std::string> have;
+  std::vector<std::string> sources = o.merge;
+  sources.insert(sources.begin(), prefix + ".jsonl");
+  for (const auto& src : sources) {
+    if (src != sources.front() && !std::filesystem::exists(src))
+      throw InputError({src, 0, 0}, "--merge", "no such results file");
+    for (auto& r : sweep::read_rows(src, &torn)) {
+      if (!have.insert(r.key).second) continue;
+      rows.push_back(std::move(r));
+    }
+    if (torn > 0) fmt::print(stderr, "sweep: {} incomplete line(s) in {} dropped (an interrupted write)\n", torn, src);
+  }
+  std::vector<sweep::SweepPoint> todo;
+  for (const auto& p : points)
+    if (!have.count(p.key)) todo.push_back(p);
+  if (todo.size() < points.size())
+    fmt::print(stderr, "sweep: resuming, {} of {} points already in {}.jsonl\n", points.size() - todo.size(), points.size(), prefix);
+  write_all(prefix, rows, cols);
+
+  ScenarioCache cache(std::filesystem::path(o.file).parent_path());
+  for (const auto& p : points) cache.load(p, spec.seed);
+  for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
+
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::ofstream jsonl(prefix + ".jsonl", std::ios::app | std::ios::binary), csv(prefix + ".csv", std::ios::app | std::ios::binary);
+  if (!jsonl || !csv) throw std::runtime_error(fmt::format("cannot append to {}.jsonl / {}.csv", prefix, prefix));
+  auto append = [&](const sweep::Row& r) {
+    jsonl << sweep::to_json_line(r) << std::flush;
+    csv << sweep::to_csv_line(r, cols) << std::flush;
+    if (!jsonl || !csv) throw std::runtime_error(fmt::format("writing {}.jsonl / {}.csv failed", prefix, prefix));
+    rows.push_back(r);
+  };
+  Progress progress(todo.size(), spec);
+  sweep::parallel_map_ordered<sweep::Row>(
+      todo.size(), jobs, [&](size_t i) { return evaluate(todo[i], cache, spec); },
+      [&](size_t, sweep::Row&& r) {
+        append(r);
+        progress.point(r);
+      });
+
+  // Each strategy's defaults at its best point's setting, for the gain the best knobs bring.
+  std::set<std::string> point_keys;
+  for (const auto& p : points) point_keys.insert(p.key);
+  std::vector<sweep::Row> current;
+  for (const auto& r : rows)
+    if (point_keys.count(r.key)) current.push_back(r);
+  sweep::Summary sum = sweep::summarize(current, spec);
+  std::vector<sweep::SweepPoint> defaults;
+  for (const auto& b : sum.best) {
+    for (const auto& p : points)
+      if (p.key == b.key) {
+        sweep::SweepPoint d = sweep::defaults_of(p);
+        if (!have.count(d.key) && std::none_of(defaults.begin(), defaults.end(), [&](const auto& x) { return x.key == d.key; }))
+          defaults.push_back(d);
+      }
+  }
+  {
+    std::set<std::string> now;
+    for (const auto& r : rows) now.insert(r.key);
+    std::erase_if(defaults, [&](const sweep::SweepPoint& d) { return now.count(d.key) > 0; });
+  }
+  sweep::parallel_map_ordered<sweep::Row>(
+      defaults.size(), jobs, [&](size_t i) { return evaluate(defaults[i], cache, spec); },
+      [&](size_t, sweep::Row&& r) { append(r); });
+  jsonl.close();
+  csv.close();
+  // Defaults rows are kept for the best points only, so the files do not depend on which shard or
+  // earlier run found which intermediate best.
+  std::set<std::string> all_defaults, best_defaults;
+  for (const auto& p : points) all_defaults.insert(sweep::defaults_of(p).key);
+  for (const auto& b : sum.best)
+    for (const auto& p : points)
+      if (p.key == b.key) best_defaults.insert(sweep::defaults_of(p).key);
+  std::erase_if(rows, [&](const sweep::Row& r) {
+    return !point_keys.count(r.key) && all_defaults.count(r.key) && !best_defaults.count(r.key);
+  });
+  write_all(prefix, rows, cols);
+
+  const char* unit = sweep::objective_unit(spec.objective);
+  std::string out = fmt::format("sweep {}: {} points{}, objective {}, results in {}.jsonl and {}.csv\n\n", o.file,
+                                points.size(), shards > 1 ? fmt::format(" (shard {}/{})", shard, shards) : "",
+                                sweep::objective_name(spec.objective), prefix, prefix);
+  int errors = 0, infeasible = 0;
+  for (const auto& r : current) errors += r.status != "ok", infeasible += r.status == "ok" && !r.feasible;
+  if (errors || infeasible) out += fmt::format("{} points could not run, {} broke a constraint\n\n", errors, infeasible);
+  out += fmt::format("best point per strategy\n{:<56} {:>12} {:>9} {:>14}\n", "strategy", unit, "peak GiB", "vs defaults");
+  for (const auto& b : sum.best) {
+    std::string gain = "-";
+    for (const auto& p : points)
+      if (p.key == b.key) {
+        const std::string dk = sweep::defaults_of(p).key;
+        for (const auto& r : rows)
+          if (r.key == dk && r.status == "ok") {
+            const double vb = sweep::objective_display(b, spec.objective), vd = sweep::objective_display(r, spec.objective);
+            gain = spec.objective == sweep::Objective::kTokensPerSecond ? fmt::format("{:.3f}x", vb / vd)
+                                                                        : fmt::format("{:.3f}x", vd / vb);
+          }
+      }
+    out += fmt::format("{:<56} {:>12.6g} {:>9.2f} {:>14}\n", b.spec, sweep::objective_display(b, spec.objective),
+                       b.peak_memory_gib, gain);
+    out += fmt::format("  at {} | {} | {}{}\n", b.topology, b.trace, b.network, b.model.empty() ? "" : " | " + b.model);
+  }
+  out += fmt::format("\nPareto front (peak memory vs {}): no other point is better on both\n", sweep::objective_name(spec.objective));
+  for (const auto& p : sum.pareto)
+    out += fmt::format("{:>9.2f} GiB {:>12.6g} {}  {}\n", p.peak_memory_gib, sweep::objective_display(p, spec.objective), unit, p.spec);
+  fmt::print("{}", out);
+  return 0;
+}
+
+}  // namespace
+
+void setup_sweep(CLI::App& sub, int& exit_code) {
+  auto o = std::make_shared<SweepOptions>();
+  sub.add_option("SWEEP", o->file, "sweep file (schema hecate-sim/sweep@1)")->required();
+  sub.add_option("--out", o->out, "results go to PREFIX.jsonl and PREFIX.csv (default: the sweep file's name, here); "
+                                  "points already there are skipped (resume)");
+  sub.add_option("--jobs", o->jobs, "threads (default: every core); results are the same for any number")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--shard", o->shard, "run only points with index % N == K, into PREFIX.shardK-of-N.* "
+                                      "(default: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)");
+  sub.add_option("--merge", o->merge, "results files (PREFIX.shardK-of-N.jsonl) of other runs of this sweep to merge in: "
+                                    "their points are not run again");
+  sub.callback([o, &exit_code] { exit_code = run_sweep(*o); });
+}
+
+}  // namespace hs::cli

@@ -1,0 +1,68 @@
+// A sweep file (schema hecate-sim/sweep@1): the axes of a parameter study over strategies and their
+// knobs, model fields, topologies, traces and the network tier, with an objective, constraints and a
+// search (cartesian grid or seeded random sample of it). Parsed and validated once: every knob name
+// and value against the strategy registry's declaration (KnobDomain), every error located
+// (file:line:col, field, what was expected), all of them reported together (exit 2).
+//
+//   schema: hecate-sim/sweep@1
+//   topologies: [aws-p3dn-v100-2node, my-cluster.yaml]   # files (relative to the sweep file) or presets
+//   traces: [traces/gpt-moe-s-aux_loss.json.gz]
+//   strategies:                                           # a strategy with {} runs its defaults
+//     ep: {}
+//     fssdp: {overlap_degree: [auto, 2, 4], rematerialize: [false, true]}
+//   model: {micro_batch: [4, 8]}                          # optional: model fields (as --set)
+//   network: [analytic]                                   # optional: analytic | flow
+//   iterations: 50                                        # optional: default the trace's records
+//   seed: 1                                               # optional: the run seed
+//   objective: mean_iteration_time                        # | p99_iteration_time | tokens_per_second
+//   constraints: {fits_memory: true, peak_memory: 60GiB}  # optional
+//   search: grid                                          # or {random: {samples: 20, seed: 1}}
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/diagnostics.hpp"
+
+namespace hs::sweep {
+
+struct AxisValue {
+  std::string text;
+  SourceLocation at;
+};
+
+struct Axis {
+  std::string name;  // knob or model field
+  std::vector<AxisValue> values;
+};
+
+struct StrategyAxes {
+  std::string name;
+  SourceLocation at;
+  std::vector<Axis> knobs;  // in the file's order
+};
+
+enum class Objective { kMeanTime, kP99Time, kTokensPerSecond };
+const char* objective_name(Objective o);
+
+struct SweepSpec {
+  std::string file;
+  std::vector<AxisValue> topologies, traces, networks;
+  std::vector<StrategyAxes> strategies;
+  std::vector<Axis> model;  // model field axes
+  int iterations = 0;       // 0: the trace's records
+  uint64_t seed = 1;
+  Objective objective = Objective::kMeanTime;
+  bool must_fit = true;     // constraint: peak memory within the GPU's memory
+  double peak_memory_cap = 0;  // bytes; 0: none
+  bool random = false;
+  int samples = 0;
+  uint64_t search_seed = 1;
+};
+
+// Throws InputError with every problem found.
+SweepSpec parse_sweep(const std::string& text, const std::string& file);
+
+}  // namespace hs::sweep
