@@ -48,13 +48,14 @@ class ScenarioCache {
     const auto joined = base_ / p;
     return std::filesystem::exists(joined) ? joined.lexically_normal().string() : path;
   }
-  static std::string id(const sweep::SweepPoint& p) { return p.topology + "\n" + p.trace + "\n" + p.model_sets(); }
+  static std::string id(const sweep::SweepPoint& p) { return p.topology + "\n" + p.trace + "\n" + p.model_file + "\n" + p.model_sets(); }
   void load(const sweep::SweepPoint& p, uint64_t seed) {
     const std::string k = id(p);
     if (map_.count(k)) return;
     ScenarioArgs a;
     a.topology = resolve(p.topology);
     a.trace = resolve(p.trace);
+    if (!p.model_file.empty()) a.model = resolve(p.model_file);
     for (const auto& [f, v] : p.model) a.sets.push_back(f + "=" + v);
     a.seed = seed;
     auto sc = load_scenario(a);

@@ -16,6 +16,7 @@ namespace hs::sweep {
 struct SweepPoint {
   int index = 0;  // position in the sweep (grid order)
   std::string topology, trace, network;
+  std::string model_file;  // file or preset; empty = the trace's model.preset
   std::vector<std::pair<std::string, std::string>> model;  // field, value (as --set)
   std::string strategy;                                    // registry name
   std::vector<std::pair<std::string, std::string>> knobs;  // knob, value (only those the sweep sets)

@@ -52,6 +52,8 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
     r.error("schema", fmt::format("expected hecate-sim/sweep@1, got '{}'", *schema));
   if (auto n = r.child("topologies"); n) s.topologies = values_of(n, "topologies", ctx);
   if (auto n = r.child("traces"); n) s.traces = values_of(n, "traces", ctx);
+  if (auto n = r.child("models", false); n) s.models = values_of(n, "models", ctx);
+  else s.models = {{"", r.where()}};
   if (auto n = r.child("network", false); n) {
     s.networks = values_of(n, "network", ctx);
     for (const auto& v : s.networks)

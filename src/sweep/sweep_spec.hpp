@@ -7,6 +7,7 @@
 //   schema: hecate-sim/sweep@1
 //   topologies: [aws-p3dn-v100-2node, my-cluster.yaml]   # files (relative to the sweep file) or presets
 //   traces: [traces/gpt-moe-s-aux_loss.json.gz]
+//   models: [gpt-moe-s]                                   # optional: default the trace's model.preset
 //   strategies:                                           # a strategy with {} runs its defaults
 //     ep: {}
 //     fssdp: {overlap_degree: [auto, 2, 4], rematerialize: [false, true]}
@@ -50,6 +51,7 @@ const char* objective_name(Objective o);
 struct SweepSpec {
   std::string file;
   std::vector<AxisValue> topologies, traces, networks;
+  std::vector<AxisValue> models;  // model files or presets; one empty value = the trace's own
   std::vector<StrategyAxes> strategies;
   std::vector<Axis> model;  // model field axes
   int iterations = 0;       // 0: the trace's records
