@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cli/command.hpp"
-#include "cli/scenario.hpp"
+#include "cli/point_eval.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"
 #include "sweep/sweep_points.hpp"
@@ -36,67 +36,6 @@ struct SweepOptions {
   std::vector<std::string> merge;
   int jobs = 0;
 };
-
-// Inputs of every (topology, trace, model setting) the points use, loaded once before any thread runs.
-class ScenarioCache {
- public:
-  explicit ScenarioCache(std::filesystem::path base) : base_(std::move(base)) {}
-  // Relative paths are relative to the sweep file's folder; a name that is no file there may be a preset.
-  std::string resolve(const std::string& path) const {
-    const std::filesystem::path p(path);
-    if (p.is_absolute()) return path;
-    const auto joined = base_ / p;
-    return std::filesystem::exists(joined) ? joined.lexically_normal().string() : path;
-  }
-  static std::string id(const sweep::SweepPoint& p) { return p.topology + "\n" + p.trace + "\n" + p.model_file + "\n" + p.model_sets(); }
-  void load(const sweep::SweepPoint& p, uint64_t seed) {
-    const std::string k = id(p);
-    if (map_.count(k)) return;
-    ScenarioArgs a;
-    a.topology = resolve(p.topology);
-    a.trace = resolve(p.trace);
-    if (!p.model_file.empty()) a.model = resolve(p.model_file);
-    for (const auto& [f, v] : p.model) a.sets.push_back(f + "=" + v);
-    a.seed = seed;
-    auto sc = load_scenario(a);
-    for (const auto& w : sc->warnings.all()) warnings_.insert(to_string(w));
-    map_[k] = std::move(sc);
-  }
-  const Scenario& get(const sweep::SweepPoint& p) const { return *map_.at(id(p)); }
-  const std::set<std::string>& warnings() const { return warnings_; }
-
- private:
-  std::filesystem::path base_;
-  std::map<std::string, std::unique_ptr<Scenario>> map_;
-  std::set<std::string> warnings_;
-};
-
-sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const sweep::SweepSpec& spec) {
-  sweep::Row row = sweep::row_of(p);
-  const Scenario& sc = cache.get(p);
-  try {
-    strategy::Context ctx = sc.context(p.network == "flow", network::kDefaultFlowPrecision);
-    ctx.seed = p.seed;
-    auto s = strategy::make_strategy(strategy::parse_strategy_spec(p.spec()), ctx);
-    const int iterations = p.iterations > 0 ? p.iterations : sc.loads->num_records();
-    auto sum = strategy::run_strategy(*s, p.spec(), *sc.loads, iterations, sc.topo->gpu_model().memory.value());
-    row.mean_ms = sum.mean * 1e3;
-    row.p50_ms = sum.p50 * 1e3;
-    row.p99_ms = sum.p99 * 1e3;
-    const double tokens = static_cast<double>(sc.model->tokens_per_gpu_iteration()) * sc.topo->num_gpus();
-    row.tokens_per_s = sum.mean > 0 ? tokens / sum.mean : 0;
-    row.peak_memory_gib = sum.peak_memory.total() / (1024.0 * 1024 * 1024);
-    row.fits = sum.fits_memory;
-    row.feasible = (row.fits || !spec.must_fit) &&
-                   (spec.peak_memory_cap <= 0 || sum.peak_memory.total() <= spec.peak_memory_cap);
-  } catch (const InputError& e) {
-    // A strategy that does not apply to this setting (e.g. SmartMoE with one expert per GPU): a row
-    // that says so, not a failed sweep.
-    row.status = "error";
-    row.error = e.diagnostics().empty() ? e.what() : e.diagnostics().front().message;
-  }
-  return row;
-}
 
 class Progress {
  public:
@@ -187,6 +126,7 @@ int run_sweep(const SweepOptions& o) {
   write_all(prefix, rows, cols);
 
   ScenarioCache cache(std::filesystem::path(o.file).parent_path());
+  const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
   for (const auto& p : points) cache.load(p, spec.seed);
   for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
 
@@ -201,7 +141,7 @@ int run_sweep(const SweepOptions& o) {
   };
   Progress progress(todo.size(), spec);
   sweep::parallel_map_ordered<sweep::Row>(
-      todo.size(), jobs, [&](size_t i) { return evaluate(todo[i], cache, spec); },
+      todo.size(), jobs, [&](size_t i) { return evaluate(todo[i], cache, constraints); },
       [&](size_t, sweep::Row&& r) {
         append(r);
         progress.point(r);
@@ -229,7 +169,7 @@ int run_sweep(const SweepOptions& o) {
     std::erase_if(defaults, [&](const sweep::SweepPoint& d) { return now.count(d.key) > 0; });
   }
   sweep::parallel_map_ordered<sweep::Row>(
-      defaults.size(), jobs, [&](size_t i) { return evaluate(defaults[i], cache, spec); },
+      defaults.size(), jobs, [&](size_t i) { return evaluate(defaults[i], cache, constraints); },
       [&](size_t, sweep::Row&& r) { append(r); });
   jsonl.close();
   csv.close();

@@ -37,6 +37,20 @@ KnobDomain KnobDomain::size(bool allows_auto) {
   return d;
 }
 
+KnobDomain KnobDomain::tuned(std::vector<std::string> values) const {
+  KnobDomain d = *this;
+  d.tune_values = std::move(values);
+  return d;
+}
+
+std::vector<std::string> KnobDomain::candidates() const {
+  switch (kind) {
+    case Kind::kBool: return {"false", "true"};
+    case Kind::kChoice: return choices;
+    default: return tune_values;
+  }
+}
+
 namespace {
 std::optional<int64_t> parse_int(const std::string& s) {
   int64_t v = 0;

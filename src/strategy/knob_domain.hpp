@@ -16,6 +16,12 @@ struct KnobDomain {
   int64_t min = 0, max = 0;          // kInt
   bool allows_auto = false;          // kInt, kSize: the word "auto" is also accepted
   std::vector<std::string> choices;  // kChoice
+  std::vector<std::string> tune_values;  // kInt, kSize: the values `tune` tries (none: not tuned)
+
+  // The same domain with the values `tune` tries for an integer or size knob.
+  KnobDomain tuned(std::vector<std::string> values) const;
+  // Values `tune` tries: both booleans, every choice, or the declared tune_values.
+  std::vector<std::string> candidates() const;
 
   static KnobDomain integer(int64_t min, int64_t max, bool allows_auto = false);
   static KnobDomain boolean();

@@ -1,0 +1,45 @@
+// Simulating one point of a sweep or tune: the inputs of every (topology, trace, model setting)
+// loaded once (ScenarioCache, before any thread runs, then read-only), and evaluate(), which builds
+// the point's strategy over them and turns its run into a result row. Shared by `sweep` and `tune`.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "cli/scenario.hpp"
+#include "sweep/sweep_points.hpp"
+#include "sweep/sweep_results.hpp"
+#include "sweep/sweep_spec.hpp"
+
+namespace hs::cli {
+
+class ScenarioCache {
+ public:
+  explicit ScenarioCache(std::filesystem::path base) : base_(std::move(base)) {}
+  // Relative paths are relative to `base` (the sweep file's folder); a name that is no file there
+  // may be a preset or a path relative to the working directory.
+  std::string resolve(const std::string& path) const;
+  void load(const sweep::SweepPoint& p, uint64_t seed, const std::string& split = "multinomial");
+  const Scenario& get(const sweep::SweepPoint& p) const { return *map_.at(id(p)); }
+  const std::set<std::string>& warnings() const { return warnings_; }
+
+ private:
+  static std::string id(const sweep::SweepPoint& p);
+  std::filesystem::path base_;
+  std::map<std::string, std::unique_ptr<Scenario>> map_;
+  std::set<std::string> warnings_;
+};
+
+// Constraints a row must meet to be feasible.
+struct Constraints {
+  bool must_fit = true;
+  double peak_memory_cap = 0;  // bytes; 0: none
+};
+
+// Runs the point; a strategy that does not apply to the setting gives a row with status "error".
+sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c);
+
+}  // namespace hs::cli
