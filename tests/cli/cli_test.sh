@@ -172,6 +172,28 @@ if cmp -s "$tmp/j1.jsonl" "$tmp/k.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/k.csv" &&
   && "$simabs" sweep sw.yaml --out s --merge s.shard0-of-2.jsonl s.shard1-of-2.jsonl > /dev/null 2>&1 )
 if cmp -s "$tmp/j1.jsonl" "$tmp/s.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/s.csv"; then
   echo "ok: sweep shards merge to the local result"; else echo "FAIL: sweep shard merge"; fails=$((fails+1)); fi
+# tune: the grid's optimum over five FSSDP knobs (7 x 2 x 2 x 2 x 2 = 112 points, found by a sweep)
+# reached by coordinate descent with fewer evaluations.
+cat > "$tmp/g.yaml" <<EOF
+schema: hecate-sim/sweep@1
+topologies: [aws-p3dn-v100-2node]
+traces: [$root/traces/gpt-moe-s-collapsed.json.gz]
+strategies:
+  fssdp: {overlap_degree: [auto, 0, 1, 2, 4, 8, 16], rematerialize: [false, true], comm_queue: [single, separate], broadcast: [chain, direct], dispatch: [topology, even]}
+iterations: 8
+EOF
+( cd "$tmp" && "$simabs" sweep g.yaml --out g > /dev/null 2>&1 && "$simabs" tune aws-p3dn-v100-2node "$root/traces/gpt-moe-s-collapsed.json.gz" \
+    --strategy fssdp --knobs overlap_degree,rematerialize,comm_queue,broadcast,dispatch --iterations 8 --out t > t.out 2>/dev/null )
+if python3 - "$tmp/g.jsonl" "$tmp/t.jsonl" <<'PY'
+import json, sys
+best = lambda f: min(r["mean_ms"] for r in map(json.loads, open(f)) if r["feasible"] and r["role"] == "point")
+g, t = best(sys.argv[1]), best(sys.argv[2])
+n = sum(1 for _ in open(sys.argv[2]))
+sys.exit(0 if g == t and n < 112 else 1)
+PY
+then echo "ok: tune reaches the grid optimum with fewer evaluations"; else echo "FAIL: tune vs grid"; cat "$tmp/t.out"; fails=$((fails+1)); fi
+expect 2 "has no knob 'colour'" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy fssdp --knobs colour
+
 printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [t.json]\nstrategies:\n  fssdp: {window: [0]}\n' > "$tmp/bad-sweep.yaml"
 expect 2 "bad-sweep.yaml:5:20: error: strategies.fssdp.window: expected an integer" -- "$sim" sweep "$tmp/bad-sweep.yaml"
 expect 2 "shard.*expected K/N" -- "$sim" sweep "$tmp/sw.yaml" --shard 2/2
