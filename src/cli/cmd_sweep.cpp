@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/command.hpp"
+#include "cli/mpi_sweep.hpp"
 #include "cli/point_eval.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"
@@ -34,6 +35,7 @@ namespace {
 struct SweepOptions {
   std::string file, out, shard;
   std::vector<std::string> merge;
+  bool mpi = false;
   int jobs = 0;
 };
 
@@ -90,7 +92,15 @@ void write_all(const std::string& prefix, std::vector<sweep::Row> rows, const st
   write_file_atomically(prefix + ".csv", csv);
 }
 
+int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::vector<sweep::SweepPoint>& points,
+               const std::string& prefix, const std::vector<std::string>& cols, const ScenarioCache& cache,
+               const Constraints& constraints, MpiSession* mpi);
+
 int run_sweep(const SweepOptions& o) {
+  // Every rank parses the sweep and loads its inputs, so bad input fails on all of them alike.
+  std::unique_ptr<MpiSession> mpi;
+  if (o.mpi) mpi = std::make_unique<MpiSession>();
+  const bool worker = mpi && mpi->rank() > 0;
   const sweep::SweepSpec spec = sweep::parse_sweep(read_file(o.file), o.file);
   const auto [shard, shards] = parse_shard(o.shard);
   std::vector<sweep::SweepPoint> points;
@@ -100,6 +110,36 @@ int run_sweep(const SweepOptions& o) {
   if (prefix.empty()) prefix = std::filesystem::path(o.file).stem().string();
   if (shards > 1) prefix += fmt::format(".shard{}-of-{}", shard, shards);
   const auto cols = sweep::knob_columns(spec);
+  ScenarioCache cache(std::filesystem::path(o.file).parent_path());
+  const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
+  for (const auto& p : points) cache.load(p, spec.seed);
+  if (!worker)
+    for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
+  if (worker) {
+    std::map<int, const sweep::SweepPoint*> by_index;
+    for (const auto& p : points) by_index[p.index] = &p;
+    mpi_work([&](int i) { return evaluate(*by_index.at(i), cache, constraints); });
+    return 0;
+  }
+  try {
+    return coordinate(o, spec, points, prefix, cols, cache, constraints, mpi.get());
+  } catch (const InputError& e) {
+    if (!mpi || mpi->size() == 1) throw;
+    for (const auto& d : e.diagnostics()) fmt::print(stderr, "{}\n", to_string(d));
+    mpi->abort(kExitBadInput);
+  } catch (const std::exception& e) {
+    if (!mpi || mpi->size() == 1) throw;
+    fmt::print(stderr, "hecate-sim: error: {}\n", e.what());
+    mpi->abort(1);
+  }
+}
+
+// Rank 0 (or a local run): resume, run what is missing, summarize.
+int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::vector<sweep::SweepPoint>& points,
+               const std::string& prefix, const std::vector<std::string>& cols, const ScenarioCache& cache,
+               const Constraints& constraints, MpiSession* mpi) {
+  const auto shard_n = parse_shard(o.shard);
+  const int shard = shard_n.first, shards = shard_n.second;
 
   // Resume: keep every complete row already written; rows of points no longer in the sweep stay in
   // the files but out of the summary.
@@ -125,10 +165,6 @@ int run_sweep(const SweepOptions& o) {
     fmt::print(stderr, "sweep: resuming, {} of {} points already in {}.jsonl\n", points.size() - todo.size(), points.size(), prefix);
   write_all(prefix, rows, cols);
 
-  ScenarioCache cache(std::filesystem::path(o.file).parent_path());
-  const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
-  for (const auto& p : points) cache.load(p, spec.seed);
-  for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
 
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::ofstream jsonl(prefix + ".jsonl", std::ios::app | std::ios::binary), csv(prefix + ".csv", std::ios::app | std::ios::binary);
@@ -140,12 +176,24 @@ int run_sweep(const SweepOptions& o) {
     rows.push_back(r);
   };
   Progress progress(todo.size(), spec);
-  sweep::parallel_map_ordered<sweep::Row>(
-      todo.size(), jobs, [&](size_t i) { return evaluate(todo[i], cache, constraints); },
-      [&](size_t, sweep::Row&& r) {
-        append(r);
-        progress.point(r);
-      });
+  if (mpi) {
+    std::vector<int> indices;
+    std::map<int, const sweep::SweepPoint*> by_index;
+    for (const auto& p : todo) indices.push_back(p.index), by_index[p.index] = &p;
+    mpi_coordinate(
+        indices, [&](int i) { return evaluate(*by_index.at(i), cache, constraints); },
+        [&](sweep::Row&& r) {
+          append(r);
+          progress.point(r);
+        });
+  } else {
+    sweep::parallel_map_ordered<sweep::Row>(
+        todo.size(), jobs, [&](size_t i) { return evaluate(todo[i], cache, constraints); },
+        [&](size_t, sweep::Row&& r) {
+          append(r);
+          progress.point(r);
+        });
+  }
 
   // Each strategy's defaults at its best point's setting, for the gain the best knobs bring.
   std::set<std::string> point_keys;
@@ -229,6 +277,8 @@ void setup_sweep(CLI::App& sub, int& exit_code) {
                                       "(default: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)");
   sub.add_option("--merge", o->merge, "results files (PREFIX.shardK-of-N.jsonl) of other runs of this sweep to merge in: "
                                     "their points are not run again");
+  sub.add_flag("--mpi", o->mpi, "spread the points over MPI ranks (launch with mpirun -np N or srun): rank 0 "
+                               "writes the files, the others simulate; same files as a local run");
   sub.callback([o, &exit_code] { exit_code = run_sweep(*o); });
 }
 

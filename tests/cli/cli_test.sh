@@ -172,6 +172,16 @@ if cmp -s "$tmp/j1.jsonl" "$tmp/k.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/k.csv" &&
   && "$simabs" sweep sw.yaml --out s --merge s.shard0-of-2.jsonl s.shard1-of-2.jsonl > /dev/null 2>&1 )
 if cmp -s "$tmp/j1.jsonl" "$tmp/s.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/s.csv"; then
   echo "ok: sweep shards merge to the local result"; else echo "FAIL: sweep shard merge"; fails=$((fails+1)); fi
+# sweep under MPI: 3 ranks (rank 0 writes, two simulate) give the local run's bytes.
+if command -v mpirun > /dev/null; then
+  ( cd "$tmp" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 3 --oversubscribe \
+      "$simabs" sweep sw.yaml --mpi --out mpi > mpi.out 2> mpi.err )
+  if cmp -s "$tmp/j1.jsonl" "$tmp/mpi.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/mpi.csv"; then
+    echo "ok: sweep over 3 MPI ranks equals the local run"; else echo "FAIL: sweep MPI"; tail -5 "$tmp/mpi.err"; fails=$((fails+1)); fi
+else
+  echo "skip: sweep over MPI (no mpirun)"
+fi
+
 # tune: the grid's optimum over five FSSDP knobs (7 x 2 x 2 x 2 x 2 = 112 points, found by a sweep)
 # reached by coordinate descent with fewer evaluations.
 cat > "$tmp/g.yaml" <<EOF
