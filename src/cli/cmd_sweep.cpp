@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "cli/point_eval.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"
+#include "sweep/sweep_html.hpp"
 #include "sweep/sweep_points.hpp"
 #include "sweep/sweep_results.hpp"
 #include "sweep/sweep_spec.hpp"
@@ -36,6 +38,8 @@ struct SweepOptions {
   std::string file, out, shard;
   std::vector<std::string> merge;
   bool mpi = false;
+  std::string report, heatmap_arg;
+  std::pair<std::string, std::string> heatmap;
   int jobs = 0;
 };
 
@@ -68,10 +72,12 @@ class Progress {
 std::pair<int, int> parse_shard(const std::string& text) {
   std::string t = text;
   if (t.empty()) {
+    // Slurm numbers array tasks from --array's first index (often 0, sometimes 1).
     const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
     const char* n = std::getenv("SLURM_ARRAY_TASK_COUNT");
+    const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
     if (!id || !n) return {0, 1};
-    t = fmt::format("{}/{}", id, n);
+    t = fmt::format("{}/{}", std::atoll(id) - (min ? std::atoll(min) : 0), n);
   }
   int k = -1, n = 0;
   char slash = 0;
@@ -96,13 +102,22 @@ int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::v
                const std::string& prefix, const std::vector<std::string>& cols, const ScenarioCache& cache,
                const Constraints& constraints, MpiSession* mpi);
 
-int run_sweep(const SweepOptions& o) {
+int run_sweep(SweepOptions o) {
   // Every rank parses the sweep and loads its inputs, so bad input fails on all of them alike.
   std::unique_ptr<MpiSession> mpi;
   if (o.mpi) mpi = std::make_unique<MpiSession>();
   const bool worker = mpi && mpi->rank() > 0;
   const sweep::SweepSpec spec = sweep::parse_sweep(read_file(o.file), o.file);
   const auto [shard, shards] = parse_shard(o.shard);
+  if (!o.heatmap_arg.empty()) {
+    const auto comma = o.heatmap_arg.find(',');
+    const auto cols = sweep::knob_columns(spec);
+    auto known = [&](const std::string& k) { return std::find(cols.begin(), cols.end(), k) != cols.end(); };
+    if (comma == std::string::npos || !known(o.heatmap_arg.substr(0, comma)) || !known(o.heatmap_arg.substr(comma + 1)))
+      throw InputError({"--heatmap", 0, 0}, o.heatmap_arg,
+                       fmt::format("expected two knobs the sweep varies, as KNOB,KNOB (it varies: {})", fmt::join(cols, ", ")));
+    o.heatmap = {o.heatmap_arg.substr(0, comma), o.heatmap_arg.substr(comma + 1)};
+  }
   std::vector<sweep::SweepPoint> points;
   for (auto& p : sweep::expand(spec))
     if (p.index % shards == shard) points.push_back(std::move(p));
@@ -232,6 +247,17 @@ int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::v
     return !point_keys.count(r.key) && all_defaults.count(r.key) && !best_defaults.count(r.key);
   });
   write_all(prefix, rows, cols);
+  if (!o.report.empty()) {
+    sweep::SweepReportInput in;
+    in.spec = &spec;
+    in.rows = current;
+    sweep::sort_rows(in.rows);
+    for (const auto& r : rows)
+      if (r.knobs.empty() && r.status == "ok") in.defaults.push_back(r);
+    in.summary = sum;
+    in.heatmap = o.heatmap;
+    write_file_atomically(o.report, sweep::render_sweep_html(in));
+  }
 
   const char* unit = sweep::objective_unit(spec.objective);
   std::string out = fmt::format("sweep {}: {} points{}, objective {}, results in {}.jsonl and {}.csv\n\n", o.file,
@@ -277,6 +303,8 @@ void setup_sweep(CLI::App& sub, int& exit_code) {
                                       "(default: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)");
   sub.add_option("--merge", o->merge, "results files (PREFIX.shardK-of-N.jsonl) of other runs of this sweep to merge in: "
                                     "their points are not run again");
+  sub.add_option("--report", o->report, "also write a self-contained HTML report (Pareto front, heat map, each knob's effect)");
+  sub.add_option("--heatmap", o->heatmap_arg, "KNOB,KNOB: the report's heat map axes (default: the two knobs with the most values)");
   sub.add_flag("--mpi", o->mpi, "spread the points over MPI ranks (launch with mpirun -np N or srun): rank 0 "
                                "writes the files, the others simulate; same files as a local run");
   sub.callback([o, &exit_code] { exit_code = run_sweep(*o); });

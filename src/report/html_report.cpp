@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/hecate_version.hpp"
+#include "util/text_escape.hpp"
 
 namespace hs::report {
 
@@ -13,19 +14,7 @@ namespace {
 constexpr std::array<const char*, 11> kColors = {"#4e79a7", "#9c755f", "#59a14f", "#e15759", "#f28e2b", "#76b7b2",
                                                  "#bab0ac", "#edc948", "#b07aa1", "#ff9da7", "#8cd17d"};
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return html_escape(s); }
 
 std::string breakdown_chart(const RunReport& r) {
   const int rows = static_cast<int>(r.strategies.size());

@@ -172,6 +172,24 @@ if cmp -s "$tmp/j1.jsonl" "$tmp/k.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/k.csv" &&
   && "$simabs" sweep sw.yaml --out s --merge s.shard0-of-2.jsonl s.shard1-of-2.jsonl > /dev/null 2>&1 )
 if cmp -s "$tmp/j1.jsonl" "$tmp/s.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/s.csv"; then
   echo "ok: sweep shards merge to the local result"; else echo "FAIL: sweep shard merge"; fails=$((fails+1)); fi
+# sweep --report: self-contained (no script, no external resource) with the scatter, heat map and
+# knob-effect charts; loaded in headless Chromium where there is one: no console error, a screenshot.
+( cd "$tmp" && "$simabs" sweep sw.yaml --out j1 --report sw.html > /dev/null 2>&1 )
+if [ "$(grep -o '<svg' "$tmp/sw.html" | wc -l)" -ge 4 ] && ! grep -qE '<script|src="http|href="http' "$tmp/sw.html" \
+   && grep -q "Heat map: overlap_degree x rematerialize" "$tmp/sw.html" && grep -q "Pareto front" "$tmp/sw.html"; then
+  echo "ok: sweep HTML report"; else echo "FAIL: sweep HTML report"; fails=$((fails+1)); fi
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -n "$browser" ]; then
+  timeout 60 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,1600 \
+    --enable-logging=stderr --v=0 --screenshot="$tmp/sw.png" "file://$tmp/sw.html" > "$tmp/chromium.log" 2>&1
+  if [ -s "$tmp/sw.png" ] && ! grep -qE 'CONSOLE.*(Error|error)|Uncaught' "$tmp/chromium.log"; then
+    echo "ok: sweep HTML report in headless Chromium (no console error, screenshot taken)"
+  else echo "FAIL: sweep HTML report in Chromium"; grep CONSOLE "$tmp/chromium.log" | head -3; fails=$((fails+1)); fi
+else
+  echo "skip: sweep HTML report in a browser (no chromium)"
+fi
+expect 2 "heatmap.*expected two knobs the sweep varies" -- "$sim" sweep "$tmp/sw.yaml" --heatmap period,nope --out "$tmp/hm"
+
 # sweep under MPI: 3 ranks (rank 0 writes, two simulate) give the local run's bytes.
 if command -v mpirun > /dev/null; then
   ( cd "$tmp" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 3 --oversubscribe \
