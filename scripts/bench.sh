@@ -44,3 +44,15 @@ for i in 1 2 3; do
 done
 med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
 awk -v b="$size" -v t="$med" 'BEGIN { printf "trace validate: %.1f MB in %.3f s (median of 3) = %.0f MB/s\n", b / 1e6, t, b / 1e6 / t }' 
+echo "== sweep throughput: sweeps/fssdp-policy.yaml (24 points + defaults, 20 iterations each), median of 3"
+for jobs in 1 2; do
+  times=()
+  for i in 1 2 3; do
+    rm -f "$tmp"/sw.*
+    s=$(date +%s.%N); build-release/src/cli/hecate-sim sweep sweeps/fssdp-policy.yaml --out "$tmp/sw" --jobs $jobs >/dev/null 2>&1; e=$(date +%s.%N)
+    times+=("$(awk -v a="$s" -v b="$e" 'BEGIN { print b - a }')")
+  done
+  med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+  n=$(grep -c . "$tmp/sw.jsonl")
+  awk -v n="$n" -v t="$med" -v j="$jobs" 'BEGIN { printf "sweep --jobs %d: %d rows in %.3f s = %.1f points/s\n", j, n, t, n / t }'
+done
