@@ -19,7 +19,7 @@ for model in gpt-moe-s gpt-moe-l bert-moe bert-moe-deep; do
   for topo in aws-p3dn-v100-2node aws-p3dn-v100-4node aws-p4d-a100-4node; do
     if [ "$topo" = aws-p3dn-v100-2node ]; then gpus=16; experts=32; else gpus=32; experts=64; fi
     trace="$tmp/$model-$experts-$gpus.json.gz"
-    $sim trace gen --model "$model" --model-set "experts=$experts" --sources "$gpus" \
+    $sim trace gen --model "$model" --set "experts=$experts" --sources "$gpus" \
         --iterations "$iters" --preset "$preset" --seed 1 -o "$trace" 2>/dev/null
     for net in analytic flow; do
       s=$(date +%s%N)

@@ -52,7 +52,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
     int sources = 0, iterations = 100;
     bool global = false;
     uint64_t seed = 1;
-    std::vector<std::string> sets, model_sets;
+    std::vector<std::string> params, sets;
   };
   auto g = std::make_shared<GenOptions>();
   auto* gen = sub.add_subcommand("gen", "generate a synthetic expert-load trace (log-normal popularity, AR(1) drift, bursts)");
@@ -60,8 +60,8 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   gen->add_option("--sources", g->sources, "token sources (GPUs)")->required()->check(CLI::Range(1, 1 << 20));
   gen->add_option("--iterations", g->iterations, "records to generate")->check(CLI::Range(1, 1 << 24));
   gen->add_option("--preset", g->preset, "uniform | aux_loss | aux_free | concentrated | collapsed");
-  gen->add_option("--set", g->sets, "override a generator parameter, e.g. --set sigma=0.5 (repeatable)");
-  gen->add_option("--model-set", g->model_sets, "override a model field, e.g. --model-set experts=32 (repeatable)");
+  gen->add_option("--param", g->params, "override a generator parameter, e.g. --param sigma=0.5 (repeatable)");
+  gen->add_option("--set", g->sets, "override a model field, e.g. --set experts=32 (repeatable; as in run, sweep and tune)");
   gen->add_option("--seed", g->seed, "random seed (default 1)");
   gen->add_flag("--global", g->global, "write global counts (axes [layer, expert], summed over sources): smaller files");
   gen->add_option("-o,--out", g->out, "output file (.json or .json.gz), written atomically")->required();
@@ -70,7 +70,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
     if (!params)
       throw InputError({"--preset", 0, 0}, g->preset,
                        fmt::format("unknown preset (presets: {})", fmt::join(workload::GeneratorParams::preset_names(), ", ")));
-    for (const auto& kv : g->sets) {
+    for (const auto& kv : g->params) {
       const auto eq = kv.find('=');
       double v = 0;
       bool ok = eq != std::string::npos;
@@ -83,16 +83,16 @@ void setup_trace(CLI::App& sub, int& exit_code) {
           ok = false;
         }
       }
-      if (!ok) throw InputError({"--set", 0, 0}, kv, "expected NAME=NUMBER, e.g. sigma=0.5");
+      if (!ok) throw InputError({"--param", 0, 0}, kv, "expected NAME=NUMBER, e.g. sigma=0.5");
       if (!params->set(kv.substr(0, eq), v))
-        throw InputError({"--set", 0, 0}, kv.substr(0, eq),
+        throw InputError({"--param", 0, 0}, kv.substr(0, eq),
                          fmt::format("unknown generator parameter (parameters: {})",
                                      fmt::join(workload::GeneratorParams::names(), ", ")));
     }
     if (const std::string bad = params->check(); !bad.empty())
-      throw InputError({"--set", 0, 0}, bad.substr(0, bad.find(':')), bad.substr(bad.find(':') + 2));
+      throw InputError({"--param", 0, 0}, bad.substr(0, bad.find(':')), bad.substr(bad.find(':') + 2));
     auto in = resolve_model(g->model);
-    auto model = workload::load_model(in.text, in.source, g->model_sets);
+    auto model = workload::load_model(in.text, in.source, g->sets);
     // model.preset in the trace is what `run` resolves when no --model is given: the preset name
     // when the file is (a copy of) a bundled preset, else the path as given.
     std::string preset_name = in.source.rfind("preset:", 0) == 0 ? in.source.substr(7) : in.source;

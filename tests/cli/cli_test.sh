@@ -84,7 +84,7 @@ expect 0 -- "$sim" trace stats "$fx/tiny-trace.json" --format json --ep-size 4
 expect 0 -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --iterations 3 --preset collapsed -o "$tmp/gen.json.gz"
 expect 0 -- "$sim" trace validate "$tmp/gen.json.gz"
 expect 2 "unknown preset" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --preset lumpy -o "$tmp/x.json"
-expect 2 "sigmaa" "unknown generator parameter" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --set sigmaa=1 -o "$tmp/x.json"
+expect 2 "--param: error: sigmaa" "unknown generator parameter" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --param sigmaa=1 -o "$tmp/x.json"
 sh "$fx/write_smartmoe_fixture.sh" "$tmp/smartmoe"
 expect 0 -- "$sim" trace import smartmoe "$tmp/smartmoe" -o "$tmp/sm.json"
 expect 0 "re-binned 2 sources to 4" -- "$sim" trace import smartmoe "$tmp/smartmoe" --sources 4 -o "$tmp/sm4.json"
