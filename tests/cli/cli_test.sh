@@ -172,6 +172,12 @@ if cmp -s "$tmp/j1.jsonl" "$tmp/k.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/k.csv" &&
   && "$simabs" sweep sw.yaml --out s --merge s.shard0-of-2.jsonl s.shard1-of-2.jsonl > /dev/null 2>&1 )
 if cmp -s "$tmp/j1.jsonl" "$tmp/s.jsonl" && cmp -s "$tmp/j1.csv" "$tmp/s.csv"; then
   echo "ok: sweep shards merge to the local result"; else echo "FAIL: sweep shard merge"; fails=$((fails+1)); fi
+# Constraints: a peak-memory cap below every point's peak leaves nothing feasible, and says so.
+sed 's/^iterations: 6$/iterations: 6\nconstraints: {peak_memory: 512MiB}/' "$tmp/sw.yaml" > "$tmp/cap.yaml"
+( cd "$tmp" && "$simabs" sweep cap.yaml --out cap > cap.out 2>/dev/null )
+if grep -q "7 broke a constraint" "$tmp/cap.out" && ! grep -q '"feasible": true' "$tmp/cap.jsonl" && grep -q '"status": "ok"' "$tmp/cap.jsonl"; then
+  echo "ok: sweep constraint (peak memory cap)"; else echo "FAIL: sweep constraint"; cat "$tmp/cap.out"; fails=$((fails+1)); fi
+
 # sweep --report: self-contained (no script, no external resource) with the scatter, heat map and
 # knob-effect charts; loaded in headless Chromium where there is one: no console error, a screenshot.
 ( cd "$tmp" && "$simabs" sweep sw.yaml --out j1 --report sw.html > /dev/null 2>&1 )
