@@ -26,6 +26,7 @@ struct RunOptions {
   double flow_precision = network::kDefaultFlowPrecision;
   std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial", html;
   std::vector<std::string> sets;
+  std::string calibration;
   int iterations = 0;
   uint64_t seed = 1;
 };
@@ -45,7 +46,7 @@ std::vector<std::string> split_specs(const std::string& s) {
 }
 
 int run(const RunOptions& o) {
-  auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, o.split, o.seed});
+  auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, o.split, o.seed, o.calibration});
   const topology::Topology& topo = *sc->topo;
   const workload::ModelSpec& model = *sc->model;
   const strategy::IterationLoads& loads = *sc->loads;
@@ -84,6 +85,10 @@ int run(const RunOptions& o) {
   rep.inputs.trace_hash = report::content_hash(sc->trace_text);
   rep.inputs.model_name = model.name;
   rep.inputs.model_source = sc->model_in.source;
+  if (!sc->calibration_file.empty()) {
+    rep.inputs.calibration_file = sc->calibration_file;
+    rep.inputs.calibration_hash = report::content_hash(sc->calibration_text);
+  }
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
   rep.inputs.network = o.network == "flow" ? fmt::format("flow (precision {:g})", o.flow_precision) : o.network;
@@ -120,6 +125,8 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("TRACE", o->trace, "expert-load trace (.json or .json.gz)")->required();
   sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
   sub.add_option("--set", o->sets, "override a model field, e.g. --set experts=32 (repeatable)");
+  sub.add_option("--calibration", o->calibration,
+                 "calibration file from `hecate-sim calibrate` (default: the one the topology names, if any)");
   std::string names;
   for (const auto& info : strategy::registry()) names += fmt::format("\n    {:<8} {}", info.name, info.help);
   sub.add_option("--strategy", o->strategies,

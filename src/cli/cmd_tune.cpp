@@ -25,6 +25,7 @@ namespace hs::cli {
 namespace {
 
 struct TuneOptions {
+  std::string calibration;
   std::string topology, trace, model, strategy, knobs, objective = "mean_iteration_time", network = "analytic", out,
       peak_memory;
   std::vector<std::string> sets;
@@ -75,6 +76,7 @@ int run_tune(const TuneOptions& o) {
   base.topology = o.topology;
   base.trace = o.trace;
   base.model_file = o.model;
+  base.calibration = o.calibration;
   for (const auto& s : o.sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos) throw InputError({"--set", 0, 0}, s, "expected FIELD=VALUE");
@@ -174,6 +176,7 @@ void setup_tune(CLI::App& sub, int& exit_code) {
   sub.add_flag("--allow-oom", o->allow_oom, "accept settings whose peak memory exceeds the GPU's");
   sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
   sub.add_option("--set", o->sets, "override a model field, e.g. --set micro_batch=4 (repeatable)");
+  sub.add_option("--calibration", o->calibration, "calibration file from `hecate-sim calibrate`");
   sub.add_option("--iterations", o->iterations, "iterations per evaluation (default: the trace's records)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--seed", o->seed, "random seed (default 1)");

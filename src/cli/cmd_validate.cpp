@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "calib/measured.hpp"
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/gemm_fit.hpp"
@@ -24,75 +25,13 @@ struct Options {
   std::string measured, topology, model;
 };
 
-struct Row {
-  double tokens, seconds;
-};
-
-struct Measured {
-  std::string device;
-  long d_model = 0, d_ffn = 0;
-  int mats = 0;
-  std::vector<Row> rows;
-  int batched_experts = 0;     // 0: no batched suite in the file
-  std::vector<Row> batched;    // one strided-batched call per matrix over batched_experts experts
-  double hbm_Bps = 0;
-};
-
-// Reads the fields `validate` uses; a missing or mistyped one is an input error naming it.
-Measured read_measured(const std::string& path) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (auto err = parser.load(path).get(doc))
-    throw InputError({path, 0, 0}, "", fmt::format("cannot read measured results: {}", simdjson::error_message(err)));
-  auto fail = [&](const std::string& field, const std::string& what) { throw InputError({path, 0, 0}, field, what); };
-  std::string_view schema;
-  if (doc["schema"].get(schema) || schema != "hecate-sim/measured@1")
-    fail("schema", "expected \"hecate-sim/measured@1\" (written by hecate-validate)");
-  Measured m;
-  std::string_view name;
-  if (!doc["device"]["name"].get(name)) m.device = std::string(name);
-  int64_t d = 0, f = 0, mats = 0;
-  if (doc["expert_ffn"]["d_model"].get(d) || d <= 0) fail("expert_ffn.d_model", "expected a positive integer");
-  if (doc["expert_ffn"]["d_ffn"].get(f) || f <= 0) fail("expert_ffn.d_ffn", "expected a positive integer");
-  if (doc["expert_ffn"]["mats"].get(mats) || (mats != 2 && mats != 3)) fail("expert_ffn.mats", "expected 2 or 3");
-  m.d_model = d, m.d_ffn = f, m.mats = static_cast<int>(mats);
-  // rows: [{"tokens": T, "forward_s": S}, ...] under `section`.
-  auto read_rows = [&](simdjson::dom::element section, const std::string& name, std::vector<Row>& out) {
-    simdjson::dom::array rows;
-    if (section["rows"].get(rows)) fail(name + ".rows", "expected a list of measured rows");
-    size_t i = 0;
-    for (auto r : rows) {
-      int64_t t = 0;
-      double s = 0;
-      if (r["tokens"].get(t) || t <= 0) fail(fmt::format("{}.rows[{}].tokens", name, i), "expected a positive integer");
-      if (r["forward_s"].get(s) || !(s > 0)) fail(fmt::format("{}.rows[{}].forward_s", name, i), "expected a positive time");
-      out.push_back({static_cast<double>(t), s});
-      ++i;
-    }
-    if (out.empty()) fail(name + ".rows", "expected at least one row");
-  };
-  simdjson::dom::element ffn;
-  if (doc["expert_ffn"].get(ffn)) fail("expert_ffn", "expected the expert-FFN measurements");
-  read_rows(ffn, "expert_ffn", m.rows);
-  simdjson::dom::element b;
-  if (!doc["expert_ffn_batched"].get(b)) {
-    int64_t e = 0;
-    if (b["experts"].get(e) || e <= 0) fail("expert_ffn_batched.experts", "expected a positive integer");
-    m.batched_experts = static_cast<int>(e);
-    read_rows(b, "expert_ffn_batched", m.batched);
-  }
-  double bw = 0;
-  if (!doc["hbm_copy"]["bandwidth_Bps"].get(bw)) m.hbm_Bps = bw;
-  return m;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 int run(const Options& o) {
-  const Measured meas = read_measured(o.measured);
+  const calib::Measured meas = calib::read_measured(o.measured);
   ResolvedInput topo_in = resolve_input(o.topology, "topologies");
   const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
   ResolvedInput model_in = resolve_input(o.model, "models");
@@ -113,7 +52,7 @@ int run(const Options& o) {
   struct Suite {
     const char* what;
     int experts;
-    const std::vector<Row>* rows;
+    const std::vector<calib::GemmRow>* rows;
   };
   std::vector<Suite> suites{{"one expert, one cuBLAS call per weight matrix (each with its own launch)", 1, &meas.rows}};
   if (meas.batched_experts > 0)
@@ -141,30 +80,17 @@ int run(const Options& o) {
   // Fit on the grouped suite when there is one (what MoE kernels run), on compute-bound rows
   // (t >= 256, multiples of the 128-row tile, so padding adds nothing), every other one; check on the rest.
   const Suite& fs = suites.back();
-  std::vector<cost::GemmPoint> fit_rows, check_rows;
-  for (const auto& r : *fs.rows) {
-    if (r.tokens < 256 || std::fmod(r.tokens, 128) != 0) continue;
-    const cost::GemmPoint p{r.tokens, flops_per_token * r.tokens * fs.experts / r.seconds / peak};
-    ((fit_rows.size() + check_rows.size()) % 2 == 0 ? fit_rows : check_rows).push_back(p);
-  }
-  const auto fit = cost::fit_gemm_efficiency(fit_rows);
+  const auto fit = calib::fit_gemm(meas, peak);
   if (!fit) {
     fmt::print("\nno fit: fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n");
   } else {
-    std::vector<double> held, held_default;
-    const cost::ComputeParams defaults;
-    for (const auto& p : check_rows) {
-      held.push_back(std::abs(cost::gemm_efficiency(*fit, p.tokens) - p.efficiency) / p.efficiency);
-      held_default.push_back(
-          std::abs(cost::gemm_efficiency({defaults.eta_max, defaults.t_half}, p.tokens) - p.efficiency) / p.efficiency);
-    }
     fmt::print("\nfit on {} compute-bound rows of the {}-expert suite: eta_max {:.3f}, t_half {:.1f}; on the {} held-out "
                "rows the efficiency error is {:.1f}% median ({:.1f}% with the defaults)\n",
-               fit_rows.size(), fs.experts, fit->eta_max, fit->t_half, check_rows.size(), median(held) * 100,
-               median(held_default) * 100);
+               fit->fit_rows, fit->experts, fit->fit.eta_max, fit->fit.t_half, fit->held_rows,
+               fit->held_median_error * 100, fit->held_median_error_default * 100);
     cost::ComputeParams p;
-    p.eta_max = fit->eta_max;
-    p.t_half = fit->t_half;
+    p.eta_max = fit->fit.eta_max;
+    p.t_half = fit->fit.t_half;
     table(p, fs, "cost model with the fitted curve");
   }
   if (meas.hbm_Bps > 0) {

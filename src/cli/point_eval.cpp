@@ -5,7 +5,7 @@
 namespace hs::cli {
 
 std::string ScenarioCache::id(const sweep::SweepPoint& p) {
-  return p.topology + "\n" + p.trace + "\n" + p.model_file + "\n" + p.model_sets();
+  return p.topology + "\n" + p.trace + "\n" + p.model_file + "\n" + p.model_sets() + "\n" + p.calibration;
 }
 
 std::string ScenarioCache::resolve(const std::string& path) const {
@@ -22,6 +22,7 @@ void ScenarioCache::load(const sweep::SweepPoint& p, uint64_t seed, const std::s
   a.topology = resolve(p.topology);
   a.trace = resolve(p.trace);
   if (!p.model_file.empty()) a.model = resolve(p.model_file);
+  if (!p.calibration.empty()) a.calibration = resolve(p.calibration);
   for (const auto& [f, v] : p.model) a.sets.push_back(f + "=" + v);
   a.seed = seed;
   a.split = split;

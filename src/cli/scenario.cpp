@@ -1,5 +1,7 @@
 #include "cli/scenario.hpp"
 
+#include <filesystem>
+
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
 #include "workload/trace_io.hpp"
@@ -10,6 +12,22 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
   auto s = std::make_unique<Scenario>();
   s->topo_in = resolve_input(a.topology, "topologies");
   s->topo = std::make_unique<topology::Topology>(topology::load_topology(s->topo_in.text, s->topo_in.source));
+  // A calibration: --calibration, else the one the topology names (relative to the topology file).
+  std::string cal = a.calibration;
+  if (cal.empty() && !s->topo->calibration_file.empty()) {
+    cal = s->topo->calibration_file;
+    const std::filesystem::path tp(s->topo_in.source);
+    if (std::filesystem::path(cal).is_relative() && s->topo_in.source.rfind("preset:", 0) != 0)
+      cal = (tp.parent_path() / cal).lexically_normal().string();
+  }
+  calib::Calibration calibration;
+  if (!cal.empty()) {
+    s->calibration_file = cal;
+    s->calibration_text = read_file(cal);
+    calibration = calib::parse_calibration(s->calibration_text, cal);
+    const topology::TopologyAdjust adj = calib::topology_adjust(calibration);
+    s->topo = std::make_unique<topology::Topology>(topology::load_topology(s->topo_in.text, s->topo_in.source, &adj));
+  }
   s->trace_file = a.trace;
   s->trace_text = read_file(a.trace);
   s->trace = std::make_unique<workload::Trace>(workload::parse_trace(s->trace_text, a.trace));
@@ -22,7 +40,9 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
   s->loads = std::make_unique<strategy::IterationLoads>(
       *s->trace, *s->model, s->topo->num_gpus(), a.trace, s->warnings,
       a.split == "even" ? strategy::GlobalSplit::kEven : strategy::GlobalSplit::kMultinomial, a.seed);
-  s->compute = std::make_unique<cost::ComputeCost>(s->topo->gpu_model(), *s->model);
+  cost::ComputeParams params;
+  calib::apply_compute(calibration, params);
+  s->compute = std::make_unique<cost::ComputeCost>(s->topo->gpu_model(), *s->model, params);
   return s;
 }
 

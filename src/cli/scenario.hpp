@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "calib/calibration.hpp"
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
 #include "strategy/iteration_loads.hpp"
@@ -23,10 +24,12 @@ struct ScenarioArgs {
   std::vector<std::string> sets;       // model field overrides FIELD=VALUE
   std::string split = "multinomial";   // multinomial | even
   uint64_t seed = 1;
+  std::string calibration;             // calibration file; empty = the one the topology names, if any
 };
 
 struct Scenario {
   ResolvedInput topo_in, model_in;
+  std::string calibration_file, calibration_text;  // the calibration applied ("" if none)
   std::string trace_file, trace_text;
   std::unique_ptr<topology::Topology> topo;
   std::unique_ptr<workload::Trace> trace;

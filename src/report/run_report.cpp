@@ -48,6 +48,8 @@ std::string render_table(const RunReport& r) {
   fmt::format_to(it, "hecate-sim {} | topology {} ({} GPUs, {} nodes) | model {} | {} iterations | network {}\n",
                  HECATE_VERSION, r.topo ? r.topo->name() : "", r.topo ? r.topo->num_gpus() : 0,
                  r.topo ? r.topo->num_nodes() : 0, r.inputs.model_name, r.inputs.iterations, r.inputs.network);
+  if (!r.inputs.calibration_file.empty())
+    fmt::format_to(it, "calibration {} (fnv1a64 {})\n", r.inputs.calibration_file, r.inputs.calibration_hash);
   fmt::format_to(it, "\n{:<28} {:>10} {:>10} {:>10} {:>8} {:>10} {:>5}  {}\n", "strategy", "mean ms", "p50 ms",
                  "p99 ms", "vs EP", "peak GiB", "fits", "bottleneck GPU");
   for (const auto& s : r.strategies) {
@@ -95,11 +97,15 @@ std::string render_json(const RunReport& r) {
   fmt::format_to(it,
                  "  \"inputs\": {{\"topology\": {{\"file\": \"{}\", \"fnv1a64\": \"{}\", \"name\": \"{}\", \"gpus\": {}, "
                  "\"nodes\": {}}}, \"trace\": {{\"file\": \"{}\", \"fnv1a64\": \"{}\"}}, \"model\": {{\"name\": \"{}\", "
-                 "\"source\": \"{}\"}}, \"seed\": {}, \"network\": \"{}\"}},\n",
+                 "\"source\": \"{}\"}}, \"seed\": {}, \"network\": \"{}\", \"calibration\": {}}},\n",
                  json_escape(r.inputs.topology_file), r.inputs.topology_hash, json_escape(r.topo ? r.topo->name() : ""),
                  r.topo ? r.topo->num_gpus() : 0, r.topo ? r.topo->num_nodes() : 0, json_escape(r.inputs.trace_file),
                  r.inputs.trace_hash, json_escape(r.inputs.model_name), json_escape(r.inputs.model_source),
-                 r.inputs.seed, r.inputs.network);
+                 r.inputs.seed, r.inputs.network,
+                 r.inputs.calibration_file.empty()
+                     ? std::string("null")
+                     : fmt::format("{{\"file\": \"{}\", \"fnv1a64\": \"{}\"}}", json_escape(r.inputs.calibration_file),
+                                   r.inputs.calibration_hash));
   fmt::format_to(it, "  \"warnings\": [");
   for (size_t i = 0; i < r.inputs.warnings.size(); ++i)
     fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(r.inputs.warnings[i]));

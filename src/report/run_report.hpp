@@ -20,6 +20,7 @@ struct RunInputs {
   int iterations = 0;
   uint64_t seed = 0;
   std::string network = "analytic";
+  std::string calibration_file, calibration_hash;  // empty: none applied
   std::vector<std::string> warnings;
 };
 

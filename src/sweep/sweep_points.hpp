@@ -17,6 +17,7 @@ struct SweepPoint {
   int index = 0;  // position in the sweep (grid order)
   std::string topology, trace, network;
   std::string model_file;  // file or preset; empty = the trace's model.preset
+  std::string calibration; // calibration file; empty = none (beyond what the topology names)
   std::vector<std::pair<std::string, std::string>> model;  // field, value (as --set)
   std::string strategy;                                    // registry name
   std::vector<std::pair<std::string, std::string>> knobs;  // knob, value (only those the sweep sets)

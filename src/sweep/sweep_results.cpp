@@ -19,6 +19,7 @@ Row row_of(const SweepPoint& p) {
   r.trace = p.trace;
   r.network = p.network;
   r.model_file = p.model_file;
+  r.calibration = p.calibration;
   r.model = p.model_sets();
   r.strategy = p.strategy;
   r.spec = p.spec();
@@ -50,10 +51,10 @@ std::string to_json_line(const Row& r) {
   for (const auto& [k, v] : r.knobs) knobs += fmt::format("{}\"{}\": \"{}\"", knobs.empty() ? "" : ", ", json_escape(k), json_escape(v));
   return fmt::format(
       "{{\"index\": {}, \"role\": \"{}\", \"key\": \"{}\", \"topology\": \"{}\", \"trace\": \"{}\", \"network\": \"{}\", "
-      "\"model_file\": \"{}\", \"model\": \"{}\", \"strategy\": \"{}\", \"spec\": \"{}\", \"knobs\": {{{}}}, \"status\": \"{}\", \"error\": \"{}\", "
+      "\"model_file\": \"{}\", \"model\": \"{}\", \"calibration\": \"{}\", \"strategy\": \"{}\", \"spec\": \"{}\", \"knobs\": {{{}}}, \"status\": \"{}\", \"error\": \"{}\", "
       "\"mean_ms\": {}, \"p50_ms\": {}, \"p99_ms\": {}, \"tokens_per_s\": {}, \"peak_memory_gib\": {}, \"fits\": {}, "
       "\"feasible\": {}}}\n",
-      r.index, r.role, r.key, json_escape(r.topology), json_escape(r.trace), r.network, json_escape(r.model_file), json_escape(r.model),
+      r.index, r.role, r.key, json_escape(r.topology), json_escape(r.trace), r.network, json_escape(r.model_file), json_escape(r.model), json_escape(r.calibration),
       r.strategy, json_escape(r.spec), knobs, r.status, json_escape(r.error), num(r.mean_ms), num(r.p50_ms),
       num(r.p99_ms), num(r.tokens_per_s), num(r.peak_memory_gib), r.fits, r.feasible);
 }
@@ -73,6 +74,7 @@ std::optional<Row> parse_json_line(std::string_view line) {
     r.network = std::string(std::string_view(doc["network"]));
     r.model_file = std::string(std::string_view(doc["model_file"]));
     r.model = std::string(std::string_view(doc["model"]));
+    r.calibration = std::string(std::string_view(doc["calibration"]));
     r.strategy = std::string(std::string_view(doc["strategy"]));
     r.spec = std::string(std::string_view(doc["spec"]));
     for (auto f : doc["knobs"].get_object()) {
@@ -119,15 +121,15 @@ std::vector<std::string> knob_columns(const SweepSpec& s) {
 }
 
 std::string csv_header(const std::vector<std::string>& cols) {
-  std::string h = "index,role,key,topology,trace,network,model_file,model,strategy,spec";
+  std::string h = "index,role,key,topology,trace,network,model_file,model,calibration,strategy,spec";
   for (const auto& c : cols) h += "," + csv_field(c);
   return h + ",status,mean_ms,p50_ms,p99_ms,tokens_per_s,peak_memory_gib,fits,feasible,error\n";
 }
 
 std::string to_csv_line(const Row& r, const std::vector<std::string>& cols) {
-  std::string l = fmt::format("{},{},{},{},{},{},{},{},{},{}", r.index, r.role, r.key, csv_field(r.topology),
-                              csv_field(r.trace), r.network, csv_field(r.model_file), csv_field(r.model), r.strategy,
-                              csv_field(r.spec));
+  std::string l = fmt::format("{},{},{},{},{},{},{},{},{},{},{}", r.index, r.role, r.key, csv_field(r.topology),
+                              csv_field(r.trace), r.network, csv_field(r.model_file), csv_field(r.model),
+                              csv_field(r.calibration), r.strategy, csv_field(r.spec));
   for (const auto& c : cols) {
     std::string v;
     for (const auto& [k, x] : r.knobs)

@@ -54,6 +54,13 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
   if (auto n = r.child("traces"); n) s.traces = values_of(n, "traces", ctx);
   if (auto n = r.child("models", false); n) s.models = values_of(n, "models", ctx);
   else s.models = {{"", r.where()}};
+  if (auto n = r.child("calibrations", false); n) {
+    s.calibrations = values_of(n, "calibrations", ctx);
+    for (auto& v : s.calibrations)
+      if (v.text == "none") v.text.clear();
+  } else {
+    s.calibrations = {{"", r.where()}};
+  }
   if (auto n = r.child("network", false); n) {
     s.networks = values_of(n, "network", ctx);
     for (const auto& v : s.networks)

@@ -13,6 +13,7 @@
 //     fssdp: {overlap_degree: [auto, 2, 4], rematerialize: [false, true]}
 //   model: {micro_batch: [4, 8]}                          # optional: model fields (as --set)
 //   network: [analytic]                                   # optional: analytic | flow
+//   calibrations: [none, cal/cluster.yaml]                # optional: calibration files (none: uncalibrated)
 //   iterations: 50                                        # optional: default the trace's records
 //   seed: 1                                               # optional: the run seed
 //   objective: mean_iteration_time                        # | p99_iteration_time | tokens_per_second
@@ -52,6 +53,7 @@ struct SweepSpec {
   std::string file;
   std::vector<AxisValue> topologies, traces, networks;
   std::vector<AxisValue> models;  // model files or presets; one empty value = the trace's own
+  std::vector<AxisValue> calibrations;  // calibration files; "" (written `none`) = none beyond the topology's own
   std::vector<StrategyAxes> strategies;
   std::vector<Axis> model;  // model field axes
   int iterations = 0;       // 0: the trace's records

@@ -121,6 +121,8 @@ class Topology {
 
   // Whether the topology came from the compact form, and its summary, for `topo show`.
   std::string description;
+  // The calibration file the topology names (`calibration:`, relative to the topology file), or "".
+  std::string calibration_file;
 
  private:
   friend class TopologyBuilder;

@@ -51,6 +51,13 @@ void TopologyBuilder::add_link(VertexId from, VertexId to, const LinkParams& p) 
   l.bandwidth = p.line_rate * p.efficiency;
   l.latency = p.latency;
   l.link_class = p.link_class;
+  if (adjust_)
+    for (const auto& a : adjust_->links)
+      if (a.link_class == l.link_class) {
+        l.efficiency *= a.bandwidth_scale;
+        l.bandwidth = l.line_rate * l.efficiency;
+        if (a.latency) l.latency = *a.latency;
+      }
   topo_.links_.push_back(std::move(l));
 }
 
@@ -413,8 +420,9 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   return std::move(topo_);
 }
 
-Topology build_compact(const CompactSpec& s, const SourceLocation& where) {
+Topology build_compact(const CompactSpec& s, const SourceLocation& where, const TopologyAdjust* adjust) {
   TopologyBuilder b(s.name, s.gpu);
+  b.set_adjust(adjust);
   b.set_nvls(s.nvls && s.intra_kind == "nvswitch");
   const int g = s.gpus_per_node;
   std::vector<VertexId> nics;  // node-major

@@ -3,6 +3,7 @@
 // other, links reference existing vertices, positive bandwidths) and computes all routes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,18 @@ struct LinkParams {
   double efficiency = 1.0;
   Seconds latency{0};
   std::string link_class;
+};
+
+// Calibration of a topology (a calibration file, see src/calib/calibration.hpp): per link class, a
+// factor on the effective bandwidth and a latency replacing the preset's; the GPU's overlap slowdowns.
+struct LinkClassAdjust {
+  std::string link_class;
+  double bandwidth_scale = 1.0;
+  std::optional<Seconds> latency;
+};
+struct TopologyAdjust {
+  std::vector<LinkClassAdjust> links;
+  std::optional<double> compute_slowdown, communication_slowdown;
 };
 
 // Routes are precomputed for every GPU pair (O(N^2) memory), which bounds the GPU count for now.
@@ -34,6 +47,8 @@ class TopologyBuilder {
   VertexId find(const std::string& name) const;  // -1 if absent
   void set_description(std::string d) { topo_.description = std::move(d); }
   void set_nvls(bool on) { topo_.nvls_ = on; }
+  // Every link added afterwards whose class is adjusted gets the calibrated bandwidth and latency.
+  void set_adjust(const TopologyAdjust* a) { adjust_ = a; }
   // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
   Topology build(const SourceLocation& where);
 
@@ -41,6 +56,7 @@ class TopologyBuilder {
   static void compute_may_bind(Topology& t);
   static void prune_by_endpoint_bounds(Topology& t);
   Topology topo_;
+  const TopologyAdjust* adjust_ = nullptr;
 };
 
 // Compact-form generator shared by the YAML loader and code: `nodes` nodes of `gpus_per_node` GPUs
@@ -64,6 +80,6 @@ struct CompactSpec {
   Seconds switch_latency{0};
 };
 
-Topology build_compact(const CompactSpec& spec, const SourceLocation& where);
+Topology build_compact(const CompactSpec& spec, const SourceLocation& where, const TopologyAdjust* adjust = nullptr);
 
 }  // namespace hs::topology

@@ -95,8 +95,10 @@ LinkParams read_link_params(const YAML::Node& n, const std::string& path, YamlCo
   return p;
 }
 
-Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gpu, YamlContext& ctx) {
+Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gpu, YamlContext& ctx,
+                       const TopologyAdjust* adjust) {
   TopologyBuilder b(name, gpu);
+  b.set_adjust(adjust);
   YAML::Node gpus = r.child("gpus");
   YAML::Node switches = r.child("switches", false);
   YAML::Node nics = r.child("nics", false);
@@ -160,7 +162,7 @@ Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gp
 
 }  // namespace
 
-Topology load_topology(const std::string& text, const std::string& file) {
+Topology load_topology(const std::string& text, const std::string& file, const TopologyAdjust* adjust) {
   Diagnostics diags;
   YamlContext ctx{file, &diags};
   YAML::Node root = parse_yaml(text, ctx);
@@ -173,13 +175,18 @@ Topology load_topology(const std::string& text, const std::string& file) {
   }
   std::string name = r.str("name").value_or("");
   GpuModel gpu = read_gpu(r.child("gpu"), ctx);
+  if (adjust && adjust->compute_slowdown) gpu.compute_slowdown = *adjust->compute_slowdown;
+  if (adjust && adjust->communication_slowdown) gpu.communication_slowdown = *adjust->communication_slowdown;
+  // A calibration the topology names (a path relative to the topology file); applied by the caller.
+  const std::string calibration = r.has("calibration") ? r.str("calibration", false).value_or("") : "";
   const bool explicit_form = r.has("links");
   if (explicit_form) {
     for (const char* k : {"nodes", "gpus_per_node", "intra_node", "nics_per_node", "nic", "fabric", "pcie"})
       if (r.has(k)) r.error(k, "the explicit form (links:) cannot be mixed with compact-form keys");
-    Topology t = load_explicit(r, name, gpu, ctx);
+    Topology t = load_explicit(r, name, gpu, ctx, adjust);
     r.finish();
     diags.throw_if_errors();
+    t.calibration_file = calibration;
     return t;
   }
   CompactSpec s;
@@ -223,7 +230,8 @@ Topology load_topology(const std::string& text, const std::string& file) {
                                          "an equal block of GPUs)", s.gpus_per_node, s.nics_per_node));
   diags.throw_if_errors();
   s.name = name;
-  Topology t = build_compact(s, r.where());
+  Topology t = build_compact(s, r.where(), adjust);
+  t.calibration_file = calibration;
   t.description = fmt::format("{} node(s) x {} GPUs, {} inside a node, {} NIC(s) per node, fabric {}", s.nodes,
                               s.gpus_per_node, s.intra_kind, s.nics_per_node, s.nodes > 1 ? s.fabric_kind : "none");
   return t;

@@ -5,10 +5,13 @@
 #include <string>
 
 #include "topology/topology.hpp"
+#include "topology/topology_builder.hpp"
 
 namespace hs::topology {
 
-Topology load_topology(const std::string& text, const std::string& file);
+// `adjust` (a calibration) changes the bandwidth and latency of the links of its classes and the GPU's
+// overlap slowdowns.
+Topology load_topology(const std::string& text, const std::string& file, const TopologyAdjust* adjust = nullptr);
 Topology load_topology_file(const std::string& path);
 
 }  // namespace hs::topology

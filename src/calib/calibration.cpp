@@ -1,0 +1,144 @@
+#include "calib/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include "util/yaml_reader.hpp"
+
+namespace hs::calib {
+
+namespace {
+std::string q(const std::string& s) {  // a YAML double-quoted scalar
+  std::string o = "\"";
+  for (char c : s) o += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return o + "\"";
+}
+}  // namespace
+
+std::string to_yaml(const Calibration& c) {
+  std::string s = "schema: hecate-sim/calibration@1\n";
+  s += fmt::format("topology: {}\n", q(c.topology));
+  s += "sources:\n";
+  for (const auto& src : c.sources)
+    s += fmt::format("  - {{file: {}, fnv1a64: {}, what: {}}}\n", q(src.file), q(src.fnv1a64), q(src.what));
+  if (!c.links.empty()) {
+    s += "links:\n";
+    for (const auto& l : c.links) {
+      s += fmt::format("  {}: {{bandwidth_scale: {:.6g}", l.link_class, l.bandwidth_scale);
+      if (l.latency_s) s += fmt::format(", latency: {:.6g}us", *l.latency_s * 1e6);
+      s += fmt::format(", points: {}", l.points);
+      if (l.heldout_median_error) s += fmt::format(", heldout_median_error: {:.4g}", *l.heldout_median_error);
+      if (l.heldout_max_error) s += fmt::format(", heldout_max_error: {:.4g}", *l.heldout_max_error);
+      s += "}\n";
+    }
+  }
+  if (c.eta_max || c.hbm_efficiency || c.compute_slowdown || c.communication_slowdown) {
+    s += "gpu:\n";
+    if (c.eta_max && c.t_half) s += fmt::format("  gemm: {{eta_max: {:.6g}, t_half: {:.6g}}}\n", *c.eta_max, *c.t_half);
+    if (c.hbm_efficiency) s += fmt::format("  hbm_efficiency: {:.6g}\n", *c.hbm_efficiency);
+    if (c.compute_slowdown || c.communication_slowdown) {
+      std::string parts;
+      if (c.compute_slowdown) parts += fmt::format("compute: {:.6g}", *c.compute_slowdown);
+      if (c.communication_slowdown)
+        parts += fmt::format("{}communication: {:.6g}", parts.empty() ? "" : ", ", *c.communication_slowdown);
+      s += fmt::format("  overlap_slowdown: {{{}}}\n", parts);
+    }
+  }
+  return s;
+}
+
+Calibration parse_calibration(const std::string& text, const std::string& file) {
+  Calibration c;
+  Diagnostics diags;
+  YamlContext ctx{file, &diags};
+  YAML::Node root = parse_yaml(text, ctx);
+  diags.throw_if_errors();
+  if (!root.IsMap()) throw InputError({file, 1, 1}, "", "expected a YAML map (schema: hecate-sim/calibration@1)");
+  MapReader r(root, "", ctx);
+  if (auto s = r.str("schema"); s && *s != "hecate-sim/calibration@1")
+    r.error("schema", fmt::format("expected hecate-sim/calibration@1, got '{}'", *s));
+  c.topology = r.str("topology", false).value_or("");
+  if (auto n = r.child("sources", false); n) {
+    if (!n.IsSequence()) {
+      diags.error(ctx.at(n), "sources", "expected a list of {file, fnv1a64, what}");
+    } else {
+      for (size_t i = 0; i < n.size(); ++i) {
+        MapReader m(n[i], fmt::format("sources[{}]", i), ctx);
+        if (!m.valid()) continue;
+        CalibrationSource src;
+        src.file = m.str("file").value_or("");
+        src.fnv1a64 = m.str("fnv1a64", false).value_or("");
+        src.what = m.str("what", false).value_or("");
+        m.finish();
+        c.sources.push_back(src);
+      }
+    }
+  }
+  if (auto n = r.child("links", false); n) {
+    if (!n.IsMap()) {
+      diags.error(ctx.at(n), "links", "expected a map LINK_CLASS: {bandwidth_scale, latency}");
+    } else {
+      for (const auto& kv : n) {
+        const YAML::Node key = kv.first, val = kv.second;
+        LinkClassCalibration l;
+        l.link_class = key.Scalar();
+        MapReader m(val, "links." + l.link_class, ctx);
+        if (!m.valid()) continue;
+        l.bandwidth_scale = m.number("bandwidth_scale", true, 1e-3, 1e3).value_or(1.0);
+        if (m.has("latency")) l.latency_s = m.quantity("latency", Dimension::kTime, false);
+        if (l.latency_s && *l.latency_s < 0) m.error("latency", "expected a non-negative time");
+        l.points = static_cast<int>(m.integer("points", false, 0, 1 << 30).value_or(0));
+        if (m.has("heldout_median_error")) l.heldout_median_error = m.number("heldout_median_error", false, 0, 1e9);
+        if (m.has("heldout_max_error")) l.heldout_max_error = m.number("heldout_max_error", false, 0, 1e9);
+        m.finish();
+        c.links.push_back(l);
+      }
+    }
+  }
+  if (auto n = r.child("gpu", false); n) {
+    MapReader g(n, "gpu", ctx);
+    if (g.valid()) {
+      if (auto gm = g.child("gemm", false); gm) {
+        MapReader m(gm, "gpu.gemm", ctx);
+        if (m.valid()) {
+          c.eta_max = m.number("eta_max", true, 1e-3, 1.0);
+          c.t_half = m.number("t_half", true, 0, 1e7);
+          m.finish();
+        }
+      }
+      if (g.has("hbm_efficiency")) c.hbm_efficiency = g.number("hbm_efficiency", false, 1e-3, 1.0);
+      if (auto o = g.child("overlap_slowdown", false); o) {
+        MapReader m(o, "gpu.overlap_slowdown", ctx);
+        if (m.valid()) {
+          if (m.has("compute")) c.compute_slowdown = m.number("compute", false, 0, 100);
+          if (m.has("communication")) c.communication_slowdown = m.number("communication", false, 0, 100);
+          m.finish();
+        }
+      }
+      g.finish();
+    }
+  }
+  r.finish();
+  diags.throw_if_errors();
+  return c;
+}
+
+topology::TopologyAdjust topology_adjust(const Calibration& c) {
+  topology::TopologyAdjust a;
+  for (const auto& l : c.links) {
+    topology::LinkClassAdjust x;
+    x.link_class = l.link_class;
+    x.bandwidth_scale = l.bandwidth_scale;
+    if (l.latency_s) x.latency = Seconds(*l.latency_s);
+    a.links.push_back(x);
+  }
+  a.compute_slowdown = c.compute_slowdown;
+  a.communication_slowdown = c.communication_slowdown;
+  return a;
+}
+
+void apply_compute(const Calibration& c, cost::ComputeParams& p) {
+  if (c.eta_max && c.t_half) p.eta_max = *c.eta_max, p.t_half = *c.t_half;
+  if (c.hbm_efficiency) p.eta_mem = *c.hbm_efficiency;
+}
+
+}  // namespace hs::calib

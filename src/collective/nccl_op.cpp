@@ -1,0 +1,111 @@
+#include "collective/nccl_op.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "collective/all_reduce.hpp"
+#include "collective/chain.hpp"
+#include "collective/ring.hpp"
+
+namespace hs::collective {
+
+const char* to_string(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return "all_reduce";
+    case NcclOp::kAllGather: return "all_gather";
+    case NcclOp::kReduceScatter: return "reduce_scatter";
+    case NcclOp::kAllToAll: return "all_to_all";
+    case NcclOp::kBroadcast: return "broadcast";
+    case NcclOp::kReduce: return "reduce";
+    case NcclOp::kSendRecv: return "send_recv";
+  }
+  return "?";
+}
+
+std::optional<NcclOp> parse_nccl_op(std::string_view n) {
+  if (n == "all_reduce") return NcclOp::kAllReduce;
+  if (n == "all_gather") return NcclOp::kAllGather;
+  if (n == "reduce_scatter") return NcclOp::kReduceScatter;
+  if (n == "all_to_all" || n == "alltoall") return NcclOp::kAllToAll;
+  if (n == "broadcast") return NcclOp::kBroadcast;
+  if (n == "reduce") return NcclOp::kReduce;
+  if (n == "send_recv" || n == "sendrecv") return NcclOp::kSendRecv;
+  return std::nullopt;
+}
+
+std::optional<NcclOp> nccl_op_in_name(std::string_view file_name) {
+  std::string s(file_name);
+  const auto slash = s.find_last_of('/');
+  if (slash != std::string::npos) s = s.substr(slash + 1);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Longest names first: "reduce" is inside "all_reduce" and "reduce_scatter".
+  const std::pair<const char*, NcclOp> names[] = {
+      {"reduce_scatter", NcclOp::kReduceScatter}, {"all_reduce", NcclOp::kAllReduce}, {"all_gather", NcclOp::kAllGather},
+      {"alltoall", NcclOp::kAllToAll},           {"all_to_all", NcclOp::kAllToAll},   {"sendrecv", NcclOp::kSendRecv},
+      {"send_recv", NcclOp::kSendRecv},          {"broadcast", NcclOp::kBroadcast},   {"reduce", NcclOp::kReduce}};
+  for (const auto& [name, op] : names)
+    if (s.find(name) != std::string::npos) return op;
+  return std::nullopt;
+}
+
+double bus_factor(NcclOp op, int n) {
+  switch (op) {
+    case NcclOp::kAllReduce: return 2.0 * (n - 1) / n;
+    case NcclOp::kAllGather:
+    case NcclOp::kReduceScatter:
+    case NcclOp::kAllToAll: return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size) {
+  NcclOpTime r;
+  const int n = static_cast<int>(group.size());
+  if (n < 2 || size <= 0) return r;
+  const auto& topo = net.topology();
+  switch (op) {
+    case NcclOp::kAllReduce: {
+      r.seconds = plan_all_reduce(net, group, size).time;
+      break;
+    }
+    case NcclOp::kAllGather:
+      r.seconds = ring_time(net, group, size, RingOp::kAllGather);
+      break;
+    case NcclOp::kReduceScatter:
+      r.seconds = ring_time(net, group, size, RingOp::kReduceScatter);
+      break;
+    case NcclOp::kAllToAll: {
+      const int N = topo.num_gpus();
+      std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
+      for (int a : group)
+        for (int b : group)
+          if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
+      r.seconds = net.alltoallv_time(m);
+      r.bottleneck = net.last_bottleneck();
+      return r;
+    }
+    case NcclOp::kBroadcast:
+    case NcclOp::kReduce: {
+      double extra = 0;
+      Coflow c = op == NcclOp::kBroadcast ? broadcast_flows(topo, group, group[0], size, extra)
+                                          : reduce_flows(topo, group, group[0], size, extra);
+      r.seconds = net.coflow_time(c) + extra;
+      r.bottleneck = net.last_bottleneck();
+      return r;
+    }
+    case NcclOp::kSendRecv: {
+      Coflow c;
+      for (int i = 0; i < n; ++i) c.push_back({group[i], group[(i + 1) % n], size});
+      r.seconds = net.coflow_time(c);
+      r.bottleneck = net.last_bottleneck();
+      return r;
+    }
+  }
+  // Ring-type ops: the bottleneck of one ring step.
+  net.coflow_time(ring_step(topo, group, size, default_ring_channels(topo, group)));
+  r.bottleneck = net.last_bottleneck();
+  return r;
+}
+
+}  // namespace hs::collective
