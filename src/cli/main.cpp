@@ -14,6 +14,7 @@ constexpr hs::cli::Command kCommands[] = {
     {"run", "simulate MoE training iterations for one or more strategies and compare them", hs::cli::setup_run},
     {"sweep", "simulate every point of a parameter study (strategies, knobs, model fields, topologies, traces); resumable, parallel", hs::cli::setup_sweep},
     {"tune", "find a strategy's best knobs for a topology and trace (coordinate descent, far fewer runs than a grid)", hs::cli::setup_tune},
+    {"calibrate", "fit link classes (nccl-tests logs) and the GPU (hecate-validate) and write a calibration file", hs::cli::setup_calibrate},
     {"topo", "show or validate what the simulator understood of a topology", hs::cli::setup_topo},
     {"trace", "generate, inspect, validate and import expert-load traces", hs::cli::setup_trace},
     {"validate", "compare the compute cost model with GPU measurements (hecate-validate) and fit it", hs::cli::setup_validate},

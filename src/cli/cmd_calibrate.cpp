@@ -1,0 +1,130 @@
+// hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP=]LOG...] --topology T -o CAL.yaml
+//
+// Fits the model to measurements and writes a calibration file (calib/calibration.hpp):
+//   * link classes from nccl-tests logs (calib/link_fit.hpp): bandwidth scale and per-link latency of
+//     the class that bounds each operation, checked on held-out sizes;
+//   * the GPU from hecate-validate's measured.json: expert-GEMM efficiency curve (held-out rows) and
+//     HBM efficiency.
+// Prints what it fitted with the error before and after on data the fit never saw. Too little data
+// is an input error (exit 2), not a bad fit.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+
+#include "calib/calibration.hpp"
+#include "calib/link_fit.hpp"
+#include "calib/measured.hpp"
+#include "cli/command.hpp"
+#include "cli/presets.hpp"
+#include "report/run_report.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
+
+namespace hs::cli {
+
+namespace {
+
+struct CalibrateOptions {
+  std::vector<std::string> measured, nccl_tests;
+  std::string topology, out;
+};
+
+int run_calibrate(const CalibrateOptions& o) {
+  if (o.measured.empty() && o.nccl_tests.empty())
+    throw InputError({"calibrate", 0, 0}, "", "nothing to calibrate from: give measured.json files and/or --nccl-tests logs");
+  const ResolvedInput topo_in = resolve_input(o.topology, "topologies");
+  const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
+  calib::Calibration cal;
+  cal.topology = topo_in.source;
+  std::string report;
+
+  // Link classes from nccl-tests.
+  std::vector<calib::NcclMeasurement> logs;
+  for (const auto& arg : o.nccl_tests) {
+    std::string path = arg;
+    std::optional<collective::NcclOp> op;
+    const auto eq = arg.find('=');
+    if (eq != std::string::npos && collective::parse_nccl_op(arg.substr(0, eq))) {
+      op = collective::parse_nccl_op(arg.substr(0, eq));
+      path = arg.substr(eq + 1);
+    } else {
+      op = collective::nccl_op_in_name(path);
+    }
+    if (!op)
+      throw InputError({path, 0, 0}, "--nccl-tests",
+                       "which operation is this? name it as OP=FILE (all_reduce, all_gather, reduce_scatter, all_to_all, "
+                       "broadcast, reduce, send_recv) or keep the binary's name in the file name (all_reduce_perf.log)");
+    const std::string text = read_file(path);
+    logs.push_back({*op, calib::parse_nccl_tests_log(text, path)});
+    cal.sources.push_back({path, report::content_hash(text),
+                           fmt::format("nccl-tests {}, {} ranks on {} node(s), {} sizes", collective::to_string(*op),
+                                       logs.back().log.ranks, logs.back().log.nodes, logs.back().log.rows.size())});
+  }
+  if (!logs.empty()) {
+    calib::LinkFit fit = calib::fit_links(topo_in.text, topo_in.source, logs);
+    cal.links = fit.classes;
+    for (const auto& ch : fit.checks) {
+      report += fmt::format("\n{} ({}, {} ranks, {} node(s)): calibrates link class '{}'\n{:>12} {:>12} {:>12} {:>12} {:>8} {:>8}\n",
+                            ch.file, collective::to_string(ch.op), ch.ranks, ch.nodes, ch.link_class, "bytes",
+                            "measured us", "before us", "after us", "after", "");
+      for (const auto& p : ch.points)
+        report += fmt::format("{:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>7.1f}% {:>8}\n", p.bytes, p.measured_s * 1e6,
+                              p.before_s * 1e6, p.after_s * 1e6, (p.after_s - p.measured_s) / p.measured_s * 100,
+                              p.held_out ? "held out" : "");
+      report += fmt::format("held-out |error|: median {:.1f}% -> {:.1f}%, max {:.1f}% -> {:.1f}% (before -> after)\n",
+                            ch.held_median_before * 100, ch.held_median_after * 100, ch.held_max_before * 100,
+                            ch.held_max_after * 100);
+    }
+    report += "\nlink classes\n";
+    for (const auto& c : cal.links)
+      report += fmt::format("  {:<8} bandwidth x {:.3f}, latency {}, fitted on {} sizes\n", c.link_class, c.bandwidth_scale,
+                            c.latency_s ? fmt::format("{:.2f} us per link", *c.latency_s * 1e6) : std::string("unchanged"),
+                            c.points);
+  }
+
+  // The GPU from hecate-validate.
+  for (const auto& path : o.measured) {
+    const calib::Measured m = calib::read_measured(path);
+    cal.sources.push_back({path, report::content_hash(read_file(path)),
+                           fmt::format("hecate-validate on {}: expert FFN d_model {} d_ffn {}", m.device.empty() ? "?" : m.device,
+                                       m.d_model, m.d_ffn)});
+    const double peak = topo.gpu_model().peak_flops.value();
+    if (auto g = calib::fit_gemm(m, peak)) {
+      if (cal.eta_max)
+        throw InputError({path, 0, 0}, "expert_ffn", "a second GEMM measurement: calibrate one GPU's curve from one file");
+      cal.eta_max = g->fit.eta_max;
+      cal.t_half = g->fit.t_half;
+      report += fmt::format("\nexpert GEMM ({}): eta_max {:.3f}, t_half {:.1f} from {} compute-bound rows of the {}-expert "
+                            "suite; efficiency error on {} held-out rows {:.1f}% median ({:.1f}% with the defaults)\n",
+                            path, g->fit.eta_max, g->fit.t_half, g->fit_rows, g->experts, g->held_rows,
+                            g->held_median_error * 100, g->held_median_error_default * 100);
+    } else {
+      report += fmt::format("\nexpert GEMM ({}): not fitted, fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n", path);
+    }
+    if (m.hbm_Bps > 0) {
+      cal.hbm_efficiency = std::min(1.0, m.hbm_Bps / topo.gpu_model().hbm_bandwidth.value());
+      report += fmt::format("HBM copy ({}): {:.0f} GB/s = {:.3f} of the topology's {:.0f} GB/s (was {:.2f})\n", path,
+                            m.hbm_Bps / 1e9, *cal.hbm_efficiency, topo.gpu_model().hbm_bandwidth.value() / 1e9,
+                            cost::ComputeParams{}.eta_mem);
+    }
+  }
+  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency)
+    throw InputError({"calibrate", 0, 0}, "", "the measurements gave nothing to fit (see the messages above)");
+  write_file_atomically(o.out, calib::to_yaml(cal));
+  fmt::print("calibration of {} written to {}\n{}", topo_in.source, o.out, report);
+  return 0;
+}
+
+}  // namespace
+
+void setup_calibrate(CLI::App& sub, int& exit_code) {
+  auto o = std::make_shared<CalibrateOptions>();
+  sub.add_option("MEASURED", o->measured, "measured.json files written by hecate-validate");
+  sub.add_option("--nccl-tests", o->nccl_tests,
+                 "nccl-tests output, as OP=FILE or a FILE whose name names the binary (all_reduce_perf.log); repeatable");
+  sub.add_option("--topology", o->topology, "the topology to calibrate (file or preset)")->required();
+  sub.add_option("-o,--out", o->out, "calibration file to write (YAML, atomically)")->required();
+  sub.callback([o, &exit_code] { exit_code = run_calibrate(*o); });
+}
+
+}  // namespace hs::cli
