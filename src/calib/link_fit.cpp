@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <Eigen/Dense>
 
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
@@ -147,9 +148,71 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
     if (wl > 0) c.latency_s = lat / wl;
     out.classes.push_back(c);
   }
-  topology::TopologyAdjust fitted;
-  for (const auto& c : out.classes)
-    fitted.links.push_back({c.link_class, c.bandwidth_scale, c.latency_s ? std::optional<Seconds>(Seconds(*c.latency_s)) : std::nullopt});
+  // Joint refinement: every class's bandwidth scale and latency at once, Levenberg-Marquardt on the
+  // log-ratio of predicted to measured time over every fitted row of every log (an operation whose
+  // time several classes shape, e.g. an all-reduce that is NVLink- and NIC-bound at once, then
+  // informs each in proportion). Parameters: ln(scale) and latency in microseconds per class.
+  const size_t nc = out.classes.size();
+  auto adjust_of = [&](const Eigen::VectorXd& th) {
+    topology::TopologyAdjust a;
+    for (size_t c = 0; c < nc; ++c)
+      a.links.push_back({out.classes[c].link_class, std::exp(th[2 * c]), Seconds(std::max(0.0, th[2 * c + 1]) * 1e-6)});
+    return a;
+  };
+  auto residuals = [&](const Eigen::VectorXd& th) {
+    const auto adj = adjust_of(th);
+    std::vector<double> r;
+    for (size_t k = 0; k < logs.size(); ++k) {
+      std::vector<double> fx, ft;
+      for (size_t i = 0; i < sizes[k].size(); ++i)
+        if (i % 4 != 3) fx.push_back(sizes[k][i]), ft.push_back(measured[k][i]);
+      const auto p = model.predict(adj, logs[k].op, logs[k].log.ranks, logs[k].log.nodes, logs[k].log.file, fx, nullptr);
+      for (size_t i = 0; i < fx.size(); ++i) r.push_back(std::log(p[i] / ft[i]));
+    }
+    return Eigen::Map<Eigen::VectorXd>(r.data(), static_cast<Eigen::Index>(r.size())).eval();
+  };
+  Eigen::VectorXd th(2 * nc);
+  for (size_t c = 0; c < nc; ++c) {
+    th[2 * c] = std::log(out.classes[c].bandwidth_scale);
+    th[2 * c + 1] = out.classes[c].latency_s.value_or(class_latency(base, out.classes[c].link_class)) * 1e6;
+  }
+  Eigen::VectorXd r = residuals(th);
+  double cost = r.squaredNorm(), lambda = 1e-3;
+  for (int it = 0; it < 40; ++it) {
+    Eigen::MatrixXd J(r.size(), th.size());
+    for (Eigen::Index j = 0; j < th.size(); ++j) {
+      Eigen::VectorXd t2 = th;
+      const double h = j % 2 == 0 ? 1e-4 : 1e-3;
+      t2[j] += h;
+      J.col(j) = (residuals(t2) - r) / h;
+    }
+    const Eigen::MatrixXd A = J.transpose() * J;
+    const Eigen::VectorXd g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 8 && !improved; ++tries) {
+      Eigen::MatrixXd D = A;
+      for (Eigen::Index j = 0; j < D.rows(); ++j) D(j, j) += lambda * std::max(A(j, j), 1e-12);
+      Eigen::VectorXd next = th - D.ldlt().solve(g);
+      for (size_t c = 0; c < nc; ++c) next[2 * c + 1] = std::max(0.0, next[2 * c + 1]);
+      const Eigen::VectorXd rn = residuals(next);
+      if (rn.squaredNorm() < cost) {
+        const double gain = cost - rn.squaredNorm();
+        th = next, r = rn;
+        improved = true;
+        lambda = std::max(lambda / 3, 1e-9);
+        if (gain < 1e-12 * std::max(cost, 1e-30)) it = 1 << 20;  // converged
+        cost = r.squaredNorm();
+      } else {
+        lambda *= 5;
+      }
+    }
+    if (!improved) break;
+  }
+  for (size_t c = 0; c < nc; ++c) {
+    out.classes[c].bandwidth_scale = std::exp(th[2 * c]);
+    out.classes[c].latency_s = std::max(0.0, th[2 * c + 1]) * 1e-6;
+  }
+  const topology::TopologyAdjust fitted = adjust_of(th);
   // Check every log with the calibration.
   std::map<std::string, std::vector<double>> held_err;
   for (size_t k = 0; k < logs.size(); ++k) {

@@ -10,7 +10,9 @@
 //     latency is set so the predicted time at those sizes matches the measured intercept (solved on
 //     the model, which is linear in that latency), never below 0.
 // Logs that calibrate the same class are combined (bandwidth scale: geometric mean, latency: mean,
-// each weighted by the rows fitted). Then every log is predicted again with the calibration, and the
+// each weighted by the rows fitted) into a starting point, which a joint least-squares fit
+// (Levenberg-Marquardt on log(predicted / measured) over every fitted row, every class's scale and
+// latency at once) refines: an operation several classes shape informs each. Then every log is predicted again with the calibration, and the
 // relative error on its held-out rows is reported before and after. The measured intercept holds
 // NCCL's launch and protocol overheads as well as wire latency: the fitted latency is an effective
 // per-hop latency, not a cable's. One straight line per class: mid-size messages, where NCCL changes

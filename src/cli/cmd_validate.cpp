@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "calib/calibration.hpp"
 #include "calib/measured.hpp"
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/gemm_fit.hpp"
 #include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
 #include "util/diagnostics.hpp"
 #include "workload/model_spec.hpp"
 
@@ -22,7 +24,7 @@ namespace hs::cli {
 namespace {
 
 struct Options {
-  std::string measured, topology, model;
+  std::string measured, topology, model, calibration;
 };
 
 double median(std::vector<double> v) {
@@ -93,6 +95,12 @@ int run(const Options& o) {
     p.t_half = fit->fit.t_half;
     table(p, fs, "cost model with the fitted curve");
   }
+  if (!o.calibration.empty()) {
+    const calib::Calibration cal = calib::parse_calibration(read_file(o.calibration), o.calibration);
+    cost::ComputeParams p;
+    calib::apply_compute(cal, p);
+    table(p, fs, fmt::format("cost model with the calibration {}", o.calibration).c_str());
+  }
   if (meas.hbm_Bps > 0) {
     const double spec = topo.gpu_model().hbm_bandwidth.value();
     fmt::print("\nHBM copy: {:.0f} GB/s (read + write) = {:.2f} of the topology's {:.0f} GB/s (cost model eta_mem "
@@ -110,6 +118,7 @@ void setup_validate(CLI::App& sub, int& exit_code) {
   sub.add_option("--topology", o->topology, "topology file or preset naming the GPU (its peak and HBM bandwidth)")
       ->required();
   sub.add_option("--model", o->model, "model file or preset whose expert FFN was measured")->required();
+  sub.add_option("--calibration", o->calibration, "also compare with the cost model under this calibration file");
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }
 

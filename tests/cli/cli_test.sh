@@ -206,6 +206,29 @@ else
   echo "skip: sweep over MPI (no mpirun)"
 fi
 
+# calibrate: synthetic nccl-tests logs (the simulator's own times on dgx-h100-4node with NICs at 0.8x
+# and 5 us, NVLink at 0.9x and 2 us, +-1% noise) give those parameters back; run applies the file.
+synth="$(dirname "$simabs")/../../tests/unit/calib/nccl_log_synth"
+truth="nic=0.8,5:nvlink=0.9,2"
+"$synth" "$root/topologies/dgx-h100-4node.yaml" all_reduce 16 2 "$truth" 0.01 1 > "$tmp/all_reduce_perf.log"
+"$synth" "$root/topologies/dgx-h100-4node.yaml" all_gather 8 1 "$truth" 0.01 2 > "$tmp/ag.log"
+"$synth" "$root/topologies/dgx-h100-4node.yaml" all_to_all 16 2 "$truth" 0.01 3 > "$tmp/a2a.log"
+"$sim" calibrate --topology dgx-h100-4node --nccl-tests "$tmp/all_reduce_perf.log" --nccl-tests "all_gather=$tmp/ag.log" \
+  --nccl-tests "all_to_all=$tmp/a2a.log" -o "$tmp/cal.yaml" > "$tmp/cal.out" 2>&1
+if grep -qE "nic: \{bandwidth_scale: 0\.(79|80|81)[0-9]*, latency: (4\.9|5\.0)" "$tmp/cal.yaml" \
+   && grep -qE "nvlink: \{bandwidth_scale: 0\.(88|89|90|91)[0-9]*, latency: (1\.9|2\.0)" "$tmp/cal.yaml"; then
+  echo "ok: calibrate recovers link classes from nccl-tests logs"; else echo "FAIL: calibrate"; cat "$tmp/cal.yaml" "$tmp/cal.out" | head -20; fails=$((fails+1)); fi
+"$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-aux_loss.json.gz" --strategy ep --iterations 3 > "$tmp/plain.txt" 2>/dev/null
+"$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-aux_loss.json.gz" --strategy ep --iterations 3 --calibration "$tmp/cal.yaml" > "$tmp/cald.txt" 2>/dev/null
+plain_ms=$(awk '$1 == "ep" {print $2; exit}' "$tmp/plain.txt"); cal_ms=$(awk '$1 == "ep" {print $2; exit}' "$tmp/cald.txt")
+if grep -q "^calibration .*cal.yaml (fnv1a64 " "$tmp/cald.txt" && awk -v a="$plain_ms" -v b="$cal_ms" 'BEGIN { exit !(b > a) }'; then
+  echo "ok: run --calibration (named in the header; slower links, slower EP: $plain_ms -> $cal_ms ms)"
+else echo "FAIL: run --calibration"; head -3 "$tmp/cald.txt"; fails=$((fails+1)); fi
+expect 2 "which operation" -- "$sim" calibrate --topology dgx-h100-4node --nccl-tests "$tmp/ag.log" -o "$tmp/x.yaml"
+expect 2 "nothing to calibrate" -- "$sim" calibrate --topology dgx-h100-4node -o "$tmp/x.yaml"
+printf 'schema: hecate-sim/calibration@1\nlinks: {nic: {bandwidth_scale: 0}}\n' > "$tmp/badcal.yaml"
+expect 2 "badcal.yaml:2:.*links.nic.bandwidth_scale" -- "$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --calibration "$tmp/badcal.yaml"
+
 # tune: the grid's optimum over five FSSDP knobs (7 x 2 x 2 x 2 x 2 = 112 points, found by a sweep)
 # reached by coordinate descent with fewer evaluations.
 cat > "$tmp/g.yaml" <<EOF

@@ -11,6 +11,7 @@
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
 #include "util/rng.hpp"
+#include "synthetic_log.hpp"
 
 using namespace hs;
 
@@ -27,27 +28,6 @@ nic: {bandwidth: 400Gbps, efficiency: 0.95, latency: 2us}
 fabric: {kind: single-switch}
 )";
 
-// An nccl-tests log of `op` over `ranks` GPUs on `nodes` hosts, the times the simulator gives on the
-// topology with `truth` applied, times (1 + noise), noise uniform in [-amp, amp] (seeded).
-std::string synthetic_log(collective::NcclOp op, int ranks, int nodes, const topology::TopologyAdjust& truth, double amp,
-                          uint64_t seed) {
-  auto t = topology::load_topology(kTopo, "t.yaml", &truth);
-  collective::AnalyticNetwork net(t);
-  auto group = calib::nccl_group(t, ranks, nodes, "x");
-  std::string s = "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n#\n# Using devices\n";
-  for (int r = 0; r < ranks; ++r)
-    s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on node{:02d} device {:2d} [0x18] NVIDIA H100 80GB HBM3\n", r, 1000 + r,
-                     r / (ranks / nodes), r % (ranks / nodes));
-  s += "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
-  Rng rng(seed);
-  for (double b = 8; b <= 1073741824.0; b *= 4) {
-    const double sec = collective::nccl_op_time(net, op, group, b).seconds * (1 + amp * (2 * rng.uniform() - 1));
-    const double alg = b / sec / 1e9, bus = alg * collective::bus_factor(op, ranks);
-    s += fmt::format("{:12.0f} {:13.0f}     float     sum      -1 {:8.2f} {:7.2f} {:7.2f}      0 {:8.2f} {:7.2f} {:7.2f}      0\n", b,
-                     b / 4, sec * 1e6, alg, bus, sec * 1e6, alg, bus);
-  }
-  return s;
-}
 }  // namespace
 
 TEST_CASE("calibrate recovers known link parameters from the simulator's own timings with noise") {
@@ -60,9 +40,9 @@ TEST_CASE("calibrate recovers known link parameters from the simulator's own tim
   truth.links.push_back({"nvlink", 0.9, Seconds(1.5e-6)});
   std::vector<calib::NcclMeasurement> logs;
   logs.push_back({collective::NcclOp::kAllReduce,
-                  calib::parse_nccl_tests_log(synthetic_log(collective::NcclOp::kAllReduce, 8, 2, truth, 0.02, 1), "ar8.log")});
+                  calib::parse_nccl_tests_log(synthetic_log(kTopo, collective::NcclOp::kAllReduce, 8, 2, truth, 0.02, 1), "ar8.log")});
   logs.push_back({collective::NcclOp::kAllGather,
-                  calib::parse_nccl_tests_log(synthetic_log(collective::NcclOp::kAllGather, 4, 1, truth, 0.02, 2), "ag4.log")});
+                  calib::parse_nccl_tests_log(synthetic_log(kTopo, collective::NcclOp::kAllGather, 4, 1, truth, 0.02, 2), "ag4.log")});
   auto fit = calib::fit_links(kTopo, "t.yaml", logs);
   REQUIRE(fit.classes.size() == 2);
   for (const auto& c : fit.classes) {
@@ -90,7 +70,7 @@ TEST_CASE("calibrate recovers known link parameters from the simulator's own tim
 
 TEST_CASE("too little data is an error, not a bad fit") {
   topology::TopologyAdjust truth;
-  std::string log = synthetic_log(collective::NcclOp::kAllReduce, 8, 2, truth, 0, 1);
+  std::string log = synthetic_log(kTopo, collective::NcclOp::kAllReduce, 8, 2, truth, 0, 1);
   // Keep the header and the first four sizes only (8 B .. 512 B: latency-bound, too few to fit).
   size_t pos = log.find("#       size");
   pos = log.find('\n', pos) + 1;
@@ -98,7 +78,7 @@ TEST_CASE("too little data is an error, not a bad fit") {
   std::vector<calib::NcclMeasurement> logs{{collective::NcclOp::kAllReduce, calib::parse_nccl_tests_log(log.substr(0, pos), "short.log")}};
   CHECK_THROWS_AS(calib::fit_links(kTopo, "t.yaml", logs), InputError);
   // More ranks per node than the topology's nodes have.
-  std::string one_host = synthetic_log(collective::NcclOp::kAllReduce, 8, 2, truth, 0, 1);
+  std::string one_host = synthetic_log(kTopo, collective::NcclOp::kAllReduce, 8, 2, truth, 0, 1);
   for (size_t p = one_host.find("node01"); p != std::string::npos; p = one_host.find("node01")) one_host.replace(p, 6, "node00");
   std::vector<calib::NcclMeasurement> wide{{collective::NcclOp::kAllReduce, calib::parse_nccl_tests_log(one_host, "wide.log")}};
   CHECK_THROWS_AS(calib::fit_links(kTopo, "t.yaml", wide), InputError);

@@ -1,0 +1,36 @@
+// Synthetic nccl-tests output for tests: the times the simulator gives on a topology with a known
+// calibration (`truth`) applied, times (1 + noise), in nccl-tests' output format.
+#pragma once
+
+#include <fmt/format.h>
+#include <string>
+
+#include "calib/link_fit.hpp"
+#include "collective/nccl_op.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/rng.hpp"
+
+namespace hs {
+
+// An nccl-tests log of `op` over `ranks` GPUs on `nodes` hosts, the times the simulator gives on the
+// topology with `truth` applied, times (1 + noise), noise uniform in [-amp, amp] (seeded).
+inline std::string synthetic_log(const std::string& topo_text, collective::NcclOp op, int ranks, int nodes, const topology::TopologyAdjust& truth, double amp,
+                          uint64_t seed) {
+  auto t = topology::load_topology(topo_text, "topology", &truth);
+  collective::AnalyticNetwork net(t);
+  auto group = calib::nccl_group(t, ranks, nodes, "x");
+  std::string s = "# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n#\n# Using devices\n";
+  for (int r = 0; r < ranks; ++r)
+    s += fmt::format("#  Rank {:2d} Group  0 Pid {:6d} on node{:02d} device {:2d} [0x18] NVIDIA H100 80GB HBM3\n", r, 1000 + r,
+                     r / (ranks / nodes), r % (ranks / nodes));
+  s += "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  Rng rng(seed);
+  for (double b = 8; b <= 1073741824.0; b *= 4) {
+    const double sec = collective::nccl_op_time(net, op, group, b).seconds * (1 + amp * (2 * rng.uniform() - 1));
+    const double alg = b / sec / 1e9, bus = alg * collective::bus_factor(op, ranks);
+    s += fmt::format("{:12.0f} {:13.0f}     float     sum      -1 {:8.2f} {:7.2f} {:7.2f}      0 {:8.2f} {:7.2f} {:7.2f}      0\n", b,
+                     b / 4, sec * 1e6, alg, bus, sec * 1e6, alg, bus);
+  }
+  return s;
+}
+}  // namespace hs
