@@ -24,5 +24,6 @@ void setup_validate(CLI::App& sub, int& exit_code);
 void setup_sweep(CLI::App& sub, int& exit_code);
 void setup_tune(CLI::App& sub, int& exit_code);
 void setup_calibrate(CLI::App& sub, int& exit_code);
+void setup_collective(CLI::App& sub, int& exit_code);
 
 }  // namespace hs::cli

@@ -6,7 +6,9 @@
 
 #include "collective/all_reduce.hpp"
 #include "collective/chain.hpp"
+#include "collective/nvls.hpp"
 #include "collective/ring.hpp"
+#include "collective/tree.hpp"
 
 namespace hs::collective {
 
@@ -106,6 +108,51 @@ NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
   net.coflow_time(ring_step(topo, group, size, default_ring_channels(topo, group)));
   r.bottleneck = net.last_bottleneck();
   return r;
+}
+
+NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size, const std::string& algo) {
+  NcclOpPlan p;
+  const int n = static_cast<int>(group.size());
+  if (n < 2 || size <= 0) return p;
+  const auto& topo = net.topology();
+  switch (op) {
+    case NcclOp::kAllReduce:
+      if (algo.empty()) {
+        AllReducePlan a = plan_all_reduce(net, group, size);
+        p.flows = std::move(a.flows), p.extra_latency = a.extra_latency, p.algo = to_string(a.algo);
+      } else if (algo == "ring") {
+        p.flows = ring_flows(topo, group, size, RingOp::kAllReduce, p.extra_latency), p.algo = "ring";
+      } else if (algo == "tree") {
+        p.flows = tree_all_reduce_flows(topo, group, size, p.extra_latency), p.algo = "tree";
+      } else if (algo == "nvls") {
+        p.flows = nvls_all_reduce_flows(topo, group, size, p.extra_latency), p.algo = "nvls";
+      }
+      break;
+    case NcclOp::kAllGather:
+    case NcclOp::kReduceScatter:
+      p.flows = ring_flows(topo, group, size, op == NcclOp::kAllGather ? RingOp::kAllGather : RingOp::kReduceScatter,
+                           p.extra_latency);
+      p.algo = "ring";
+      break;
+    case NcclOp::kAllToAll:
+      for (int a : group)
+        for (int b : group)
+          if (a != b) p.flows.push_back({a, b, size / n});
+      p.algo = "p2p";
+      break;
+    case NcclOp::kBroadcast:
+      p.flows = broadcast_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
+      break;
+    case NcclOp::kReduce:
+      p.flows = reduce_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
+      break;
+    case NcclOp::kSendRecv:
+      for (int i = 0; i < n; ++i) p.flows.push_back({group[i], group[(i + 1) % n], size});
+      p.algo = "p2p";
+      break;
+  }
+  if (!p.flows.empty()) p.analytic_s = net.coflow_time(p.flows) + p.extra_latency;
+  return p;
 }
 
 }  // namespace hs::collective

@@ -35,4 +35,17 @@ struct NcclOpTime {
 // One operation of `size` bytes among `group` (global GPU ranks; root = group[0]).
 NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size);
 
+// The same operation as transfers for either tier: `flows` (the fluid form, as the flow tier runs it),
+// `extra_latency` beyond one route latency, and the analytic time. All-reduce takes `algo`
+// (ring | tree | nvls) or, empty, what the planner picks; `algo` reports what ran. An algorithm the
+// group cannot use (tree inside one node, NVLS across nodes) gives empty flows.
+struct NcclOpPlan {
+  Coflow flows;
+  double extra_latency = 0;
+  double analytic_s = 0;
+  std::string algo;
+};
+NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size,
+                        const std::string& algo = "");
+
 }  // namespace hs::collective

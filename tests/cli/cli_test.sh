@@ -229,6 +229,37 @@ expect 2 "nothing to calibrate" -- "$sim" calibrate --topology dgx-h100-4node -o
 printf 'schema: hecate-sim/calibration@1\nlinks: {nic: {bandwidth_scale: 0}}\n' > "$tmp/badcal.yaml"
 expect 2 "badcal.yaml:2:.*links.nic.bandwidth_scale" -- "$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --calibration "$tmp/badcal.yaml"
 
+# collective: flow == analytic for one collective alone, every op, on three presets; --compare on a
+# log made with no calibration predicts it to the noise; matrices and their bad inputs.
+agree=1
+for t in dgx-h100-4node aws-p3dn-v100-2node aws-p4d-a100-4node; do
+  for op in all_reduce all_gather reduce_scatter all_to_all broadcast reduce send_recv; do
+    a=$("$sim" collective "$t" --op "$op" -b 1M -e 64M -f 64 --format csv | tail -n +2 | cut -d, -f3 | tr '\n' ' ')
+    f=$("$sim" collective "$t" --op "$op" -b 1M -e 64M -f 64 --format csv --network flow | tail -n +2 | cut -d, -f3 | tr '\n' ' ')
+    [ -n "$a" ] && [ "$a" = "$f" ] || { agree=0; echo "  $t $op: analytic $a flow $f"; }
+  done
+done
+if [ "$agree" = 1 ]; then echo "ok: collective: flow tier == analytic tier for every op alone on 3 presets"; else echo "FAIL: collective flow vs analytic"; fails=$((fails+1)); fi
+"$synth" "$root/topologies/dgx-h100-4node.yaml" all_reduce 16 2 "nic=1,2.6" 0.01 4 > "$tmp/plain_ar.log"
+"$sim" collective dgx-h100-4node --op all_reduce --compare "$tmp/plain_ar.log" > "$tmp/cmp.txt"
+if grep -qE "median 0\.[0-9]%, max [01]\.[0-9]%" "$tmp/cmp.txt" && grep -q "measured(us)" "$tmp/cmp.txt"; then
+  echo "ok: collective --compare (an nccl-tests log beside the prediction)"; else echo "FAIL: collective --compare"; tail -3 "$tmp/cmp.txt"; fails=$((fails+1)); fi
+printf '# two GPUs exchange\n0 1 1048576\n1 0 2097152  # the other way\n' > "$tmp/m.txt"
+"$sim" collective dgx-h100-1node --matrix "$tmp/m.txt" --format csv > "$tmp/m.csv"
+printf '{"pairs": [[0, 1, 1048576],\n [1, 0, 2097152]]}\n' > "$tmp/m.json"
+"$sim" collective dgx-h100-1node --matrix "$tmp/m.json" --format csv > "$tmp/mj.csv"
+if cmp -s "$tmp/m.csv" "$tmp/mj.csv" && grep -q "^3145728,p2p," "$tmp/m.csv"; then echo "ok: collective --matrix (text and JSON)"; else echo "FAIL: collective --matrix"; fails=$((fails+1)); fi
+printf '0 1 100\n0 1 200\n' > "$tmp/dup.txt"
+expect 2 "dup.txt:2:.*given twice" -- "$sim" collective dgx-h100-1node --matrix "$tmp/dup.txt"
+printf '0 9 100\n' > "$tmp/range.txt"
+expect 2 "range.txt:1:.*rank out of range" -- "$sim" collective dgx-h100-1node --matrix "$tmp/range.txt"
+printf '0 1 -5\n' > "$tmp/neg.txt"
+expect 2 "neg.txt:1:.*non-negative" -- "$sim" collective dgx-h100-1node --matrix "$tmp/neg.txt"
+printf '{"pairs": [[0, 1, 100],\n [0, 1]]}\n' > "$tmp/short.json"
+expect 2 "short.json:2:.*pairs\[1\]" -- "$sim" collective dgx-h100-1node --matrix "$tmp/short.json"
+expect 2 "tree cannot run" -- "$sim" collective dgx-h100-1node --op all_reduce --algo tree
+expect 2 "--op: error: gather" -- "$sim" collective dgx-h100-1node --op gather
+
 # tune: the grid's optimum over five FSSDP knobs (7 x 2 x 2 x 2 x 2 = 112 points, found by a sweep)
 # reached by coordinate descent with fewer evaluations.
 cat > "$tmp/g.yaml" <<EOF

@@ -1,0 +1,322 @@
+// hecate-sim collective TOPOLOGY --op OP [-b MIN] [-e MAX] [-f FACTOR] [--ranks N|R,R,...] [--algo A]
+//                       [--network analytic|flow] [--matrix FILE] [--compare NCCL_TESTS_LOG]
+//                       [--calibration FILE] [--format table|json|csv]
+//
+// One collective on its own, as nccl-tests would run it, timed by the simulator (the decompositions
+// of collective/nccl_op.hpp) on either network tier: size, count, time, algbw and busbw in
+// nccl-tests' conventions. --matrix times one all-to-all-v of a byte matrix; --compare puts a real
+// nccl-tests log beside the prediction (the same parser as `calibrate`).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "calib/calibration.hpp"
+#include "calib/link_fit.hpp"
+#include "calib/nccl_tests_log.hpp"
+#include "cli/command.hpp"
+#include "cli/presets.hpp"
+#include "collective/nccl_op.hpp"
+#include "engine/simulation.hpp"
+#include "network/flow_network.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
+#include "util/text_escape.hpp"
+
+namespace hs::cli {
+
+namespace {
+
+struct CollectiveOptions {
+  std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", network = "analytic", matrix, compare,
+                                 calibration, format = "table", out = "-";
+  double factor = 2;
+};
+
+// nccl-tests sizes: a number with an optional K, M or G (powers of 1024).
+double parse_size(const std::string& s, const char* flag) {
+  double mult = 1;
+  std::string num = s;
+  if (!num.empty() && std::string("KkMmGg").find(num.back()) != std::string::npos) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(num.back())));
+    mult = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : 1073741824.0;
+    num.pop_back();
+  }
+  try {
+    size_t used = 0;
+    const double v = std::stod(num, &used);
+    if (used == num.size() && v > 0 && std::isfinite(v)) return v * mult;
+  } catch (const std::exception&) {
+  }
+  throw InputError({flag, 0, 0}, s, "expected a size in bytes as nccl-tests takes it: 8, 64K, 128M, 8G");
+}
+
+// A byte matrix: text, one `src dst bytes` per line, '#' comments; or JSON {"pairs": [[src, dst, bytes], ...]}.
+std::vector<double> read_matrix(const std::string& path, int gpus) {
+  const std::string text = read_file(path);
+  std::vector<double> m(static_cast<size_t>(gpus) * gpus, 0.0);
+  std::set<std::pair<long, long>> seen;
+  auto put = [&](long a, long b, double bytes, int line, const std::string& field) {
+    if (a < 0 || a >= gpus || b < 0 || b >= gpus)
+      throw InputError({path, line, 0}, field, fmt::format("rank out of range: the topology has GPUs 0..{}", gpus - 1));
+    if (!(bytes >= 0) || !std::isfinite(bytes)) throw InputError({path, line, 0}, field, "expected non-negative bytes");
+    if (!seen.insert({a, b}).second) throw InputError({path, line, 0}, field, fmt::format("pair {} -> {} given twice", a, b));
+    m[static_cast<size_t>(a) * gpus + b] = bytes;
+  };
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    // JSON: the line of each pair is found by counting newlines up to its opening bracket.
+    const auto key = text.find("\"pairs\"");
+    if (key == std::string::npos) throw InputError({path, 1, 0}, "pairs", "expected {\"pairs\": [[src, dst, bytes], ...]}");
+    size_t pos = text.find('[', key);
+    if (pos == std::string::npos) throw InputError({path, 1, 0}, "pairs", "expected a list of [src, dst, bytes]");
+    int i = 0;
+    while (true) {
+      const size_t open = text.find('[', pos + 1);
+      const size_t end = text.find(']', pos + 1);
+      if (open == std::string::npos || end < open) break;
+      const size_t close = text.find(']', open);
+      const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
+      std::string inner = text.substr(open + 1, close - open - 1);
+      std::replace(inner.begin(), inner.end(), ',', ' ');
+      std::istringstream in(inner);
+      double a = 0, b = 0, bytes = 0;
+      std::string extra;
+      if (!(in >> a >> b >> bytes) || (in >> extra) || a != std::floor(a) || b != std::floor(b))
+        throw InputError({path, line, 0}, fmt::format("pairs[{}]", i), "expected [src, dst, bytes] with integer ranks");
+      put(static_cast<long>(a), static_cast<long>(b), bytes, line, fmt::format("pairs[{}]", i));
+      pos = close;
+      ++i;
+    }
+    return m;
+  }
+  std::istringstream in(text);
+  std::string line;
+  int ln = 0;
+  while (std::getline(in, line)) {
+    ++ln;
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string a, b, bytes, extra;
+    if (!(ls >> a)) continue;
+    if (!(ls >> b >> bytes) || (ls >> extra))
+      throw InputError({path, ln, 0}, "", "expected `src dst bytes` (one pair per line, # starts a comment)");
+    try {
+      size_t ua = 0, ub = 0, uc = 0;
+      const long sa = std::stol(a, &ua), sb = std::stol(b, &ub);
+      const double v = std::stod(bytes, &uc);
+      if (ua != a.size() || ub != b.size() || uc != bytes.size()) throw std::invalid_argument("x");
+      put(sa, sb, v, ln, "");
+    } catch (const std::invalid_argument&) {
+      throw InputError({path, ln, 0}, "", "expected integers src, dst and a number of bytes");
+    } catch (const std::out_of_range&) {
+      throw InputError({path, ln, 0}, "", "number out of range");
+    }
+  }
+  return m;
+}
+
+std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) {
+  std::vector<int> g;
+  if (s.empty()) {
+    for (int i = 0; i < t.num_gpus(); ++i) g.push_back(i);
+    return g;
+  }
+  if (s.find(',') == std::string::npos) {
+    int n = 0;
+    try {
+      size_t used = 0;
+      n = std::stoi(s, &used);
+      if (used != s.size()) throw std::invalid_argument("x");
+    } catch (const std::exception&) {
+      throw InputError({"--ranks", 0, 0}, s, "expected a count or a comma-separated list of GPU ranks");
+    }
+    if (n < 2 || n > t.num_gpus())
+      throw InputError({"--ranks", 0, 0}, s, fmt::format("expected 2..{} ranks (the topology's GPUs)", t.num_gpus()));
+    for (int i = 0; i < n; ++i) g.push_back(i);
+    return g;
+  }
+  std::stringstream ss(s);
+  std::string item;
+  std::set<int> seen;
+  while (std::getline(ss, item, ',')) {
+    int r = -1;
+    try {
+      size_t used = 0;
+      r = std::stoi(item, &used);
+      if (used != item.size()) r = -1;
+    } catch (const std::exception&) {
+    }
+    if (r < 0 || r >= t.num_gpus() || !seen.insert(r).second)
+      throw InputError({"--ranks", 0, 0}, item, fmt::format("expected distinct GPU ranks in 0..{}", t.num_gpus() - 1));
+    g.push_back(r);
+  }
+  if (g.size() < 2) throw InputError({"--ranks", 0, 0}, s, "expected at least 2 ranks");
+  return g;
+}
+
+double flow_time(const topology::Topology& t, collective::Coflow flows, double extra) {
+  engine::TaskGraph g;
+  auto id = g.add_task(g.add_resource("collective"), Seconds(0), 0, 1);
+  network::FlowNetwork net(t, network::kDefaultFlowPrecision);
+  net.assign(id, std::move(flows), extra);
+  engine::Simulation sim(g);
+  sim.add_model(&net);
+  sim.run();
+  return sim.makespan();
+}
+
+struct Line {
+  double bytes = 0, seconds = 0;
+  std::string algo;
+  double measured_s = 0;  // 0: none
+};
+
+int run_collective(const CollectiveOptions& o) {
+  const ResolvedInput topo_in = resolve_input(o.topology, "topologies");
+  topology::TopologyAdjust adj;
+  std::string cal_note;
+  if (!o.calibration.empty()) {
+    adj = calib::topology_adjust(calib::parse_calibration(read_file(o.calibration), o.calibration));
+    cal_note = " | calibration " + o.calibration;
+  }
+  const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source, o.calibration.empty() ? nullptr : &adj);
+  collective::AnalyticNetwork net(topo);
+  const bool flow = o.network == "flow";
+  std::vector<Line> lines;
+  std::string op_name, group_note;
+  int ranks = 0;
+  if (!o.matrix.empty()) {
+    if (!o.op.empty() && o.op != "all_to_all_v")
+      throw InputError({"--op", 0, 0}, o.op, "--matrix times an all_to_all_v: drop --op or say --op all_to_all_v");
+    const auto m = read_matrix(o.matrix, topo.num_gpus());
+    collective::Coflow c;
+    double total = 0;
+    for (int a = 0; a < topo.num_gpus(); ++a)
+      for (int b = 0; b < topo.num_gpus(); ++b)
+        if (a != b && m[static_cast<size_t>(a) * topo.num_gpus() + b] > 0)
+          c.push_back({a, b, m[static_cast<size_t>(a) * topo.num_gpus() + b]}), total += c.back().bytes;
+    op_name = "all_to_all_v";
+    ranks = topo.num_gpus();
+    group_note = fmt::format("matrix {} ({} pairs, {:.0f} bytes)", o.matrix, c.size(), total);
+    Line l;
+    l.bytes = total;
+    l.algo = "p2p";
+    l.seconds = flow ? flow_time(topo, c, 0) : net.alltoallv_time(m);
+    lines.push_back(l);
+  } else {
+    const auto op = collective::parse_nccl_op(o.op);
+    if (!op)
+      throw InputError({"--op", 0, 0}, o.op, "expected all_reduce, all_gather, reduce_scatter, all_to_all, all_to_all_v "
+                                             "(with --matrix), broadcast, reduce or send_recv");
+    if (o.algo != "auto" && *op != collective::NcclOp::kAllReduce)
+      throw InputError({"--algo", 0, 0}, o.algo, "only all_reduce chooses among algorithms");
+    op_name = collective::to_string(*op);
+    std::vector<int> group;
+    std::vector<double> sizes;
+    std::vector<double> measured;
+    if (!o.compare.empty()) {
+      const auto log = calib::parse_nccl_tests_log(read_file(o.compare), o.compare);
+      group = calib::nccl_group(topo, log.ranks, log.nodes, o.compare);
+      for (const auto& r : log.rows)
+        sizes.push_back(r.bytes), measured.push_back((r.time_us > 0 ? r.time_us : r.in_time_us) * 1e-6);
+      group_note = fmt::format("the ranks of {} ({} on {} node(s))", o.compare, log.ranks, log.nodes);
+    } else {
+      group = parse_ranks(o.ranks, topo);
+      const double lo = parse_size(o.min, "-b"), hi = parse_size(o.max, "-e");
+      if (hi < lo) throw InputError({"-e", 0, 0}, o.max, "the largest size must be at least the smallest (-b)");
+      if (!(o.factor > 1)) throw InputError({"-f", 0, 0}, fmt::format("{}", o.factor), "expected a factor above 1");
+      for (double s = lo; s <= hi * (1 + 1e-12); s *= o.factor) sizes.push_back(std::floor(s));
+      std::set<int> nodes;
+      for (int g : group) nodes.insert(topo.node_of(g));
+      group_note = fmt::format("{} ranks on {} node(s)", group.size(), nodes.size());
+    }
+    ranks = static_cast<int>(group.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto plan = collective::nccl_op_plan(net, *op, group, sizes[i], o.algo == "auto" ? "" : o.algo);
+      if (plan.flows.empty())
+        throw InputError({"--algo", 0, 0}, o.algo, fmt::format("{} cannot run on these ranks ({})", o.algo, group_note));
+      Line l;
+      l.bytes = sizes[i];
+      l.algo = plan.algo;
+      l.seconds = flow ? flow_time(topo, plan.flows, plan.extra_latency) : plan.analytic_s;
+      if (!measured.empty()) l.measured_s = measured[i];
+      lines.push_back(l);
+    }
+  }
+  const double factor = op_name == "all_to_all_v" ? static_cast<double>(ranks - 1) / ranks
+                                                  : collective::bus_factor(*collective::parse_nccl_op(op_name), ranks);
+  std::string out;
+  auto it = std::back_inserter(out);
+  if (o.format == "json") {
+    fmt::format_to(it, "{{\"topology\": \"{}\", \"op\": \"{}\", \"ranks\": {}, \"network\": \"{}\", \"calibration\": {}, \"rows\": [\n",
+                   json_escape(topo_in.source), op_name, ranks, o.network,
+                   o.calibration.empty() ? std::string("null") : "\"" + json_escape(o.calibration) + "\"");
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto& l = lines[i];
+      fmt::format_to(it, "  {{\"bytes\": {:.0f}, \"algo\": \"{}\", \"time_us\": {:.6g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}{}}}{}\n",
+                     l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9, l.bytes / l.seconds / 1e9 * factor,
+                     l.measured_s > 0 ? fmt::format(", \"measured_us\": {:.6g}", l.measured_s * 1e6) : "",
+                     i + 1 < lines.size() ? "," : "");
+    }
+    fmt::format_to(it, "]}}\n");
+  } else if (o.format == "csv") {
+    fmt::format_to(it, "bytes,algo,time_us,algbw_GBps,busbw_GBps,measured_us\n");
+    for (const auto& l : lines)
+      fmt::format_to(it, "{:.0f},{},{:.6g},{:.6g},{:.6g},{}\n", l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9,
+                     l.bytes / l.seconds / 1e9 * factor, l.measured_s > 0 ? fmt::format("{:.6g}", l.measured_s * 1e6) : "");
+  } else {
+    fmt::format_to(it, "# hecate-sim collective {} on {} | {} | network {}{}\n# busbw = algbw x {:.4f} (nccl-tests' factor for {})\n",
+                   op_name, topo.name(), group_note, o.network, cal_note, factor, op_name);
+    const bool cmp = !o.compare.empty();
+    fmt::format_to(it, "#{:>11} {:>13} {:>6} {:>10} {:>8} {:>8}{}\n", "size(B)", "count(float)", "algo", "time(us)", "algbw",
+                   "busbw", cmp ? fmt::format(" {:>12} {:>8} {:>8}", "measured(us)", "busbw", "error") : "");
+    std::vector<double> errs;
+    for (const auto& l : lines) {
+      const double alg = l.bytes / l.seconds / 1e9;
+      std::string extra;
+      if (cmp) {
+        const double err = (l.seconds - l.measured_s) / l.measured_s;
+        errs.push_back(std::abs(err));
+        extra = fmt::format(" {:>12.2f} {:>8.2f} {:>7.1f}%", l.measured_s * 1e6, l.bytes / l.measured_s / 1e9 * factor, err * 100);
+      }
+      fmt::format_to(it, "{:>12.0f} {:>13.0f} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}\n", l.bytes, l.bytes / 4, l.algo,
+                     l.seconds * 1e6, alg, alg * factor, extra);
+    }
+    if (!errs.empty()) {
+      std::sort(errs.begin(), errs.end());
+      fmt::format_to(it, "# |error| against the measurement: median {:.1f}%, max {:.1f}%\n", errs[errs.size() / 2] * 100,
+                     errs.back() * 100);
+    }
+  }
+  write_file_atomically(o.out, out);
+  return 0;
+}
+
+}  // namespace
+
+void setup_collective(CLI::App& sub, int& exit_code) {
+  auto o = std::make_shared<CollectiveOptions>();
+  sub.add_option("TOPOLOGY", o->topology, "topology YAML file or preset name")->required();
+  sub.add_option("--op", o->op,
+                 "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | reduce | send_recv (all_to_all_v with --matrix)");
+  sub.add_option("-b,--minbytes", o->min, "smallest size, as nccl-tests: 8, 64K, 128M (default 8)");
+  sub.add_option("-e,--maxbytes", o->max, "largest size (default 128M)");
+  sub.add_option("-f,--stepfactor", o->factor, "size multiplier between rows (default 2)");
+  sub.add_option("--ranks", o->ranks, "a count (the first N GPUs, node by node) or a list of GPU ranks (default: all)");
+  sub.add_option("--algo", o->algo, "all_reduce algorithm: ring | tree | nvls | auto (the planner's choice)")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "auto"}));
+  sub.add_option("--network", o->network, "analytic | flow")->check(CLI::IsMember({"analytic", "flow"}));
+  sub.add_option("--matrix", o->matrix, "all_to_all_v byte matrix: `src dst bytes` lines (# comments) or JSON {\"pairs\": [[s, d, b], ...]}");
+  sub.add_option("--compare", o->compare, "an nccl-tests output for this op: its ranks and sizes, measured beside predicted");
+  sub.add_option("--calibration", o->calibration, "calibration file to apply to the topology's links");
+  sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  sub.add_option("--out", o->out, "write to FILE (atomically) instead of stdout");
+  sub.callback([o, &exit_code] { exit_code = run_collective(*o); });
+}
+
+}  // namespace hs::cli

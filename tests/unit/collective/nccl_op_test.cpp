@@ -1,0 +1,68 @@
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "collective/nccl_op.hpp"
+#include "topology/topology_builder.hpp"
+
+using namespace hs;
+using collective::NcclOp;
+
+namespace {
+// One node of n GPUs on an NVSwitch: every GPU has an uplink and a downlink of B bytes/s with latency
+// a each, so a GPU-to-GPU route crosses two links: latency 2a.
+topology::Topology nvswitch_node(int n, double B, double a) {
+  topology::CompactSpec s;
+  s.name = "node";
+  s.gpu.model = "H100";
+  s.gpu.peak_flops = FlopRate(1e15);
+  s.gpu.hbm_bandwidth = Bandwidth(3e12);
+  s.gpu.memory = Bytes(80e9);
+  s.nodes = 1;
+  s.gpus_per_node = n;
+  s.intra.line_rate = Bandwidth(B);
+  s.intra.latency = Seconds(a);
+  return topology::build_compact(s, {"t", 0, 0});
+}
+}  // namespace
+
+TEST_CASE("nccl-tests conventions: bus factors and op names") {
+  CHECK(collective::bus_factor(NcclOp::kAllReduce, 8) == doctest::Approx(1.75));  // 2(n-1)/n
+  CHECK(collective::bus_factor(NcclOp::kAllGather, 8) == doctest::Approx(0.875));  // (n-1)/n
+  CHECK(collective::bus_factor(NcclOp::kReduceScatter, 4) == doctest::Approx(0.75));
+  CHECK(collective::bus_factor(NcclOp::kAllToAll, 16) == doctest::Approx(15.0 / 16));
+  CHECK(collective::bus_factor(NcclOp::kBroadcast, 8) == 1);
+  CHECK(collective::bus_factor(NcclOp::kSendRecv, 8) == 1);
+  CHECK(collective::nccl_op_in_name("logs/all_reduce_perf-2node.txt") == NcclOp::kAllReduce);
+  CHECK(collective::nccl_op_in_name("reduce_scatter_perf.log") == NcclOp::kReduceScatter);
+  CHECK(collective::nccl_op_in_name("alltoall_perf.log") == NcclOp::kAllToAll);
+  CHECK(collective::nccl_op_in_name("reduce_perf.log") == NcclOp::kReduce);
+  CHECK_FALSE(collective::nccl_op_in_name("perf.log"));
+  CHECK(collective::parse_nccl_op("sendrecv") == NcclOp::kSendRecv);
+}
+
+TEST_CASE("closed forms inside one NVSwitch node") {
+  const int n = 8;
+  const double B = 300e9, a = 2e-6, S = 1 << 28;
+  auto t = nvswitch_node(n, B, a);
+  collective::AnalyticNetwork net(t);
+  std::vector<int> g;
+  for (int i = 0; i < n; ++i) g.push_back(i);
+  // Ring all-reduce: 2(n-1) steps of S/n per GPU link, each step one route latency (2a):
+  // t = 2(n-1)/n x S/B + 2(n-1) x 2a.
+  auto ring = collective::nccl_op_plan(net, NcclOp::kAllReduce, g, S, "ring");
+  CHECK(ring.analytic_s == doctest::Approx(2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * 2 * a));
+  // All-gather (S = gathered size): (n-1) steps of S/n: (n-1)/n x S/B + (n-1) x 2a.
+  auto ag = collective::nccl_op_plan(net, NcclOp::kAllGather, g, S);
+  CHECK(ag.analytic_s == doctest::Approx(1.0 * (n - 1) / n * S / B + (n - 1) * 2 * a));
+  // Uniform all-to-all (S sent per GPU, S/n to each, its own share stays): every uplink carries
+  // (n-1)/n x S at once: one route latency + (n-1)/n x S/B.
+  auto a2a = collective::nccl_op_time(net, NcclOp::kAllToAll, g, S);
+  CHECK(a2a.seconds == doctest::Approx(2 * a + 1.0 * (n - 1) / n * S / B));
+  // Send/receive to the next rank: S over one uplink and one downlink.
+  auto sr = collective::nccl_op_time(net, NcclOp::kSendRecv, g, S);
+  CHECK(sr.seconds == doctest::Approx(2 * a + S / B));
+  // The planner's all-reduce is never slower than the ring, and tree needs two nodes.
+  CHECK(collective::nccl_op_plan(net, NcclOp::kAllReduce, g, S).analytic_s <= ring.analytic_s + 1e-15);
+  CHECK(collective::nccl_op_plan(net, NcclOp::kAllReduce, g, S, "tree").flows.empty());
+}
