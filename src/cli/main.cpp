@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "util/hecate_version.hpp"
 #include "util/diagnostics.hpp"
+#include "util/interrupt.hpp"
 
 namespace {
 
@@ -24,6 +25,7 @@ constexpr hs::cli::Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hs::install_interrupt_handlers();
   CLI::App app{"hecate-sim: a simulator and performance model for Mixture-of-Experts training"};
   app.set_version_flag("--version", std::string("hecate-sim ") + HECATE_VERSION);
   app.require_subcommand(1);

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "util/diagnostics.hpp"
+#include "util/interrupt.hpp"
 
 namespace hs {
 
@@ -20,6 +21,7 @@ void write_file_atomically(const std::string& path, std::string_view content) {
     return;
   }
   std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  TempFileGuard guard(tmp);  // removed if the process is interrupted before the rename
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   if (gz) {
     gzFile g = gzopen(tmp.c_str(), "wb6");

@@ -1,8 +1,11 @@
 #include "util/yaml_reader.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
+#include <vector>
 
 namespace hs {
 
@@ -13,9 +16,70 @@ SourceLocation YamlContext::at(const YAML::Node& n) const {
   return {file, m.line + 1, m.column + 1};
 }
 
+namespace {
+// yaml-cpp keeps every pair of a map and answers a lookup with the first, so `nodes: 1` followed by
+// `nodes: 2` would silently read 1. A key given twice is an error at its second place. YAML merge
+// keys (`<<: *base`) are not part of YAML 1.2 and yaml-cpp does not apply them: refused by name.
+void check_keys(const YAML::Node& n, YamlContext& ctx, const std::string& path) {
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) check_keys(n[i], ctx, fmt::format("{}[{}]", path, i));
+  } else if (n.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : n) {
+      const YAML::Node key = kv.first, value = kv.second;
+      const std::string k = key.IsScalar() ? key.Scalar() : std::string("<complex key>");
+      const std::string field = path.empty() ? k : path + "." + k;
+      if (k == "<<" && key.Tag() != "tag:yaml.org,2002:str")
+        ctx.diags->error(ctx.at(key), field, "YAML merge keys (<<) are not supported: write the fields out (anchors "
+                                             "and aliases of whole values are fine)");
+      auto [it, fresh] = first_line.emplace(k, ctx.at(key).line);
+      if (!fresh) ctx.diags->error(ctx.at(key), field, fmt::format("key given twice (first on line {})", it->second));
+      check_keys(value, ctx, field);
+    }
+  }
+}
+}  // namespace
+
+// The first byte that does not continue valid UTF-8 (overlong forms, surrogates and code points
+// above U+10FFFF included), or npos.
+size_t invalid_utf8(const std::string& t) {
+  size_t i = 0;
+  while (i < t.size()) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+    if (n < 0 || i + n >= t.size() + (n == 0 ? 1 : 0)) return i;
+    uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+    for (int k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(t[i + k]);
+      if ((d >> 6) != 2) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += n + 1;
+  }
+  return std::string::npos;
+}
+
 YAML::Node parse_yaml(const std::string& text, YamlContext& ctx) {
+  if (const size_t bad = invalid_utf8(text); bad != std::string::npos) {
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
+    const size_t bol = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const int col = static_cast<int>(bad - (bol == std::string::npos || bad == 0 ? 0 : bol + 1)) + 1;
+    ctx.diags->error({ctx.file, line, col}, "", "not UTF-8 text (YAML files must be UTF-8)");
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.empty()) return YAML::Node();
+    if (docs.size() > 1) {
+      ctx.diags->error({ctx.file, docs[1].IsDefined() && !docs[1].Mark().is_null() ? docs[1].Mark().line + 1 : 0, 0}, "",
+                       fmt::format("{} YAML documents in one file: expected one", docs.size()));
+      return YAML::Node(YAML::NodeType::Undefined);
+    }
+    check_keys(docs[0], ctx, "");
+    return ctx.diags->has_errors() ? YAML::Node(YAML::NodeType::Undefined) : docs[0];
   } catch (const YAML::Exception& e) {
     ctx.diags->error({ctx.file, e.mark.line + 1, e.mark.column + 1}, "",
                      fmt::format("malformed YAML: {}", e.msg));

@@ -15,6 +15,18 @@ namespace hs::workload {
 
 namespace od = simdjson::ondemand;
 
+// JSON allows a key twice in an object and readers keep whichever comes last or first: here it is
+// an error, never a silent choice.
+struct DuplicateKeys {
+  std::vector<std::string> seen;
+  bool repeated(std::string_view k) {
+    for (const auto& s : seen)
+      if (s == k) return true;
+    seen.emplace_back(k);
+    return false;
+  }
+};
+
 namespace {
 
 constexpr int kMaxErrors = 50;
@@ -159,12 +171,14 @@ class Parser {
     const char* model_at = nullptr;
     const char* workload_at = nullptr;
     std::vector<const char*> record_at;
+    DuplicateKeys root_keys;
     for (auto fld : root) {
       std::string_view key;
       if (auto e = fld.unescaped_key().get(key)) { fail_json(e, nullptr); return t; }
       od::value v;
       if (auto e = fld.value().get(v)) { fail_json(e, nullptr); return t; }
       const char* w = where(v);
+      if (root_keys.repeated(key)) { error(w, std::string(key), "key given twice in this object"); continue; }
       if (key == "format") {
         have_format = true;
         auto s = string_field(v, "format");
@@ -180,11 +194,13 @@ class Parser {
         model_at = w;
         od::object m;
         if (v.get_object().get(m)) { error(w, "model", "expected an object"); continue; }
+        DuplicateKeys model_keys;
         for (auto mf : m) {
           std::string_view k;
           if (auto e = mf.unescaped_key().get(k)) { fail_json(e, w); return t; }
           od::value mv;
           if (auto e = mf.value().get(mv)) { fail_json(e, w); return t; }
+          if (model_keys.repeated(k)) { error(where(mv), fmt::format("model.{}", k), "key given twice in this object"); continue; }
           if (k == "preset") {
             if (auto s = string_field(mv, "model.preset")) t.model_preset = *s;
           } else if (k == "moe_layers") {
@@ -202,11 +218,13 @@ class Parser {
         workload_at = w;
         od::object m;
         if (v.get_object().get(m)) { error(w, "workload", "expected an object"); continue; }
+        DuplicateKeys workload_keys;
         for (auto mf : m) {
           std::string_view k;
           if (auto e = mf.unescaped_key().get(k)) { fail_json(e, w); return t; }
           od::value mv;
           if (auto e = mf.value().get(mv)) { fail_json(e, w); return t; }
+          if (workload_keys.repeated(k)) { error(where(mv), fmt::format("workload.{}", k), "key given twice in this object"); continue; }
           if (k == "sources") {
             if (auto x = uint_field(mv, "workload.sources", 1, 1000000)) t.sources = static_cast<int>(*x);
           } else if (k == "tokens_per_source") {
@@ -249,11 +267,13 @@ class Parser {
           if (rv.get_object().get(ro)) { error(rw, rf, "expected an object {\"iter\": N, \"counts\": [...]}"); return t; }
           TraceRecord rec;
           bool have_iter = false, have_counts = false;
+          DuplicateKeys record_keys;
           for (auto rfld : ro) {
             std::string_view k;
             if (auto e = rfld.unescaped_key().get(k)) { fail_json(e, rw); return t; }
             od::value x;
             if (auto e = rfld.value().get(x)) { fail_json(e, rw); return t; }
+            if (record_keys.repeated(k)) { error(where(x), fmt::format("{}.{}", rf, k), "key given twice in this object"); return t; }
             if (k == "iter") {
               have_iter = true;
               if (auto it = uint_field(x, rf + ".iter", 0, INT64_MAX)) rec.iter = *it;
@@ -408,7 +428,9 @@ Trace parse_padded(const simdjson::padded_string& buf, const std::string& file) 
 }
 }  // namespace
 
+// A UTF-8 byte-order mark (written by some Windows tools) is skipped; JSON itself has none.
 Trace parse_trace(const std::string& text, const std::string& file) {
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) return parse_padded(simdjson::padded_string(text.substr(3)), file);
   return parse_padded(simdjson::padded_string(text), file);
 }
 
@@ -417,7 +439,8 @@ Trace read_trace(const std::string& path) {
   if (!gz) {
     // Load straight into simdjson's padded buffer: one copy of a large trace instead of two.
     simdjson::padded_string buf;
-    if (!simdjson::padded_string::load(path).get(buf)) return parse_padded(buf, path);
+    if (!simdjson::padded_string::load(path).get(buf) && std::string_view(buf).rfind("\xEF\xBB\xBF", 0) != 0)
+      return parse_padded(buf, path);
   }
   return parse_trace(read_file(path), path);  // .gz, or an unreadable file (read_file says why)
 }
@@ -478,6 +501,7 @@ std::string trace_to_json(const Trace& t) {
 TraceWriter::TraceWriter(const std::string& path, const Trace& header) : path_(path), header_(header) {
   gz_ = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   tmp_ = fmt::format("{}.tmp.{}", path, static_cast<long>(getpid()));
+  guard_ = std::make_unique<TempFileGuard>(tmp_);
   file_ = gz_ ? static_cast<void*>(gzopen(tmp_.c_str(), "wb6")) : static_cast<void*>(std::fopen(tmp_.c_str(), "wb"));
   if (!file_) throw std::runtime_error(fmt::format("{}: cannot write", path));
   put(json_header(header));

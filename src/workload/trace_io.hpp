@@ -5,9 +5,12 @@
 // All problems of a file are collected (up to a cap) before InputError is thrown.
 #pragma once
 
+#include <memory>
+
 #include <string>
 
 #include "util/diagnostics.hpp"
+#include "util/interrupt.hpp"
 #include "workload/trace.hpp"
 
 namespace hs::workload {
@@ -35,6 +38,7 @@ class TraceWriter {
  private:
   void put(const std::string& s);
   std::string path_, tmp_;
+  std::unique_ptr<TempFileGuard> guard_;  // removes tmp_ if the process is interrupted
   void* file_ = nullptr;  // FILE* or gzFile
   bool gz_ = false, first_ = true;
   const Trace& header_;

@@ -286,5 +286,32 @@ printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [t.jso
 expect 2 "bad-sweep.yaml:5:20: error: strategies.fssdp.window: expected an integer" -- "$sim" sweep "$tmp/bad-sweep.yaml"
 expect 2 "shard.*expected K/N" -- "$sim" sweep "$tmp/sw.yaml" --shard 2/2
 
+# Strict inputs: a key twice (YAML and JSON), several YAML documents, merge keys, non-UTF-8 YAML,
+# tabs are errors naming file:line; a UTF-8 byte-order mark is accepted.
+topo_head='schema: hecate-sim/topology@1\nname: x\ngpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}\n'
+printf "${topo_head}nodes: 1\nnodes: 2\ngpus_per_node: 8\nintra_node: {kind: nvswitch, bandwidth: 450GB/s}\n" > "$tmp/dupkey.yaml"
+expect 2 "dupkey.yaml:5:1: error: nodes: key given twice \(first on line 4\)" -- "$sim" topo show "$tmp/dupkey.yaml"
+printf "${topo_head}nodes: 1\n---\nnodes: 2\n" > "$tmp/twodocs.yaml"
+expect 2 "twodocs.yaml:6: error: 2 YAML documents" -- "$sim" topo show "$tmp/twodocs.yaml"
+printf "${topo_head}nodes: 1\ngpus_per_node: 8\nbase: &b {kind: nvswitch, bandwidth: 450GB/s}\nintra_node:\n  <<: *b\n" > "$tmp/merge.yaml"
+expect 2 "merge.yaml:8:3: error: intra_node.<<: YAML merge keys" -- "$sim" topo show "$tmp/merge.yaml"
+printf "schema: hecate-sim/topology@1\nname: \xff\n" > "$tmp/latin1.yaml"
+expect 2 "latin1.yaml:2:7: error: not UTF-8 text" -- "$sim" topo show "$tmp/latin1.yaml"
+printf "${topo_head}nodes: 1\n\tgpus_per_node: 8\n" > "$tmp/tab.yaml"
+expect 2 "tab.yaml:5:1: error: malformed YAML" -- "$sim" topo show "$tmp/tab.yaml"
+python3 -c "import sys; t=open(sys.argv[1]).read(); open(sys.argv[2], 'w').write(t.replace('\"top_k\"', '\"experts\": 8, \"top_k\"', 1))" "$fx/tiny-trace.json" "$tmp/dupkey.json"
+expect 2 "dupkey.json:[0-9]+:[0-9]+: error: model.experts: key given twice" -- "$sim" trace validate "$tmp/dupkey.json"
+{ printf '\xef\xbb\xbf'; cat "$fx/tiny-trace.json"; } > "$tmp/bom.json"
+expect 0 -- "$sim" trace validate "$tmp/bom.json"
+
+# Interruption: SIGINT / SIGTERM mid-write leave no output file (nor a temporary one) and exit 130 / 143.
+for sig in INT TERM; do
+  "$sim" trace gen --model gpt-moe-s --sources 256 --iterations 5000 -o "$tmp/intr-$sig.json.gz" 2> "$tmp/intr.err" &
+  pid=$!; sleep 1; kill -"$sig" "$pid"; wait "$pid"; rc=$?
+  want=$([ "$sig" = INT ] && echo 130 || echo 143)
+  if [ "$rc" = "$want" ] && ! ls "$tmp"/intr-"$sig".json.gz* > /dev/null 2>&1 && grep -q "unfinished outputs removed" "$tmp/intr.err"; then
+    echo "ok: SIG$sig during trace gen: exit $rc, no partial output"; else echo "FAIL: SIG$sig during trace gen (exit $rc)"; ls "$tmp" | grep intr; fails=$((fails+1)); fi
+done
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
