@@ -260,6 +260,17 @@ expect 2 "short.json:2:.*pairs\[1\]" -- "$sim" collective dgx-h100-1node --matri
 expect 2 "tree cannot run" -- "$sim" collective dgx-h100-1node --op all_reduce --algo tree
 expect 2 "--op: error: gather" -- "$sim" collective dgx-h100-1node --op gather
 
+# Oversubscription shows where it should: all-to-all over every GPU of the 2:1 fat tree is slower
+# than on the same tree at 1:1; a ring all-reduce along one rail is not.
+sed 's/oversubscription: 2.0/oversubscription: 1.0/' "$root/topologies/h100-fattree-2to1-16node.yaml" > "$tmp/ft11.yaml"
+rail=$(seq -s, 0 8 120)
+a21=$("$sim" collective h100-fattree-2to1-16node --op all_to_all -b 256M -e 256M --format csv | tail -1 | cut -d, -f3)
+a11=$("$sim" collective "$tmp/ft11.yaml" --op all_to_all -b 256M -e 256M --format csv | tail -1 | cut -d, -f3)
+r21=$("$sim" collective h100-fattree-2to1-16node --op all_reduce --ranks "$rail" -b 1G -e 1G --format csv | tail -1 | cut -d, -f3)
+r11=$("$sim" collective "$tmp/ft11.yaml" --op all_reduce --ranks "$rail" -b 1G -e 1G --format csv | tail -1 | cut -d, -f3)
+if awk -v a="$a21" -v b="$a11" -v c="$r21" -v d="$r11" 'BEGIN { exit !(a > 1.4 * b && c == d) }'; then
+  echo "ok: 2:1 fat tree: all-to-all $a11 -> $a21 us, rail all-reduce $r11 = $r21 us"; else echo "FAIL: oversubscription ($a11 $a21 $r11 $r21)"; fails=$((fails+1)); fi
+
 # tune: the grid's optimum over five FSSDP knobs (7 x 2 x 2 x 2 x 2 = 112 points, found by a sweep)
 # reached by coordinate descent with fewer evaluations.
 cat > "$tmp/g.yaml" <<EOF
