@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds hecate-sim with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan) and runs the test
+# suite there (not the Slurm suite: its daemons are not our code, and it is slow). Any sanitizer
+# report fails the test that triggered it. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+if [ ! -f build-asan/build.ninja ]; then
+  meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false --buildtype=debugoptimized \
+    -Dvalidation=disabled >/dev/null
+fi
+ninja -C build-asan
+# Open MPI allocates once per process and never frees (MPI_Init): those leaks are not ours.
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+meson test -C build-asan --print-errorlogs --num-processes 2 --no-suite slurm "$@"
