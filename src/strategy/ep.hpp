@@ -15,8 +15,9 @@
 namespace hs::strategy {
 
 std::unique_ptr<Strategy> make_ep(const Context& ctx, const std::map<std::string, std::string>& knobs);
-// The balanced oracle: EP with every GPU computing exactly the mean load (the lower bound the
-// imbalance is measured against).
+// Balanced EP (`oracle`): EP with every GPU computing exactly the mean load and sending the mean
+// all-to-all: what EP would take without imbalance. Not a lower bound on every strategy: FSSDP's
+// copies keep tokens local and can beat it.
 std::unique_ptr<Strategy> make_oracle(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 }  // namespace hs::strategy

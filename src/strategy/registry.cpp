@@ -50,7 +50,7 @@ const std::vector<StrategyInfo>& registry() {
   static const std::vector<StrategyInfo> kTable = {
       {"ep", "expert parallelism: each expert on one GPU per EP group (Megatron-LM, DeepSpeed-MoE, FastMoE)",
        {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E", KnobDomain::integer(0, 1 << 20)}}, make_ep},
-      {"oracle", "balanced oracle: EP with every GPU computing exactly the mean load (lower bound)",
+      {"oracle", "balanced EP: EP with every GPU computing exactly the mean load and an even all-to-all (a reference, not a lower bound: strategies that keep tokens local can beat it)",
        {{"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}}, make_oracle},
       {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
        {{"window", "5", "iterations in the sliding-window load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})},
