@@ -25,5 +25,6 @@ void setup_sweep(CLI::App& sub, int& exit_code);
 void setup_tune(CLI::App& sub, int& exit_code);
 void setup_calibrate(CLI::App& sub, int& exit_code);
 void setup_collective(CLI::App& sub, int& exit_code);
+void setup_plan(CLI::App& sub, int& exit_code);
 
 }  // namespace hs::cli

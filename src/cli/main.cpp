@@ -16,6 +16,7 @@ constexpr hs::cli::Command kCommands[] = {
     {"sweep", "simulate every point of a parameter study (strategies, knobs, model fields, topologies, traces); resumable, parallel", hs::cli::setup_sweep},
     {"tune", "find a strategy's best knobs for a topology and trace (coordinate descent, far fewer runs than a grid)", hs::cli::setup_tune},
     {"calibrate", "fit link classes (nccl-tests logs) and the GPU (hecate-validate) and write a calibration file", hs::cli::setup_calibrate},
+    {"plan", "write what a strategy plans at an iteration (owners, copies, transfers) for the validation backend", hs::cli::setup_plan},
     {"collective", "time one collective as nccl-tests would run it (or an all-to-all-v byte matrix), optionally beside a real nccl-tests log", hs::cli::setup_collective},
     {"topo", "show or validate what the simulator understood of a topology", hs::cli::setup_topo},
     {"trace", "generate, inspect, validate and import expert-load traces", hs::cli::setup_trace},

@@ -53,6 +53,21 @@ double sparse_bandwidth(const topology::Topology& t) {
   return intra;
 }
 
+// A sparse collective's transfers labelled with their chunk, for the plan snapshot: the collective
+// built one chunk at a time (the simulator's coflow lists the chunks in this order).
+void chunk_transfers(const collective::SparsePlacement& p, double bytes, const std::vector<int>& node_of,
+                     collective::BroadcastAlgo algo, bool reduce, std::vector<ChunkTransfer>& out) {
+  collective::SparsePlacement one{{0}, {{}}};
+  for (std::size_t e = 0; e < p.owner.size(); ++e) {
+    if (p.replicas[e].empty()) continue;
+    one.owner[0] = p.owner[e];
+    one.replicas[0] = p.replicas[e];
+    const auto c = reduce ? collective::sparse_reduce_scatter(one, bytes, node_of, algo)
+                          : collective::sparse_allgather(one, bytes, node_of, algo);
+    for (const auto& t : c) out.push_back({static_cast<int>(e), t.src, t.dst, t.bytes});
+  }
+}
+
 class Fssdp final : public Strategy {
  public:
   Fssdp(const Context& ctx, FssdpKnobs k)
@@ -94,6 +109,13 @@ class Fssdp final : public Strategy {
   }
 
   bool stateless() const override { return false; }
+  // Built on request from what simulate() kept (placements moved, not copied), so simulating pays
+  // nothing for it: the dispatch matrices alone are n x n per layer.
+  const PlanSnapshot* last_plan() const override {
+    if (planned_iteration_ < 0) return nullptr;
+    if (snapshot_.iteration != planned_iteration_) build_snapshot();
+    return &snapshot_;
+  }
 
   std::vector<ResolvedSetting> resolved() const override {
     std::vector<ResolvedSetting> r;
@@ -146,6 +168,8 @@ class Fssdp final : public Strategy {
     std::vector<double> layer_counts;
     resolved_t_.assign(L_, 0);
     copies_.assign(L_, 0);
+    placed_.resize(L_);
+    calibration_extra_.resize(L_);
     for (int l = 0; l < L_; ++l) {
       const int t = overlap_degree(l, predicted[l]);
       resolved_t_[l] = t;
@@ -158,6 +182,7 @@ class Fssdp final : public Strategy {
       // The forward spAG moves the predicted plan; calibration copies travel in their own task.
       plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
       plan.spag = graph_.network().coflow_time(plan.spag_flows);
+      calibration_extra_[l] = {};
       plan.calibration_spag = 0;
       plan.calibration_flows.clear();
       if (k_.calibrate) {
@@ -188,6 +213,7 @@ class Fssdp final : public Strategy {
             d = std::move(dq);
             plan.calibration_spag = extra_spag;
             plan.calibration_flows = std::move(extra_flows);
+            calibration_extra_[l] = std::move(extra);
             ++calibrations_accepted_;
           }
         }
@@ -208,6 +234,7 @@ class Fssdp final : public Strategy {
         buffer_copies[g] += per_layer[g];
         max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
       }
+      placed_[l] = std::move(p);  // for last_plan()
     }
     for (int g = 0; g < n_; ++g) owned[g] = params_.dense + owned[g] * params_.per_expert;
     extras.optimizer_params = owned;
@@ -224,6 +251,7 @@ class Fssdp final : public Strategy {
       if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
     }
     history_.push(actual);  // for the next prediction
+    planned_iteration_ = iteration_;
     ++iteration_;
     return r;
   }
@@ -351,6 +379,37 @@ class Fssdp final : public Strategy {
   Owners owners_;
   int iteration_ = 0, reshards_ = 0, calibrations_accepted_ = 0, layers_kept_ = 0, reshards_skipped_ = 0;
   double predicted_gain_ = 0;  // summed over re-shards: predicted MoE time saved per iteration
+  // What the last simulate() planned, per layer: the final placement and the copies the calibration
+  // stage added to it (empty when none), whose spAG follows the forward one; last_plan()'s cache.
+  std::vector<collective::SparsePlacement> placed_, calibration_extra_;
+  int planned_iteration_ = -1;
+  mutable PlanSnapshot snapshot_;  // a strategy object is used by one thread at a time
+
+  void build_snapshot() const {
+    snapshot_.layers.assign(L_, {});
+    for (int l = 0; l < L_; ++l) {
+      const collective::SparsePlacement& p = placed_[l];
+      const collective::SparsePlacement& extra = calibration_extra_[l];
+      LayerPlanSnapshot& s = snapshot_.layers[l];
+      s.chunk_bytes = expert_bytes_;
+      s.broadcast = k_.broadcast;
+      s.owner = p.owner;
+      s.replicas = p.replicas;
+      if (extra.owner.empty()) {
+        chunk_transfers(p, expert_bytes_, node_of_, k_.broadcast, false, s.spag);
+      } else {  // the forward spAG moved the predicted placement: the final one less the extra copies
+        collective::SparsePlacement forward{p.owner, std::vector<std::vector<int>>(E_)};
+        for (int e = 0; e < E_; ++e)
+          std::set_difference(p.replicas[e].begin(), p.replicas[e].end(), extra.replicas[e].begin(),
+                              extra.replicas[e].end(), std::back_inserter(forward.replicas[e]));
+        chunk_transfers(forward, expert_bytes_, node_of_, k_.broadcast, false, s.spag);
+        chunk_transfers(extra, expert_bytes_, node_of_, k_.broadcast, false, s.spag);
+      }
+      chunk_transfers(p, expert_bytes_, node_of_, k_.broadcast, true, s.sprs);
+      s.dispatch_bytes = plans_[l].dispatch_bytes;
+    }
+    snapshot_.iteration = planned_iteration_;
+  }
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collective/analytic_network.hpp"
+#include "collective/sparse_plan.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/memory_model.hpp"
 #include "engine/simulation.hpp"
@@ -95,6 +96,30 @@ ResolvedSetting resolved_list(const std::string& key, const std::vector<int>& va
 ResolvedSetting resolved_value(const std::string& key, double value);
 ResolvedSetting resolved_text(const std::string& key, const std::string& value);
 
+// What a strategy planned for the iteration it simulated last, per MoE layer: which GPU owns each
+// expert (chunk), which GPUs hold materialized copies, the sparse collectives' transfers in the
+// order the simulator issues them (spAG: owner towards the copies; spRS: the mirror, gradients back
+// to the owner) and the dispatch byte matrix. Plain data, so the validation backend can execute
+// exactly what was timed (`hecate-sim plan`, src/transport/); the strategy knows nothing of files.
+struct ChunkTransfer {
+  int chunk = 0, src = 0, dst = 0;
+  double bytes = 0;
+};
+
+struct LayerPlanSnapshot {
+  double chunk_bytes = 0;  // one expert's parameter bytes
+  collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
+  std::vector<int> owner;                  // [chunk] -> owning GPU
+  std::vector<std::vector<int>> replicas;  // [chunk] -> GPUs with a copy (owner excluded), sorted
+  std::vector<ChunkTransfer> spag, sprs;   // in issue order (calibration copies after the forward spAG)
+  std::vector<double> dispatch_bytes;      // n x n, row = source GPU
+};
+
+struct PlanSnapshot {
+  int iteration = -1;  // 0-based count of simulate() calls before the one planned
+  std::vector<LayerPlanSnapshot> layers;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -105,6 +130,9 @@ class Strategy {
   // True when an iteration's result depends only on its loads (no state carried between
   // iterations): the runner then re-uses the result of a repeated trace record.
   virtual bool stateless() const { return true; }
+  // What the last simulate() planned, for strategies that materialize copies (valid until the next
+  // simulate()); nullptr otherwise or before any simulate().
+  virtual const PlanSnapshot* last_plan() const { return nullptr; }
   // When set, the next simulate() reports its tasks to `sink` (then the strategy forgets it).
   void record_next(TimelineSink* sink) { timeline_ = sink; }
 
