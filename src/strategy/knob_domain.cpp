@@ -1,6 +1,7 @@
 #include "strategy/knob_domain.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -37,6 +38,18 @@ KnobDomain KnobDomain::size(bool allows_auto) {
   return d;
 }
 
+KnobDomain KnobDomain::quantity(Dimension dim, bool allows_auto) {
+  KnobDomain d = size(allows_auto);
+  d.dimension = dim;
+  return d;
+}
+
+KnobDomain KnobDomain::number(double lo, double hi, bool allows_auto) {
+  KnobDomain d = integer(0, 0, allows_auto);
+  d.kind = Kind::kNumber, d.lo = lo, d.hi = hi;
+  return d;
+}
+
 KnobDomain KnobDomain::tuned(std::vector<std::string> values) const {
   KnobDomain d = *this;
   d.tune_values = std::move(values);
@@ -58,6 +71,12 @@ std::optional<int64_t> parse_int(const std::string& s) {
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
 }
+std::optional<double> parse_number(const std::string& s) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 }  // namespace
 
 std::string KnobDomain::describe() const {
@@ -66,7 +85,10 @@ std::string KnobDomain::describe() const {
     case Kind::kInt: return fmt::format("int [{}, {}]{}", min, max, a);
     case Kind::kBool: return "true | false";
     case Kind::kChoice: return fmt::format("{}", fmt::join(choices, " | "));
-    case Kind::kSize: return "size (e.g. 8GiB)" + a;
+    case Kind::kSize:
+      if (dimension == Dimension::kBytes) return "size (e.g. 8GiB)" + a;
+      return fmt::format("{} (e.g. {}){}", dimension_name(dimension), dimension_examples(dimension), a);
+    case Kind::kNumber: return fmt::format("number [{:g}, {:g}]{}", lo, hi, a);
   }
   return "";
 }
@@ -88,8 +110,17 @@ std::optional<std::string> KnobDomain::check(const std::string& value) const {
         if (value == c) return std::nullopt;
       return fmt::format("one of {}", fmt::join(choices, ", "));
     case Kind::kSize:
-      if (auto v = parse_quantity(value, Dimension::kBytes); v && *v >= 0) return std::nullopt;
-      return "a size such as 8GiB" + a;
+      if (dimension == Dimension::kBytes) {
+        if (auto v = parse_quantity(value, Dimension::kBytes); v && *v >= 0) return std::nullopt;
+        return "a size such as 8GiB" + a;
+      }
+      if (auto v = parse_quantity(value, dimension); v && *v > 0) return std::nullopt;
+      return fmt::format("a positive {} such as {}{}", dimension_name(dimension), dimension_examples(dimension), a);
+    case Kind::kNumber: {
+      auto v = parse_number(value);
+      if (v && *v >= lo && *v <= hi) return std::nullopt;
+      return fmt::format("a number in [{:g}, {:g}]{}", lo, hi, a);
+    }
   }
   return std::string("a valid value");
 }

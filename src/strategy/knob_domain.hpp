@@ -8,13 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "util/units.hpp"
+
 namespace hs::strategy {
 
 struct KnobDomain {
-  enum class Kind { kInt, kBool, kChoice, kSize };
+  enum class Kind { kInt, kBool, kChoice, kSize, kNumber };
   Kind kind = Kind::kChoice;
   int64_t min = 0, max = 0;          // kInt
-  bool allows_auto = false;          // kInt, kSize: the word "auto" is also accepted
+  double lo = 0, hi = 0;             // kNumber
+  bool allows_auto = false;          // kInt, kSize, kNumber: the word "auto" is also accepted
+  Dimension dimension = Dimension::kBytes;  // kSize: a quantity of this dimension (bytes, bandwidth, FLOP/s)
   std::vector<std::string> choices;  // kChoice
   std::vector<std::string> tune_values;  // kInt, kSize: the values `tune` tries (none: not tuned)
 
@@ -27,6 +31,10 @@ struct KnobDomain {
   static KnobDomain boolean();
   static KnobDomain choice(std::vector<std::string> words);
   static KnobDomain size(bool allows_auto);
+  // A quantity with a unit other than bytes ("100Gbps", "312TFLOPS"), strictly positive.
+  static KnobDomain quantity(Dimension d, bool allows_auto);
+  // A plain decimal number in [lo, hi].
+  static KnobDomain number(double lo, double hi, bool allows_auto);
 
   // nullopt when `value` is valid; else what was expected ("an integer in [1, 100000] or auto").
   std::optional<std::string> check(const std::string& value) const;
