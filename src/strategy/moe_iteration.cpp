@@ -18,6 +18,8 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   const int L = m.moe_layers();
   expert_fwd_.assign(L, {});
   expert_bwd_.assign(L, {});
+  shadow_fwd_.assign(L, {});
+  shadow_bwd_.assign(L, {});
   a2a_.assign(L, {});
   spag_.assign(L, {});
   sprs_.assign(L, {});
@@ -29,7 +31,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     compute[g] = graph_.add_resource(fmt::format("gpu{}.compute", g), g);
     a2a[g] = graph_.add_resource(fmt::format("gpu{}.a2a", g), g);
     dp[g] = graph_.add_resource(fmt::format("gpu{}.dp", g), g);
-    if ((opt.sparse || opt.migrations) && !opt.single_queue)
+    if ((opt.sparse || opt.migrations || opt.shadow) && !opt.single_queue)
       sparse.push_back(graph_.add_resource(fmt::format("gpu{}.sparse", g), g));
   }
   if (opt.single_queue) sparse = a2a;
@@ -114,6 +116,11 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       }
       engine::TaskId disp = collective_after(Kind::kDispatch, l, a2a, last);
       a2a_[l].push_back({disp, false});
+      engine::TaskId bcast = engine::kNoTask;  // FasterMoE: after the dispatch on the same stream
+      if (opt.shadow) {
+        bcast = collective_after(Kind::kShadowBcast, l, a2a, last);
+        spag_[l].push_back(bcast);
+      }
       // Copies that arrived (spAG, and calibration copies) are copied into the expert buffer; the
       // experts need them, the dispatch does not.
       const bool fresh = pending_spag[l] != engine::kNoTask || calib != engine::kNoTask;
@@ -129,7 +136,16 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
         expert_fwd_[l].push_back(t);
       }
       pending_spag[l] = engine::kNoTask;
-      engine::TaskId comb = collective_after(Kind::kCombine, l, a2a, last);
+      const std::vector<engine::TaskId> experts_done = last;  // what the combine waits for
+      if (opt.shadow) {
+        for (int g = 0; g < n_; ++g) {
+          engine::TaskId c = compute_task(Kind::kCopyIn, l, g, 0.0);
+          graph_.add_dependency(bcast, c);
+          copy_in_[l].push_back(c);
+          shadow_fwd_[l].push_back(compute_task(Kind::kShadowFwd, l, g, 0.0));
+        }
+      }
+      engine::TaskId comb = collective_after(Kind::kCombine, l, a2a, experts_done);
       a2a_[l].push_back({comb, true});
       for (int g = 0; g < n_; ++g) graph_.add_dependency(comb, compute_task(Kind::kUnpermute, l, g, unperm));
     }
@@ -154,6 +170,15 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
         engine::TaskId cg = collective_after(Kind::kCombineGrad, l, a2a, last);
         a2a_[l].push_back({cg, false});
         const bool returns = opt.sparse && (last_mb || opt.rematerialize);
+        engine::TaskId reduce = engine::kNoTask;
+        if (opt.shadow) {  // shadows first (local gradients), their gradients reduced to the owners
+          for (int g = 0; g < n_; ++g) {
+            shadow_bwd_[l].push_back(compute_task(Kind::kShadowBwd, l, g, 0.0));
+            copy_out_[l].push_back(compute_task(Kind::kCopyOut, l, g, 0.0));
+          }
+          reduce = collective_after(Kind::kShadowReduce, l, sparse, last);
+          sprs_[l].push_back(reduce);
+        }
         for (int g = 0; g < n_; ++g) {
           if (pending_spag[l] != engine::kNoTask) {  // re-gathered copies into the expert buffer
             engine::TaskId c = compute_task(Kind::kCopyIn, l, g, 0.0);
@@ -162,6 +187,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
           }
           engine::TaskId t = compute_task(Kind::kExpertBwd, l, g, 0.0);
           graph_.add_dependency(cg, t);
+          if (reduce != engine::kNoTask) graph_.add_dependency(reduce, t);
           expert_bwd_[l].push_back(t);
           if (returns) copy_out_[l].push_back(compute_task(Kind::kCopyOut, l, g, 0.0));
         }
@@ -236,6 +262,7 @@ bool MoeIterationGraph::communication(Kind k) {
   switch (k) {
     case Kind::kDispatch: case Kind::kCombine: case Kind::kCombineGrad: case Kind::kDispatchGrad:
     case Kind::kDpAllReduce: case Kind::kSpag: case Kind::kSprs: case Kind::kCalibration: case Kind::kReshard:
+    case Kind::kShadowBcast: case Kind::kShadowReduce:
       return true;
     default:
       return false;
@@ -249,7 +276,7 @@ Component MoeIterationGraph::component(Kind k) {
       return Component::kAttention;
     case Kind::kRouter: case Kind::kUnpermute: case Kind::kRouterBwd: case Kind::kUnpermuteBwd:
       return Component::kRouting;
-    case Kind::kExpertFwd: case Kind::kExpertBwd:
+    case Kind::kExpertFwd: case Kind::kExpertBwd: case Kind::kShadowFwd: case Kind::kShadowBwd:
       return Component::kExpertCompute;
     case Kind::kDispatch: case Kind::kCombine: case Kind::kCombineGrad: case Kind::kDispatchGrad:
       return Component::kAllToAll;
@@ -257,9 +284,9 @@ Component MoeIterationGraph::component(Kind k) {
       return Component::kDenseAllReduce;
     case Kind::kOptimizer:
       return Component::kOptimizer;
-    case Kind::kSpag:
+    case Kind::kSpag: case Kind::kShadowBcast:
       return Component::kExposedSpag;
-    case Kind::kSprs:
+    case Kind::kSprs: case Kind::kShadowReduce:
       return Component::kExposedSprs;
     case Kind::kCalibration:
       return Component::kCalibrationSpag;
@@ -294,7 +321,7 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
         d = own;
       }
     }
-    if (c == Component::kExpertCompute) {
+    if (in.kind == Kind::kExpertFwd || in.kind == Kind::kExpertBwd) {
       const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[in.moe_layer] : mean_bwd[in.moe_layer];
       // Excess below a relative 1e-9 is rounding, not straggling.
       const double base = d - mean > 1e-9 * d ? mean : d;
@@ -364,6 +391,10 @@ const char* MoeIterationGraph::kind_name(Kind k) {
     case Kind::kReshard: return "reshard";
     case Kind::kCopyIn: return "materialize_copy";
     case Kind::kCopyOut: return "grad_copy_out";
+    case Kind::kShadowBcast: return "shadow_broadcast";
+    case Kind::kShadowReduce: return "shadow_grad_reduce";
+    case Kind::kShadowFwd: return "shadow_expert_fwd";
+    case Kind::kShadowBwd: return "shadow_expert_bwd";
   }
   return "?";
 }
@@ -410,6 +441,20 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
       for (int mb = 0; mb < m.grad_accum; ++mb) {
         graph_.set_duration(expert_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
         graph_.set_duration(expert_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
+      }
+    }
+    // Shadowed experts' local tokens (FasterMoE): their own grouped GEMM, none without tokens.
+    for (int g = 0; g < static_cast<int>(shadow_fwd_[l].size() / m.grad_accum); ++g) {
+      double f = 0, b = 0;
+      if (!p.shadow_tokens.empty()) {
+        scratch.assign(p.shadow_tokens[g].begin(), p.shadow_tokens[g].end());
+        for (double& t : scratch) t /= ga;
+        if (std::any_of(scratch.begin(), scratch.end(), [](double t) { return t > 0; }))
+          f = cc.expert_forward(scratch).value(), b = cc.expert_backward(scratch).value();
+      }
+      for (int mb = 0; mb < m.grad_accum; ++mb) {
+        graph_.set_duration(shadow_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
+        graph_.set_duration(shadow_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
       }
     }
     mean_fwd[l] = sf / n_;

@@ -19,6 +19,17 @@
 //             preceding the layer (in backward order) starts; after the last micro-batch, block b's
 //             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd.
 //   re-shard migration (all) before everything, optimizer[g] after everything.
+// With FasterMoE's shadowing (`shadow`), as its smart schedule issues it (fastmoe
+// cuda/fastermoe/smart_schedule.h): forward, the shadowed experts' parameters are broadcast
+// (shadow_bcast(all)) on the all-to-all stream right after the dispatch; expert_fwd[g] needs only
+// the dispatch, then each GPU copies the broadcast parameters into its expert buffer (copy[g]) and
+// computes its own tokens of the shadowed experts (shadow_fwd[g]); the combine follows expert_fwd
+// (shadow outputs are local) and the broadcast (stream order). Backward: shadow_bwd[g] needs no
+// all-to-all and runs first, its gradients are copied out (copy[g]) and reduced to the owners
+// (shadow_reduce(all)), which FasterMoE issues on the compute stream: expert_bwd[g] waits for the
+// reduce and the combine_grad. Both per micro-batch. In the breakdown the broadcast counts as
+// exposed_spag and the reduce as exposed_sprs (a sparse all-gather / reduce of whole experts),
+// only for the part not overlapped by compute.
 // With FSSDP, a materialize copy[g] (compute) precedes each expert_fwd that uses freshly gathered
 // copies (the received parameters copied into the layer's contiguous expert-weight buffer), and a
 // gradient copy[g] follows each expert_bwd whose copies' gradients spRS returns (packed into the
@@ -67,6 +78,9 @@ struct LayerPlan {
   double spag = 0, sprs = 0, calibration_spag = 0;
   collective::Coflow spag_flows, sprs_flows, calibration_flows;
   std::vector<double> copy_bytes;  // [gpu] parameter bytes of the copies it holds (empty = none)
+  // FasterMoE: [gpu] -> tokens of each expert (all E) it computes locally as a shadow (empty = none);
+  // spag_flows / sprs_flows then carry the shadows' broadcast and gradient reduce.
+  std::vector<std::vector<double>> shadow_tokens;
 };
 
 struct MoeGraphOptions {
@@ -82,6 +96,7 @@ struct MoeGraphOptions {
   bool calibration = false;      // FSSDP: calibration-stage spAG after the gate
   bool migrations = false;       // a migration task before the iteration (SmartMoE; FSSDP has one anyway)
   bool single_queue = false;     // FSSDP: sparse collectives on the all-to-all stream (one NCCL queue)
+  bool shadow = false;           // FasterMoE: shadow broadcast, local shadow compute, gradient reduce
 };
 
 struct IterationExtras {
@@ -105,7 +120,8 @@ class MoeIterationGraph {
   enum class Kind : uint8_t {
     kAttnFwd, kAttnBwd, kDenseFwd, kDenseBwd, kRouter, kUnpermute, kRouterBwd, kUnpermuteBwd,
     kExpertFwd, kExpertBwd, kDispatch, kCombine, kCombineGrad, kDispatchGrad, kHeadFwd, kHeadBwd,
-    kDpAllReduce, kOptimizer, kSpag, kSprs, kCalibration, kReshard, kCopyIn, kCopyOut
+    kDpAllReduce, kOptimizer, kSpag, kSprs, kCalibration, kReshard, kCopyIn, kCopyOut,
+    kShadowBcast, kShadowReduce, kShadowFwd, kShadowBwd
   };
   struct Info {
     Kind kind;
@@ -117,7 +133,10 @@ class MoeIterationGraph {
   static Component component(Kind k);
   static const char* kind_name(Kind k);
   void emit(const engine::Simulation& sim, TimelineSink& sink) const;
-  static bool overlappable(Kind k) { return k == Kind::kSpag || k == Kind::kSprs || k == Kind::kDpAllReduce; }
+  static bool overlappable(Kind k) {
+    return k == Kind::kSpag || k == Kind::kSprs || k == Kind::kDpAllReduce || k == Kind::kShadowBcast ||
+           k == Kind::kShadowReduce;
+  }
   static bool communication(Kind k);
   void define_coflows(std::span<const LayerPlan> plans, const IterationExtras& extras);
   void breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
@@ -140,10 +159,11 @@ class MoeIterationGraph {
   collective::CoflowLoads loads_;  // scratch
   const char* dense_algo_ = "none";
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]
+  std::vector<std::vector<engine::TaskId>> shadow_fwd_, shadow_bwd_;  // [layer] -> [mb * n + gpu]
   // [layer] -> all-to-all tasks; `transposed` ones carry the combine direction (expert GPU -> source).
   struct A2aTask { engine::TaskId task; bool transposed; };
   std::vector<std::vector<A2aTask>> a2a_;
-  std::vector<std::vector<engine::TaskId>> spag_, sprs_, calib_;      // [layer] -> tasks
+  std::vector<std::vector<engine::TaskId>> spag_, sprs_, calib_;      // [layer] -> tasks (shadow ones too)
   std::vector<engine::TaskId> optimizer_;
   engine::TaskId reshard_ = engine::kNoTask;
   double default_optimizer_time_ = 0;

@@ -35,8 +35,8 @@ enum class Component {
   kAllToAll,        // dispatch / combine all-to-all-v
   kDenseAllReduce,  // exposed data-parallel gradient all-reduce
   kOptimizer,       // optimizer step
-  kExposedSpag,     // FSSDP: SparseAllGather not hidden behind attention
-  kExposedSprs,     // FSSDP: SparseReduceScatter not hidden behind attention backward
+  kExposedSpag,     // FSSDP: SparseAllGather not hidden behind attention; FasterMoE: shadow broadcast not hidden
+  kExposedSprs,     // FSSDP: SparseReduceScatter not hidden behind attention backward; FasterMoE: shadow gradient reduce
   kCalibrationSpag, // FSSDP: extra spAG of the calibration stage (after the gate, on the critical path)
   kReshard,         // FSSDP: re-sharding migration of owned experts + optimizer states
   kMaterializeCopy, // FSSDP: copying materialized experts into the expert buffer, their gradients out

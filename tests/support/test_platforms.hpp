@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "topology/topology_builder.hpp"
 #include "workload/model_spec.hpp"
@@ -51,6 +52,18 @@ heads: 8
 seq_len: 1024
 micro_batch: 2
 )", "tiny.yaml");
+}
+
+// One node of 8 GPUs on a switch, 200 GB/s each, 300 TFLOP/s, 2 TB/s HBM (the strategy tests' node).
+inline topology::Topology node8() {
+  ClusterShape c;
+  c.intra_bw = 200e9, c.intra_lat = 2e-6, c.peak_flops = 300e12, c.hbm = 2e12;
+  return make_cluster(c);
+}
+
+// loads[layer][gpu][expert] with every GPU routing `per_gpu` assignments evenly over the E experts.
+inline std::vector<double> uniform_loads(int L, int n, int E, double per_gpu) {
+  return std::vector<double>(static_cast<size_t>(L) * n * E, per_gpu / E);
 }
 
 }  // namespace hs::test

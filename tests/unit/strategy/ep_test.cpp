@@ -14,15 +14,9 @@ using namespace hs;
 
 namespace {
 workload::ModelSpec small_model() { return test::tiny_moe_model(); }
-topology::Topology node8() {
-  test::ClusterShape c;
-  c.intra_bw = 200e9, c.intra_lat = 2e-6, c.peak_flops = 300e12, c.hbm = 2e12;
-  return test::make_cluster(c);
-}
+using test::node8;
 // loads[layer][gpu][expert]: every GPU routes its 2048 tokens x top-2 = 4096 assignments.
-std::vector<double> uniform_loads(int L, int n, int E, double per_gpu) {
-  return std::vector<double>(static_cast<size_t>(L) * n * E, per_gpu / E);
-}
+using test::uniform_loads;
 }  // namespace
 
 TEST_CASE("EP equals the balanced oracle when loads are uniform") {
