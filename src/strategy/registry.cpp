@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "strategy/ep.hpp"
+#include "strategy/fastermoe.hpp"
 #include "strategy/fssdp.hpp"
 #include "strategy/smartmoe.hpp"
 #include "strategy/strategy.hpp"
@@ -71,6 +72,13 @@ const std::vector<StrategyInfo>& registry() {
       {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",
        {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)", KnobDomain::boolean()}},
        make_fsdp},
+      {"fastermoe", "FasterMoE: EP with hot experts shadowed (broadcast to every GPU after the gate, computed locally, gradients reduced to the owner) by FastMoE's latency model",
+       {{"trigger", "true", "shadowing on (FastMoE's FMOE_FASTER_SHADOW_ENABLE); false = plain EP", KnobDomain::boolean()},
+        {"bandwidth", "auto", "network bandwidth in the policy's model (FMOE_FASTER_GLBPLC_NETBW; auto: the route a GPU's tokens leave through)", KnobDomain::quantity(Dimension::kBandwidth, true)},
+        {"gemm_throughput", "auto", "GEMM FLOP/s in the policy's model (FMOE_FASTER_GLBPLC_GPUTP; auto: the cost model's expert GEMM at the balanced load)", KnobDomain::quantity(Dimension::kFlopRate, true)},
+        {"alpha", "auto", "expert hidden size / d_model in the policy's model (FMOE_FASTER_GLBPLC_ALPHA; auto: d_ffn / d_model)", KnobDomain::number(1e-6, 1e6, true)},
+        {"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}},
+       make_fastermoe},
   };
   return kTable;
 }

@@ -105,6 +105,10 @@ expect 2 "bad.jsonl:1:" "colour" "unknown key" -- "$sim" trace import megatron "
 expect 2 "unknown strategy 'fsdpp'" -- "${run[@]}" --strategy ep,fsdpp
 expect 2 "no knob 'windw'" -- "${run[@]}" --strategy ep:windw=3
 expect 2 "ep:ep_size" "expected an integer" -- "${run[@]}" --strategy ep:ep_size=lots
+expect 0 -- "${run[@]}" --strategy ep,fastermoe,fastermoe:trigger=false:bandwidth=100Gbps:gemm_throughput=100TFLOPS:alpha=4
+expect 2 "fastermoe:bandwidth" "expected a positive bandwidth such as 400Gbps" "got 'lots'" -- "${run[@]}" --strategy fastermoe:bandwidth=lots
+expect 2 "fastermoe:gemm_throughput" "compute rate" -- "${run[@]}" --strategy fastermoe:gemm_throughput=5GB/s
+expect 2 "fastermoe:alpha" "expected a number in" -- "${run[@]}" --strategy fastermoe:alpha=0
 
 # Determinism: same inputs and seed -> byte-identical JSON; --out is written whole.
 "${run[@]}" --format json --seed 5 > "$tmp/a.json" 2>/dev/null
@@ -114,7 +118,7 @@ if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else 
 "${run[@]}" --format json --seed 5 --network flow --strategy ep,fssdp > "$tmp/fb.json" 2>/dev/null
 if cmp -s "$tmp/fa.json" "$tmp/fb.json"; then echo "ok: deterministic flow-tier JSON"; else echo "FAIL: flow-tier JSON differs between runs"; fails=$((fails+1)); fi
 if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==4; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==5; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
 # Resolved settings in the JSON; a default FSSDP run on a bundled trace re-shards (once the window of
@@ -136,10 +140,18 @@ sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {communication: 0.1}}/' "$roo
 expect 0 -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
 expect 2 "overlap_slowdown.communication" "analytic tier only" -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --network flow
 expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
+# FasterMoE says what its policy's automatic model parameters became and what it shadowed per layer.
+"${run[@]}" --strategy fastermoe --format json > "$tmp/fm.json" 2>/dev/null
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['strategies'][0]['resolved']
+assert r['trigger'] == 'on' and r['bandwidth'] > 0 and r['gemm_throughput'] > 0 and r['alpha'] > 0, r
+assert isinstance(r['shadowed_per_layer'], list) and len(r['shadowed_per_layer']) == 2, r
+" "$tmp/fm.json" && echo "ok: fastermoe resolved settings" || { echo "FAIL: fastermoe resolved settings"; fails=$((fails+1)); }
 
 # Timeline: a Chrome trace with complete events for every strategy.
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3}" "$tmp/tl.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
 
 # HTML report: self-contained, with the three charts and the resolved settings.

@@ -1,0 +1,195 @@
+#include "strategy/fastermoe.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "collective/sparse_plan.hpp"
+#include "strategy/ep.hpp"
+#include "strategy/knobs.hpp"
+#include "strategy/load_history.hpp"
+#include "strategy/moe_iteration.hpp"
+#include "util/units.hpp"
+
+namespace hs::strategy {
+
+std::vector<int> fastermoe_shadow_policy(std::span<const double> counts, int per, const ShadowCostModel& cm) {
+  const int E = static_cast<int>(counts.size());
+  const int gpus = E / per;
+  std::vector<int> chosen;
+  if (gpus < 2) return chosen;  // nobody to shadow to
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
+  std::vector<double> load(gpus, 0.0);
+  for (int e = 0; e < E; ++e) load[e / per] += counts[e];
+  const double per_token = 3 * cm.comp + 4 * cm.feat;
+  double best = per_token * *std::max_element(load.begin(), load.end());
+  for (int i = 0; i + 1 < E; ++i) {  // the source never shadows the last expert of the order
+    const int e = order[i];
+    load[e / per] -= counts[e];
+    const double lat = per_token * *std::max_element(load.begin(), load.end()) +
+                       static_cast<double>(chosen.size() + 1) * cm.model;
+    if (!(lat < best)) break;
+    best = lat;
+    chosen.push_back(e);
+  }
+  return chosen;
+}
+
+namespace {
+
+struct FasterMoeKnobs {
+  bool trigger = true;
+  int ep_size = 0;
+  double bandwidth = -1;        // B/s; -1 = auto
+  double gemm_throughput = -1;  // FLOP/s; -1 = auto
+  double alpha = -1;            // d_ffn / d_model; -1 = auto
+};
+
+// The bandwidth a GPU's tokens leave through: to the first GPU of its EP group on another node, else
+// to its neighbour in the node.
+double auto_bandwidth(const topology::Topology& t, int ep) {
+  for (int g = 1; g < ep; ++g)
+    if (t.node_of(g) != t.node_of(0)) return t.route_bandwidth(0, g).value();
+  return ep > 1 ? t.route_bandwidth(0, 1).value() : 0.0;
+}
+
+class FasterMoe final : public Strategy {
+ public:
+  FasterMoe(const Context& ctx, FasterMoeKnobs k, int ep)
+      : ctx_(ctx), k_(k), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts), ep_(ep),
+        graph_(ctx, options(ctx, ep, k.trigger)), plans_(L_) {
+    const auto& m = ctx.model;
+    const auto params = cost::count_params(m);
+    expert_bytes_ = params.per_expert * m.precision.param_bytes;
+    grad_bytes_ = params.per_expert * m.precision.grad_bytes;
+    static_ = owned_state(m, ep_owned_params(ctx, ep));
+    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    // The policy's model parameters: the knobs, or derived from the topology and the cost model.
+    bandwidth_ = k.bandwidth > 0 ? k.bandwidth : auto_bandwidth(ctx.topo, ep);
+    alpha_ = k.alpha > 0 ? k.alpha : static_cast<double>(m.d_ffn) / m.d_model;
+    const double tokens = static_cast<double>(ep) * m.tokens_per_micro_batch() * m.top_k / E_;
+    gemm_ = k.gemm_throughput > 0 ? k.gemm_throughput
+                                  : 2 * tokens * m.d_model * static_cast<double>(m.d_ffn) * m.n_mats() /
+                                        ctx.compute.expert_forward_uniform(tokens, 1).value();
+    const double h2 = alpha_ * m.d_model * static_cast<double>(m.d_model) * m.n_mats();  // expert weights
+    cost_.comp = 2 * h2 / gemm_;
+    cost_.feat = bandwidth_ > 0 ? m.d_model * m.precision.activation_bytes / bandwidth_ : 0.0;
+    cost_.model = bandwidth_ > 0 ? h2 * m.precision.param_bytes / bandwidth_ : 0.0;
+    shadowed_.assign(L_, 0);
+    shadowed_max_.assign(L_, 0);
+  }
+
+  static MoeGraphOptions options(const Context& ctx, int ep, bool trigger) {
+    MoeGraphOptions o = ep_graph_options(ctx, ep);
+    o.shadow = trigger;  // without the trigger: EP's graph, task for task
+    return o;
+  }
+
+  IterationResult simulate(const std::vector<double>& loads) override {
+    const auto& m = ctx_.model;
+    const int per = E_ / ep_, groups = n_ / ep_;
+    const double token_bytes = m.d_model * m.precision.activation_bytes;
+    std::vector<char> mask;
+    std::vector<double> counts(E_);
+    std::vector<double> held(groups, 0.0);  // shadow parameters a GPU of each group keeps, all layers
+    for (int l = 0; l < L_; ++l) {
+      const double* layer = loads.data() + static_cast<size_t>(l) * n_ * E_;
+      LayerPlan& p = plans_[l];
+      collective::SparsePlacement shadows;
+      shadowed_[l] = 0;
+      if (k_.trigger) {
+        mask.assign(static_cast<size_t>(groups) * E_, 0);
+        for (int k = 0; k < groups; ++k) {
+          // The group's counts per micro-batch: FastMoE decides on every forward call.
+          std::fill(counts.begin(), counts.end(), 0.0);
+          for (int s = k * ep_; s < (k + 1) * ep_; ++s)
+            for (int e = 0; e < E_; ++e) counts[e] += layer[static_cast<size_t>(s) * E_ + e] / m.grad_accum;
+          std::vector<int> chosen = fastermoe_shadow_policy(counts, per, cost_);
+          std::sort(chosen.begin(), chosen.end());
+          for (int e : chosen) {
+            mask[static_cast<size_t>(k) * E_ + e] = 1;
+            const int owner = k * ep_ + e / per;
+            shadows.owner.push_back(owner);
+            shadows.replicas.emplace_back();
+            for (int g = k * ep_; g < (k + 1) * ep_; ++g)
+              if (g != owner) shadows.replicas.back().push_back(g);
+          }
+          held[k] += static_cast<double>(chosen.size()) * expert_bytes_;
+          shadowed_[l] += static_cast<int>(chosen.size());
+        }
+      }
+      route_ep_layer(layer, n_, E_, ep_, token_bytes, mask, p);
+      p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
+      p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
+      p.copy_bytes.assign(n_, 0.0);
+      for (size_t c = 0; c < shadows.owner.size(); ++c)
+        for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
+      shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
+    }
+    IterationResult r = graph_.run(plans_, {}, take_timeline());
+    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
+    r.memory_gpu = gpu;
+    r.memory = static_;
+    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+    const double most = held.empty() ? 0.0 : *std::max_element(held.begin(), held.end());
+    r.memory.buffers = most > 0 ? most + grad_bytes_ : 0.0;
+    return r;
+  }
+
+  std::vector<ResolvedSetting> resolved() const override {
+    std::vector<ResolvedSetting> r;
+    r.push_back(resolved_text("trigger", k_.trigger ? "on" : "off"));
+    r.push_back(resolved_value("ep_size", ep_));
+    r.push_back({"bandwidth", format_bandwidth(Bandwidth(bandwidth_)), fmt::format("{:.17g}", bandwidth_)});
+    r.push_back({"gemm_throughput", fmt::format("{:.4g} TFLOP/s", gemm_ / 1e12), fmt::format("{:.17g}", gemm_)});
+    r.push_back(resolved_value("alpha", alpha_));
+    if (k_.trigger) {
+      r.push_back(resolved_list("shadowed_per_layer", shadowed_));
+      r.push_back(resolved_list("shadowed_max_per_layer", shadowed_max_));
+    }
+    r.push_back(resolved_text("dense_allreduce", graph_.dense_allreduce_algo()));
+    return r;
+  }
+
+ private:
+  const Context& ctx_;
+  FasterMoeKnobs k_;
+  int n_, L_, E_, ep_;
+  MoeIterationGraph graph_;
+  std::vector<LayerPlan> plans_;
+  cost::MemoryBreakdown static_;
+  std::vector<int> node_of_;
+  double expert_bytes_ = 0, grad_bytes_ = 0;
+  double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;
+  ShadowCostModel cost_;
+  std::vector<int> shadowed_, shadowed_max_;  // [layer] shadows summed over EP groups: last, most
+};
+
+// An optional quantity knob: -1 for auto (the registry has checked the text already).
+double quantity_knob(const std::map<std::string, std::string>& knobs, const std::string& name, Dimension d) {
+  auto it = knobs.find(name);
+  if (it == knobs.end() || it->second == "auto") return -1;
+  auto v = parse_quantity(it->second, d);
+  if (!v || *v <= 0)
+    throw InputError({"--strategy", 0, 0}, "fastermoe:" + name,
+                     fmt::format("expected auto or a positive {} such as {}, got '{}'", dimension_name(d),
+                                 dimension_examples(d), it->second));
+  return *v;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  FasterMoeKnobs k;
+  k.trigger = knob_bool(knobs, "fastermoe", "trigger", true);
+  k.ep_size = static_cast<int>(knob_int(knobs, "fastermoe", "ep_size", 0, 0, 1 << 20));
+  k.bandwidth = quantity_knob(knobs, "bandwidth", Dimension::kBandwidth);
+  k.gemm_throughput = quantity_knob(knobs, "gemm_throughput", Dimension::kFlopRate);
+  auto a = knobs.find("alpha");
+  if (a != knobs.end() && a->second != "auto") k.alpha = knob_double(knobs, "fastermoe", "alpha", 0, 1e-6, 1e6);
+  return std::make_unique<FasterMoe>(ctx, k, resolve_ep_size(ctx, k.ep_size, "fastermoe"));
+}
+
+}  // namespace hs::strategy

@@ -1,0 +1,79 @@
+// FasterMoE's dynamic shadowing (He et al., "FasterMoE: Modeling and Optimizing Training of
+// Large-Scale Dynamic Pre-Trained Models", PPoPP'22), as its public implementation in FastMoE runs
+// it: the policy of fmoe/fastermoe/shadow_policy.py (global_policy) and the schedule of
+// cuda/fastermoe/smart_schedule.{h,cpp} (github.com/laekov/fastmoe).
+//
+// Expert parallelism (placement and EP groups exactly as `ep`) plus, per MoE layer and micro-batch,
+// after the gate:
+//   1. Policy. The counts of every expert over the EP group are known (FastMoE all-gathers them);
+//      experts are sorted by count, descending (ties: lower id), and the next one is shadowed while
+//      the modelled latency keeps falling strictly:
+//          lat(S) = 3 * comp * B(S) + 4 * feat * B(S) + |S| * model
+//      B(S)  = the largest number of tokens a GPU computes for its non-shadowed experts,
+//      comp  = 2 * n_mats * alpha * d_model^2 / gemm_throughput   (seconds per token, forward;
+//              3x for forward + backward),
+//      feat  = d_model * activation_bytes / bandwidth              (seconds per token and all-to-all;
+//              4 all-to-alls per layer),
+//      model = n_mats * alpha * d_model^2 * param_bytes / bandwidth (one expert's broadcast).
+//      As in the source, the last expert in the order is never shadowed, and the shadow cost is
+//      additive (the model assumes nothing overlaps the broadcasts).
+//   2. Broadcast. Each shadowed expert's parameters go from its owner to every other GPU of the
+//      group (one NCCL broadcast each: a chain, collective::sparse_allgather with every other GPU as
+//      a replica), on the all-to-all stream right after the dispatch, as smart_schedule.h issues
+//      them; the owners' own expert GEMMs overlap it, the shadows' GEMMs wait for it.
+//   3. Compute. Tokens for a shadowed expert never leave their GPU: every GPU (the owner included)
+//      computes its own tokens of the shadowed experts after its regular experts, with the broadcast
+//      parameters copied into its expert module (a memory copy per GPU).
+//   4. Backward. Each GPU first computes its shadows' backward (its gradients need no all-to-all),
+//      copies the gradients out and reduces them to the owner (ncclReduce, chain). FastMoE issues
+//      the reduce on the compute stream, so the regular experts' backward waits for it: it runs beside
+//      the combine-gradient all-to-all and is on the critical path beyond it. Per micro-batch.
+//   Memory: every GPU keeps the shadowed experts' parameters of every layer from forward to backward
+//   (FastMoE's ctx.shadows, re-used for their gradients) plus one expert's gradient while a shadow's
+//   backward runs: `buffers`.
+//
+// Knobs (model.md §4 "FasterMoE model parameters"): trigger (FMOE_FASTER_SHADOW_ENABLE; FastMoE
+// ships it off, here it defaults to on: the strategy is the shadowing), bandwidth
+// (FMOE_FASTER_GLBPLC_NETBW; auto = the route bandwidth from GPU 0 to the first GPU of its EP group
+// in another node, or to GPU 1 when the group is one node: the NIC or NVLink a GPU's tokens leave
+// through), gemm_throughput (FMOE_FASTER_GLBPLC_GPUTP; auto = the FLOP/s the compute cost model
+// gives one expert's forward GEMM at the balanced load, EP group tokens x top_k / E per micro-batch),
+// alpha (FMOE_FASTER_GLBPLC_ALPHA; auto = d_ffn / d_model), ep_size (as `ep`).
+//
+// Where this differs from the code, deliberately:
+//   * shadow_policy.py sums the gathered counts over axis 1, i.e. per *sending worker*; with top-k
+//     routing every worker sends the same number of assignments, so as written it never shadows.
+//     The paper and the docstring mean per-expert global counts; we use those.
+//   * The code models one expert per worker (B = the next expert's count) in fp32 (data_size = 4)
+//     with a 2-matrix MLP (constants 4 and 2); we take B per GPU (equal with one expert per GPU),
+//     the model's activation / parameter bytes and n_mats (3 for SwiGLU).
+//   * FasterMoE's smart schedule (group-wise pipelined all-to-all, FMOE_FASTER_GROUP_SIZE) and its
+//     topology-aware gate are not modelled: the all-to-alls are EP's.
+//   * The policy's all-gather of counts is a few bytes per expert and is not timed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "strategy/strategy.hpp"
+
+namespace hs::strategy {
+
+// The latency model of FastMoE's global_policy, per token and per expert (see above).
+struct ShadowCostModel {
+  double comp = 0;   // s per token, one expert forward
+  double feat = 0;   // s per token and all-to-all
+  double model = 0;  // s per expert broadcast
+};
+
+// The experts of one EP group (counts per micro-batch, E = counts.size(), expert e on group GPU
+// e / experts_per_gpu) the policy shadows, in the order it chose them.
+std::vector<int> fastermoe_shadow_policy(std::span<const double> counts, int experts_per_gpu,
+                                         const ShadowCostModel& model);
+
+std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
+
+}  // namespace hs::strategy
