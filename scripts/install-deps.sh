@@ -5,6 +5,8 @@
 set -euo pipefail
 pkgs=(meson ninja-build g++ pkg-config python3 libboost-graph-dev libeigen3-dev libcli11-dev
       libyaml-cpp-dev libfmt-dev doctest-dev libsimdjson-dev zlib1g-dev libopenmpi-dev openmpi-bin)
+# --fuzz: also what scripts/fuzz.sh needs (clang and libFuzzer).
+if [ "${1:-}" = "--fuzz" ]; then pkgs+=(clang-14 libfuzzer-14-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
