@@ -1,6 +1,6 @@
 // The task graph of one training iteration for strategies whose MoE layers follow the
-// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern: EP, the balanced oracle
-// and FSSDP (which adds sparse collectives). Built once per run; each iteration only changes
+// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern: EP, the balanced oracle,
+// SmartMoE, FlexMoE and FSSDP (which adds sparse collectives). Built once per run; each iteration only changes
 // durations, so a 1,000-iteration run builds one graph.
 //
 // Per GPU g there are in-order resources compute[g], a2a[g] (token all-to-alls), dp[g]
@@ -17,7 +17,9 @@
 //             spRS(all) of an MoE layer right after its expert backward (overlapping the attention
 //             backward); with re-materialization a second spAG is issued when the attention backward
 //             preceding the layer (in backward order) starts; after the last micro-batch, block b's
-//             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd.
+//             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd,
+//             followed on dp[*] by the MoE layer's expert-gradient all-reduces, if any: EP replica
+//             sets (ep_size < N) or FlexMoE's per-expert replica groups (replica_allreduce).
 //   re-shard migration (all) before everything, optimizer[g] after everything.
 // With FSSDP, a materialize copy[g] (compute) precedes each expert_fwd that uses freshly gathered
 // copies (the received parameters copied into the layer's contiguous expert-weight buffer), and a
@@ -67,6 +69,11 @@ struct LayerPlan {
   double spag = 0, sprs = 0, calibration_spag = 0;
   collective::Coflow spag_flows, sprs_flows, calibration_flows;
   std::vector<double> copy_bytes;  // [gpu] parameter bytes of the copies it holds (empty = none)
+  // FlexMoE: the replica groups' expert-gradient all-reduces of this layer (every replicated
+  // expert's ring among its holders, all at once; collective::concurrent_ring_flows) and the ring
+  // step latencies beyond the first. Used with MoeGraphOptions::replica_allreduce.
+  collective::Coflow replica_grad_flows;
+  double replica_grad_latency = 0;
 };
 
 struct MoeGraphOptions {
@@ -82,6 +89,9 @@ struct MoeGraphOptions {
   bool calibration = false;      // FSSDP: calibration-stage spAG after the gate
   bool migrations = false;       // a migration task before the iteration (SmartMoE; FSSDP has one anyway)
   bool single_queue = false;     // FSSDP: sparse collectives on the all-to-all stream (one NCCL queue)
+  // FlexMoE: each MoE layer's replica-group gradient all-reduce (LayerPlan::replica_grad_flows) on
+  // the dp stream after the block's dense all-reduce, overlapping the rest of backward.
+  bool replica_allreduce = false;
 };
 
 struct IterationExtras {
@@ -134,8 +144,8 @@ class MoeIterationGraph {
   engine::ModelId comm_model_ = 1;                  // the id Simulation::add_model gives the network
   collective::CoflowLoads block_loads_, emb_loads_, expert_ar_loads_;  // dense all-reduces (analytic tier)
   std::vector<std::vector<engine::TaskId>> copy_in_, copy_out_;  // [layer] -> [k * n + gpu]
-  enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding };
-  struct DpTask { engine::TaskId task; DpKind kind; };
+  enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding, kReplica };
+  struct DpTask { engine::TaskId task; DpKind kind; int layer; };  // layer: MoE layer of a kReplica
   std::vector<DpTask> dp_;
   collective::CoflowLoads loads_;  // scratch
   const char* dense_algo_ = "none";
