@@ -34,9 +34,11 @@
 // Applies when E % N == 0 (E/N own experts per GPU); else bad input, and `run` without --strategy
 // skips it with a warning.
 //
-// Choices of ours where the paper leaves room (its text was not at hand when this was written; the
-// mechanism follows its description: balance-ratio trigger, Expand / Shrink / Migrate, vExpert
-// slots, replicas' gradient all-reduce, migrations with optimizer state):
+// Sources and choices. Only the paper's abstract was retrievable from the references at hand when
+// this was written; the mechanism follows the paper as we know it (a scheduler that monitors the
+// balance ratio and, above a threshold, applies Expand / Shrink / Migrate to the experts' replicas
+// within per-GPU expert slots; replicas of an expert are data-parallel copies whose gradients are
+// all-reduced; adjustments move parameters and optimizer states). Ours, where that leaves room:
 //   * the trigger threshold (trigger_pct, default 10%) and the planner's cost model (compute time
 //     from this simulator's cost model; state copies and all-reduces timed alone on the network,
 //     the all-reduce growth charged as if exposed);

@@ -154,6 +154,9 @@ assert fx['breakdown_s']['reshard_migration'] > 0
 assert fx['iteration_time_s']['mean'] < ep['iteration_time_s']['mean']
 assert fx['peak_memory_composition_bytes']['optimizer'] > ep['peak_memory_composition_bytes']['optimizer']
 " "$tmp/flex.json" && echo "ok: flexmoe replicas, migration, memory" || { echo "FAIL: flexmoe run"; fails=$((fails+1)); }
+"$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-collapsed.json.gz" --iterations 6 \
+  --strategy ep,flexmoe:period=3 --format json > "$tmp/flex2.json" 2>/dev/null
+if cmp -s "$tmp/flex.json" "$tmp/flex2.json"; then echo "ok: flexmoe deterministic"; else echo "FAIL: flexmoe JSON differs between runs"; fails=$((fails+1)); fi
 expect 0 -- "${run[@]}" --strategy flexmoe:reserve_slots=1:period=1:window=1:trigger_pct=0:dispatch=topology
 expect 2 "flexmoe:reserve_slots" "expected an integer" -- "${run[@]}" --strategy flexmoe:reserve_slots=-1
 expect 2 "flexmoe:dispatch" "even" -- "${run[@]}" --strategy flexmoe:dispatch=nearest
