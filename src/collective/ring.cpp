@@ -61,6 +61,19 @@ Coflow ring_flows(const topology::Topology& topo, std::span<const int> group, do
   return step;
 }
 
+Coflow concurrent_ring_flows(const topology::Topology& topo, const std::vector<std::vector<int>>& groups, double bytes,
+                             RingOp op, double& extra_latency) {
+  extra_latency = 0;
+  Coflow all;
+  for (const auto& group : groups) {
+    double x = 0;
+    auto part = ring_flows(topo, group, bytes, op, x);
+    extra_latency = std::max(extra_latency, x);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
 double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes, RingOp op) {
   const int n = static_cast<int>(group.size());
   if (n < 2 || bytes <= 0) return 0.0;

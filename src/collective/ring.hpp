@@ -30,5 +30,10 @@ double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes,
 // first (returned in extra_latency; the flow tier adds one route latency itself).
 Coflow ring_flows(const topology::Topology& topo, std::span<const int> group, double bytes, RingOp op,
                   double& extra_latency);
+// Several rings running at once, one per group (groups may share GPUs: EP replica sets, FlexMoE's
+// replica groups), in the same fluid form: their transfers concatenated in group order, and the
+// largest extra latency among them. Groups of fewer than 2 GPUs contribute nothing.
+Coflow concurrent_ring_flows(const topology::Topology& topo, const std::vector<std::vector<int>>& groups, double bytes,
+                             RingOp op, double& extra_latency);
 
 }  // namespace hs::collective

@@ -61,15 +61,11 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   double extra_exp = 0;
   if (ep < n_ && opt.expert_grad_bytes_per_gpu_layer > 0) {
     const int members = n_ / ep;
-    for (int r = 0; r < ep; ++r) {
-      std::vector<int> group;
-      for (int k = 0; k < members; ++k) group.push_back(k * ep + r);
-      double x = 0;
-      auto part = collective::ring_flows(ctx.topo, group, opt.expert_grad_bytes_per_gpu_layer,
-                                         collective::RingOp::kAllReduce, x);
-      extra_exp = std::max(extra_exp, x);
-      expert_flows.insert(expert_flows.end(), part.begin(), part.end());
-    }
+    std::vector<std::vector<int>> groups(ep);
+    for (int r = 0; r < ep; ++r)
+      for (int k = 0; k < members; ++k) groups[r].push_back(k * ep + r);
+    expert_flows = collective::concurrent_ring_flows(ctx.topo, groups, opt.expert_grad_bytes_per_gpu_layer,
+                                                     collective::RingOp::kAllReduce, extra_exp);
     expert_ar_time = net_.loads(expert_flows, extra_exp, expert_ar_loads_);
   }
 
@@ -91,7 +87,8 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     return t;
   };
   std::vector<engine::TaskId> dp_tasks;
-  std::vector<char> dp_expert;  // the task is an expert-gradient all-reduce
+  std::vector<DpKind> dp_kinds;
+  std::vector<int> dp_layers;  // MoE layer of a replica-group all-reduce, else -1
   std::vector<double> dp_durations;
   std::vector<engine::TaskId> pending_spag(L, engine::kNoTask);  // spAG an expert task must wait for
   for (int mb = 0; mb < m.grad_accum; ++mb) {
@@ -200,31 +197,34 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       issue_bwd_spag(b - 1);
       for (int g = 0; g < n_; ++g) compute_task(Kind::kAttnBwd, -1, g, attn_b);
       if (last_mb) {
-        dp_tasks.push_back(collective_after(Kind::kDpAllReduce, l, dp, last));
-        dp_durations.push_back(dp_time);
-        dp_expert.push_back(0);
-        if (l >= 0 && expert_ar_time > 0) {
-          // The EP replicas' expert-gradient all-reduce follows on the same in-order stream.
+        auto dp_task = [&](DpKind kind, double duration, int layer) {
           dp_tasks.push_back(collective_after(Kind::kDpAllReduce, l, dp, last));
-          dp_durations.push_back(expert_ar_time);
-          dp_expert.push_back(1);
-        }
+          dp_durations.push_back(duration);
+          dp_kinds.push_back(kind);
+          dp_layers.push_back(layer);
+        };
+        dp_task(DpKind::kBlock, dp_time, -1);
+        // The EP replicas' expert-gradient all-reduce follows on the same in-order stream.
+        if (l >= 0 && expert_ar_time > 0) dp_task(DpKind::kExpert, expert_ar_time, -1);
+        // FlexMoE's replica groups: per iteration, from the layer's plan.
+        if (l >= 0 && opt.replica_allreduce) dp_task(DpKind::kReplica, 0.0, l);
       }
     }
     if (last_mb) {  // embeddings / LM head
       dp_tasks.push_back(collective_after(Kind::kDpAllReduce, -1, dp, last));
       dp_durations.push_back(emb_time);
-      dp_expert.push_back(0);
+      dp_kinds.push_back(DpKind::kEmbedding);
+      dp_layers.push_back(-1);
     }
   }
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
   for (size_t i = 0; i < dp_tasks.size(); ++i) {
-    const DpKind k = i + 1 == dp_tasks.size() ? DpKind::kEmbedding : dp_expert[i] ? DpKind::kExpert : DpKind::kBlock;
-    dp_.push_back({dp_tasks[i], k});
+    const DpKind k = dp_kinds[i];
+    dp_.push_back({dp_tasks[i], k, dp_layers[i]});
     if (!flow_) continue;
     if (k == DpKind::kEmbedding) flow_->assign(dp_tasks[i], emb_ar.flows, emb_ar.extra_latency);
     else if (k == DpKind::kExpert) flow_->assign(dp_tasks[i], expert_flows, extra_exp);
-    else flow_->assign(dp_tasks[i], block_ar.flows, block_ar.extra_latency);
+    else if (k == DpKind::kBlock) flow_->assign(dp_tasks[i], block_ar.flows, block_ar.extra_latency);
   }
   default_optimizer_time_ = cc.optimizer_step(opt.optimizer_params_per_gpu).value();
   for (int g = 0; g < n_; ++g) {
@@ -522,8 +522,20 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   if (coflow_) {
     const int block = coflow_->define(block_loads_), emb = coflow_->define(emb_loads_);
     const int expert = coflow_->define(expert_ar_loads_);
-    for (const auto& d : dp_)
+    for (const auto& d : dp_) {
+      if (d.kind == DpKind::kReplica) continue;
       coflow_->assign(d.task, d.kind == DpKind::kEmbedding ? emb : d.kind == DpKind::kExpert ? expert : block);
+    }
+  }
+  for (const auto& d : dp_) {
+    if (d.kind != DpKind::kReplica) continue;
+    const LayerPlan& p = plans[d.layer];
+    if (flow_) {
+      flow_->assign(d.task, p.replica_grad_flows, p.replica_grad_latency);
+    } else {
+      net_.loads(p.replica_grad_flows, p.replica_grad_latency, loads_);
+      coflow_->assign(d.task, coflow_->define(loads_));
+    }
   }
   for (int g = 0; g < n_; ++g)
     graph_.set_duration(optimizer_[g], Seconds(extras.optimizer_params.empty()

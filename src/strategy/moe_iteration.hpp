@@ -1,6 +1,6 @@
 // The task graph of one training iteration for strategies whose MoE layers follow the
-// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern: EP, the balanced oracle
-// and FSSDP (which adds sparse collectives). Built once per run; each iteration only changes
+// gate -> dispatch all-to-all -> expert FFN -> combine all-to-all pattern: EP, the balanced oracle,
+// SmartMoE, FlexMoE and FSSDP (which adds sparse collectives). Built once per run; each iteration only changes
 // durations, so a 1,000-iteration run builds one graph.
 //
 // Per GPU g there are in-order resources compute[g], a2a[g] (token all-to-alls), dp[g]
@@ -17,7 +17,9 @@
 //             spRS(all) of an MoE layer right after its expert backward (overlapping the attention
 //             backward); with re-materialization a second spAG is issued when the attention backward
 //             preceding the layer (in backward order) starts; after the last micro-batch, block b's
-//             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd.
+//             dense gradients are all-reduced (ring) on dp[*] as soon as every GPU finished attn_bwd,
+//             followed on dp[*] by the MoE layer's expert-gradient all-reduces, if any: EP replica
+//             sets (ep_size < N) or FlexMoE's per-expert replica groups (replica_allreduce).
 //   re-shard migration (all) before everything, optimizer[g] after everything.
 // With FasterMoE's shadowing (`shadow`), as its smart schedule issues it (fastmoe
 // cuda/fastermoe/smart_schedule.h): forward, the shadowed experts' parameters are broadcast
@@ -81,6 +83,11 @@ struct LayerPlan {
   // FasterMoE: [gpu] -> tokens of each expert (all E) it computes locally as a shadow (empty = none);
   // spag_flows / sprs_flows then carry the shadows' broadcast and gradient reduce.
   std::vector<std::vector<double>> shadow_tokens;
+  // FlexMoE: the replica groups' expert-gradient all-reduces of this layer (every replicated
+  // expert's ring among its holders, all at once; collective::concurrent_ring_flows) and the ring
+  // step latencies beyond the first. Used with MoeGraphOptions::replica_allreduce.
+  collective::Coflow replica_grad_flows;
+  double replica_grad_latency = 0;
 };
 
 struct MoeGraphOptions {
@@ -97,6 +104,9 @@ struct MoeGraphOptions {
   bool migrations = false;       // a migration task before the iteration (SmartMoE; FSSDP has one anyway)
   bool single_queue = false;     // FSSDP: sparse collectives on the all-to-all stream (one NCCL queue)
   bool shadow = false;           // FasterMoE: shadow broadcast, local shadow compute, gradient reduce
+  // FlexMoE: each MoE layer's replica-group gradient all-reduce (LayerPlan::replica_grad_flows) on
+  // the dp stream after the block's dense all-reduce, overlapping the rest of backward.
+  bool replica_allreduce = false;
 };
 
 struct IterationExtras {
@@ -153,8 +163,8 @@ class MoeIterationGraph {
   engine::ModelId comm_model_ = 1;                  // the id Simulation::add_model gives the network
   collective::CoflowLoads block_loads_, emb_loads_, expert_ar_loads_;  // dense all-reduces (analytic tier)
   std::vector<std::vector<engine::TaskId>> copy_in_, copy_out_;  // [layer] -> [k * n + gpu]
-  enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding };
-  struct DpTask { engine::TaskId task; DpKind kind; };
+  enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding, kReplica };
+  struct DpTask { engine::TaskId task; DpKind kind; int layer; };  // layer: MoE layer of a kReplica
   std::vector<DpTask> dp_;
   collective::CoflowLoads loads_;  // scratch
   const char* dense_algo_ = "none";

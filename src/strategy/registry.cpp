@@ -5,6 +5,7 @@
 
 #include "strategy/ep.hpp"
 #include "strategy/fastermoe.hpp"
+#include "strategy/flexmoe.hpp"
 #include "strategy/fssdp.hpp"
 #include "strategy/smartmoe.hpp"
 #include "strategy/strategy.hpp"
@@ -69,6 +70,13 @@ const std::vector<StrategyInfo>& registry() {
        {{"period", "10", "iterations between placement re-plans", KnobDomain::integer(1, 1 << 30).tuned({"1", "2", "5", "10", "20", "50"})},
         {"window", "5", "iterations in the load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})}},
        make_smartmoe},
+      {"flexmoe", "FlexMoE: EP with replicas of hot experts expanded, shrunk and migrated within reserved slots every `period` iterations (moves with optimizer state on the critical path, replicas' gradients all-reduced)",
+       {{"reserve_slots", "2", "extra expert slots per GPU and MoE layer for replicas (memory for full copies: params, grads, optimizer state)", KnobDomain::integer(0, 1 << 20).tuned({"0", "1", "2", "4", "8"})},
+        {"period", "10", "iterations between re-plans", KnobDomain::integer(1, 1 << 30).tuned({"1", "2", "5", "10", "20", "50"})},
+        {"window", "5", "iterations in the load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})},
+        {"trigger_pct", "10", "re-plan a layer only when its max GPU load exceeds the mean by more than this many percent (balance-ratio trigger)", KnobDomain::integer(0, 100000).tuned({"0", "5", "10", "25", "50"})},
+        {"dispatch", "even", "even (an expert's tokens split over all its replicas) or topology (local, same node, remote)", KnobDomain::choice({"even", "topology"})}},
+       make_flexmoe},
       {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",
        {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)", KnobDomain::boolean()}},
        make_fsdp},

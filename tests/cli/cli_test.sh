@@ -118,7 +118,7 @@ if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else 
 "${run[@]}" --format json --seed 5 --network flow --strategy ep,fssdp > "$tmp/fb.json" 2>/dev/null
 if cmp -s "$tmp/fa.json" "$tmp/fb.json"; then echo "ok: deterministic flow-tier JSON"; else echo "FAIL: flow-tier JSON differs between runs"; fails=$((fails+1)); fi
 if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==5; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==6; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
 # Resolved settings in the JSON; a default FSSDP run on a bundled trace re-shards (once the window of
@@ -149,9 +149,36 @@ assert r['trigger'] == 'on' and r['bandwidth'] > 0 and r['gemm_throughput'] > 0 
 assert isinstance(r['shadowed_per_layer'], list) and len(r['shadowed_per_layer']) == 2, r
 " "$tmp/fm.json" && echo "ok: fastermoe resolved settings" || { echo "FAIL: fastermoe resolved settings"; fails=$((fails+1)); }
 
+# FlexMoE: replicas of the collapsed trace's hot experts on 4 H100 nodes (the first re-plan at
+# iteration `period`), reported in the resolved settings; bad knob values are located errors; on
+# 16 GPUs the tiny model's 8 experts do not divide: skipped with a warning without --strategy.
+"$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-collapsed.json.gz" --iterations 6 \
+  --strategy ep,flexmoe:period=3 --format json > "$tmp/flex.json" 2>/dev/null
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+ep, fx = d['strategies']
+r = fx['resolved']
+assert r['slots_per_gpu'] == 4 and len(r['replicas_per_layer']) == 12, r
+assert sum(r['replicas_per_layer']) > 0 and r['experts_moved'] > 0 and r['placement_changes'] == 1, r
+assert all(0 <= x <= 32 * 2 for x in r['replicas_per_layer']), r
+assert fx['breakdown_s']['reshard_migration'] > 0
+assert fx['iteration_time_s']['mean'] < ep['iteration_time_s']['mean']
+assert fx['peak_memory_composition_bytes']['optimizer'] > ep['peak_memory_composition_bytes']['optimizer']
+" "$tmp/flex.json" && echo "ok: flexmoe replicas, migration, memory" || { echo "FAIL: flexmoe run"; fails=$((fails+1)); }
+"$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-collapsed.json.gz" --iterations 6 \
+  --strategy ep,flexmoe:period=3 --format json > "$tmp/flex2.json" 2>/dev/null
+if cmp -s "$tmp/flex.json" "$tmp/flex2.json"; then echo "ok: flexmoe deterministic"; else echo "FAIL: flexmoe JSON differs between runs"; fails=$((fails+1)); fi
+expect 0 -- "${run[@]}" --strategy flexmoe:reserve_slots=1:period=1:window=1:trigger_pct=0:dispatch=topology
+expect 2 "flexmoe:reserve_slots" "expected an integer" -- "${run[@]}" --strategy flexmoe:reserve_slots=-1
+expect 2 "flexmoe:dispatch" "even" -- "${run[@]}" --strategy flexmoe:dispatch=nearest
+expect 2 "no knob 'reserve'" -- "${run[@]}" --strategy flexmoe:reserve=2
+expect 2 "FlexMoE" "8 experts on 16 GPUs" -- "$sim" run aws-p3dn-v100-2node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy flexmoe
+expect 0 "strategy flexmoe skipped" -- "$sim" run aws-p3dn-v100-2node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
+
 # Timeline: a Chrome trace with complete events for every strategy.
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4}" "$tmp/tl.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4,5}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
 
 # HTML report: self-contained, with the three charts and the resolved settings.

@@ -39,19 +39,15 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   return topology::build_compact(s, {"test", 0, 0});
 }
 
-// 2 MoE blocks, d_model 512, 8 experts of d_ffn 1024, top-2, 2 x 1024 tokens per GPU.
-inline workload::ModelSpec tiny_moe_model() {
-  return workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny
-layers: 2
-d_model: 512
-d_ffn: 1024
-experts: 8
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny.yaml");
+// 2 MoE blocks, d_model 512, d_ffn 1024 experts, 8 heads; `experts` experts, top-k routing,
+// micro_batch x seq_len tokens per GPU.
+inline workload::ModelSpec small_moe_model(const std::string& name, int experts, int top_k, int seq_len,
+                                           int micro_batch) {
+  return workload::load_model("schema: hecate-sim/model@1\nname: " + name +
+                                  "\nlayers: 2\nd_model: 512\nd_ffn: 1024\nexperts: " + std::to_string(experts) +
+                                  "\ntop_k: " + std::to_string(top_k) + "\nheads: 8\nseq_len: " +
+                                  std::to_string(seq_len) + "\nmicro_batch: " + std::to_string(micro_batch) + "\n",
+                              name + ".yaml");
 }
 
 // One node of 8 GPUs on a switch, 200 GB/s each, 300 TFLOP/s, 2 TB/s HBM (the strategy tests' node).
@@ -65,5 +61,7 @@ inline topology::Topology node8() {
 inline std::vector<double> uniform_loads(int L, int n, int E, double per_gpu) {
   return std::vector<double>(static_cast<size_t>(L) * n * E, per_gpu / E);
 }
+// 2 MoE blocks, d_model 512, 8 experts of d_ffn 1024, top-2, 2 x 1024 tokens per GPU.
+inline workload::ModelSpec tiny_moe_model() { return small_moe_model("tiny", 8, 2, 1024, 2); }
 
 }  // namespace hs::test
