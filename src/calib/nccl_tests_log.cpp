@@ -47,7 +47,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
       // "# nThread 1 nGpus 8 minBytes 8 maxBytes ..."
       if (t.size() >= 5 && t[1] == "nThread" && t[3] == "nGpus") {
         double a = 0, b = 0;
-        if (!number(t[2], a) || !number(t[4], b)) fail("nThread", "expected '# nThread T nGpus G ...' with integers");
+        if (!number(t[2], a) || !number(t[4], b) || a < 1 || b < 1 || a > 65536 || b > 65536 || a != std::floor(a) ||
+            b != std::floor(b))
+          fail("nThread", "expected '# nThread T nGpus G ...' with integers in [1, 65536]");
         log.threads = static_cast<int>(a), log.gpus_per_thread = static_cast<int>(b);
       }
       // "#  Rank  0 Group  0 Pid 1234 on  host device  0 [0x1b] NVIDIA H100 80GB HBM3"

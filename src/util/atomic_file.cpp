@@ -63,9 +63,10 @@ std::string read_file(const std::string& path) {
     while ((n = gzread(g, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
     int err = 0;
     const char* msg = gzerror(g, &err);
+    const std::string why = msg ? msg : "?";  // gzerror's text belongs to the gzFile: copy it before gzclose
     gzclose(g);
     if (n < 0 || (err != Z_OK && err != Z_STREAM_END))
-      throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("corrupt gzip data: {}", msg ? msg : "?"));
+      throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("corrupt gzip data: {}", why));
     return out;
   }
   FILE* f = std::fopen(path.c_str(), "rb");

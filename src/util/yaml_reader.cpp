@@ -5,7 +5,11 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
+#include <sstream>
 #include <vector>
+#include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
 
 namespace hs {
 
@@ -62,6 +66,34 @@ size_t invalid_utf8(const std::string& t) {
   return std::string::npos;
 }
 
+namespace {
+
+// Records where each document starts and ignores every other event.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  DocumentStarts(std::vector<YAML::Mark>& starts, std::vector<YAML::Mark>& roots) : starts_(starts), roots_(roots) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark), roots_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { root(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { root(m); }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { root(m); }
+  void OnMapEnd() override {}
+
+ private:
+  // The document's first node: where its content starts (the document start may be a '---').
+  void root(const YAML::Mark& m) {
+    if (!rooted_.count(starts_.size())) rooted_.insert(starts_.size()), roots_.back() = m;
+  }
+  std::vector<YAML::Mark>& starts_;
+  std::vector<YAML::Mark>& roots_;
+  std::set<size_t> rooted_;
+};
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& text, YamlContext& ctx) {
   if (const size_t bad = invalid_utf8(text); bad != std::string::npos) {
     const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
@@ -71,15 +103,34 @@ YAML::Node parse_yaml(const std::string& text, YamlContext& ctx) {
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.empty()) return YAML::Node();
-    if (docs.size() > 1) {
-      ctx.diags->error({ctx.file, docs[1].IsDefined() && !docs[1].Mark().is_null() ? docs[1].Mark().line + 1 : 0, 0}, "",
-                       fmt::format("{} YAML documents in one file: expected one", docs.size()));
+    // Count the documents first, at most three: YAML::LoadAll never returns on a ',' outside a flow
+    // collection at document level (yaml-cpp 0.7 yields an endless run of empty documents, each at the
+    // ',' it never consumes; found by fuzzing), so two documents starting at the same mark mean that.
+    std::vector<YAML::Mark> starts, roots;
+    {
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      DocumentStarts h(starts, roots);
+      while (starts.size() < 3 && parser.HandleNextDocument(h)) {
+        const size_t n = starts.size();
+        if (n >= 2 && starts[n - 1].pos == starts[n - 2].pos) {
+          const YAML::Mark& m = starts[n - 1];
+          const char c = m.pos >= 0 && static_cast<size_t>(m.pos) < text.size() ? text[static_cast<size_t>(m.pos)] : '?';
+          ctx.diags->error({ctx.file, m.line + 1, m.column + 1}, "",
+                           fmt::format("malformed YAML: unexpected '{}' (a ',' separates entries inside [ ] or {{ }} only)", c));
+          return YAML::Node(YAML::NodeType::Undefined);
+        }
+      }
+    }
+    if (starts.empty()) return YAML::Node();
+    if (starts.size() > 1) {
+      ctx.diags->error({ctx.file, roots[1].line + 1, 0}, "",
+                       fmt::format("{}{} YAML documents in one file: expected one", starts.size(), starts.size() >= 3 ? " or more" : ""));
       return YAML::Node(YAML::NodeType::Undefined);
     }
-    check_keys(docs[0], ctx, "");
-    return ctx.diags->has_errors() ? YAML::Node(YAML::NodeType::Undefined) : docs[0];
+    YAML::Node doc = YAML::Load(text);
+    check_keys(doc, ctx, "");
+    return ctx.diags->has_errors() ? YAML::Node(YAML::NodeType::Undefined) : doc;
   } catch (const YAML::Exception& e) {
     ctx.diags->error({ctx.file, e.mark.line + 1, e.mark.column + 1}, "",
                      fmt::format("malformed YAML: {}", e.msg));

@@ -92,7 +92,7 @@ Trace import_smartmoe(const std::string& folder, const ImportOptions& opt) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
     throw InputError({folder, 0, 0}, "", "expected a folder of table_iter{ITER}_rank{RANK}.log files");
-  static const std::regex kName(R"(table_iter(\d+)_rank(\d+)\.log)");
+  static const std::regex kName(R"(table_iter(\d{1,15})_rank(\d{1,6})\.log)");
   std::map<long long, std::map<int, std::string>> files;
   for (const auto& entry : fs::directory_iterator(folder)) {
     std::smatch m;
@@ -122,8 +122,12 @@ Trace import_smartmoe(const std::string& folder, const ImportOptions& opt) {
       const std::string& path = by_rank.at(r);
       RankLog log = parse_rank_file(path, diags);
       if (diags.has_errors()) break;
+      if (log.empty() || log.begin()->second.empty()) {
+        diags.error({path, 0, 0}, "layers", "no layer rows in this file");
+        break;
+      }
       const int layers = static_cast<int>(log.size());
-      const int experts = log.empty() ? 0 : static_cast<int>(log.begin()->second.at(0).size());
+      const int experts = static_cast<int>(log.begin()->second.front().size());
       if (t.moe_layers == 0) {
         t.moe_layers = layers, t.experts = experts;
       }

@@ -363,5 +363,19 @@ for sig in INT TERM; do
     echo "ok: SIG$sig during trace gen: exit $rc, no partial output"; else echo "FAIL: SIG$sig during trace gen (exit $rc)"; ls "$tmp" | grep intr; fails=$((fails+1)); fi
 done
 
+# Fuzzing regressions (tests/fuzz/regressions/: the inputs libFuzzer found, each once a hang, a crash
+# or undefined behaviour): every one is now a located input error, exit 2.
+reg="$root/tests/fuzz/regressions"
+comma="unexpected ',' \\(a ',' separates entries inside"
+expect 2 "topology-comma.yaml:1:1: " "$comma" -- timeout 20 "$sim" topo validate "$reg/topology-comma.yaml"
+expect 2 "model-comma.yaml:1:1: " "$comma" -- timeout 20 "$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$reg/model-comma.yaml"
+expect 2 "sweep-commas.yaml:1:1: " "$comma" -- timeout 20 "$sim" sweep "$reg/sweep-commas.yaml" --out "$tmp/regsw"
+expect 2 "calibration-comma.yaml:1:1: " "$comma" -- timeout 20 "${run[@]}" --calibration "$reg/calibration-comma.yaml"
+expect 2 "all_reduce_perf-huge-nthread.log:1: error: nThread" "integers in \\[1, 65536\\]" -- \
+  timeout 20 "$sim" calibrate --nccl-tests "$reg/all_reduce_perf-huge-nthread.log" --topology dgx-h100-1node -o "$tmp/regcal.yaml"
+expect 2 "trace-corrupt.json.gz: error: corrupt gzip data" -- timeout 20 "$sim" trace validate "$reg/trace-corrupt.json.gz"
+mkdir -p "$tmp/regsm" && cp "$reg/smartmoe-no-layers.log" "$tmp/regsm/table_iter1_rank0.log"
+expect 2 "table_iter1_rank0.log: error: layers: no layer rows" -- timeout 20 "$sim" trace import smartmoe "$tmp/regsm" -o "$tmp/regsm.json"
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
