@@ -58,6 +58,14 @@ std::string render_table(const RunReport& r) {
                    s.p50 * 1e3, s.p99 * 1e3, speed, s.peak_memory.total() / (1024.0 * 1024 * 1024),
                    s.fits_memory ? "yes" : "NO", gpu_name(r, s.bottleneck_gpu));
   }
+  // How far each strategy is from the lower bound (strategy/bound.hpp), when it ran.
+  for (const auto& b : r.strategies) {
+    if (b.name != "bound" || b.mean <= 0) continue;
+    fmt::format_to(it, "lower bound: {:.2f} ms; mean / bound:", b.mean * 1e3);
+    for (const auto& s : r.strategies)
+      if (&s != &b) fmt::format_to(it, " {} {:.2f}x", s.name, s.mean / b.mean);
+    o += '\n';
+  }
   fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<28}", "strategy");
   for (int c = 0; c < strategy::kNumComponents; ++c)
     fmt::format_to(it, " {:>15}", strategy::component_name(static_cast<strategy::Component>(c)));

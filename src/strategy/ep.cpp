@@ -117,11 +117,7 @@ class ExpertParallel final : public Strategy {
       }
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
-    // Peak memory: the GPU that receives the most routed tokens over all layers.
-    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
-    r.memory_gpu = gpu;
-    r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+    set_routed_memory(r, plans_, n_, static_, m);  // the GPU that receives the most routed tokens
     return r;
   }
 

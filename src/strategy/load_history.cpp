@@ -37,6 +37,14 @@ std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus) {
   return {best, worst};
 }
 
+void set_routed_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus,
+                       const cost::MemoryBreakdown& owned, const workload::ModelSpec& m) {
+  const auto [gpu, tokens] = busiest_gpu(plans, gpus);
+  r.memory_gpu = gpu;
+  r.memory = owned;
+  r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+}
+
 double balanced_owned_params(const workload::ModelSpec& m, int gpus) {
   const auto p = cost::count_params(m);
   return p.dense + p.per_expert * m.moe_layers() * static_cast<double>(m.experts) / gpus;

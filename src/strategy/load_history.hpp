@@ -30,6 +30,9 @@ class LoadHistory {
 
 // The GPU that computes the most routed tokens over all layers, and that total (per iteration).
 std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus);
+// Sets r's peak memory to `owned` plus the activations of the GPU that computes the most routed tokens.
+void set_routed_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus,
+                       const cost::MemoryBreakdown& owned, const workload::ModelSpec& m);
 
 // Parameters a GPU owns when experts are spread evenly: dense + E/N experts of every MoE layer.
 double balanced_owned_params(const workload::ModelSpec& m, int gpus);

@@ -434,8 +434,8 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
     for (int g = 0; g < n_; ++g) {
       scratch.assign(p.expert_tokens[g].begin(), p.expert_tokens[g].end());
       for (double& t : scratch) t /= ga;
-      const double f = cc.expert_forward(scratch).value();
-      const double b = cc.expert_backward(scratch).value();
+      const double f = p.expert_fwd_seconds.empty() ? cc.expert_forward(scratch).value() : p.expert_fwd_seconds[g];
+      const double b = p.expert_bwd_seconds.empty() ? cc.expert_backward(scratch).value() : p.expert_bwd_seconds[g];
       sf += f;
       sb += b;
       for (int mb = 0; mb < m.grad_accum; ++mb) {

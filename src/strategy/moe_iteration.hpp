@@ -88,6 +88,9 @@ struct LayerPlan {
   // step latencies beyond the first. Used with MoeGraphOptions::replica_allreduce.
   collective::Coflow replica_grad_flows;
   double replica_grad_latency = 0;
+  // The lower bound (`bound`): [gpu] expert FFN seconds per micro-batch, forward and backward, used
+  // instead of the cost model on expert_tokens (empty = from expert_tokens, every other strategy).
+  std::vector<double> expert_fwd_seconds, expert_bwd_seconds;
 };
 
 struct MoeGraphOptions {

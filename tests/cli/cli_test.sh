@@ -118,7 +118,7 @@ if cmp -s "$tmp/a.json" "$tmp/b.json"; then echo "ok: deterministic JSON"; else 
 "${run[@]}" --format json --seed 5 --network flow --strategy ep,fssdp > "$tmp/fb.json" 2>/dev/null
 if cmp -s "$tmp/fa.json" "$tmp/fb.json"; then echo "ok: deterministic flow-tier JSON"; else echo "FAIL: flow-tier JSON differs between runs"; fails=$((fails+1)); fi
 if ls "$tmp" | grep -q '\.tmp\.'; then echo "FAIL: temporary output left behind"; fails=$((fails+1)); fi
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==6; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['iterations']==3 and len(d['strategies'])==7; [s[k] for s in d['strategies'] for k in ('name','iteration_time_s','speedup_vs_ep','breakdown_s','peak_memory_bytes','fits_memory')]" "$tmp/a.json" \
   && echo "ok: JSON schema" || { echo "FAIL: JSON schema"; fails=$((fails+1)); }
 
 # Resolved settings in the JSON; a default FSSDP run on a bundled trace re-shards (once the window of
@@ -178,7 +178,7 @@ expect 0 "strategy flexmoe skipped" -- "$sim" run aws-p3dn-v100-2node "$fx/tiny-
 
 # Timeline: a Chrome trace with complete events for every strategy.
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4,5}" "$tmp/tl.json" \
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4,5,6}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
 
 # HTML report: self-contained, with the three charts and the resolved settings.

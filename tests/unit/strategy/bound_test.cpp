@@ -1,0 +1,167 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strategy/strategy.hpp"
+#include "support/test_platforms.hpp"
+#include "util/diagnostics.hpp"
+
+using namespace hs;
+
+namespace {
+struct Platform {
+  std::string label;
+  workload::ModelSpec m;
+  topology::Topology t;
+  cost::ComputeCost cc;
+  strategy::Context ctx;
+  Platform(std::string l, workload::ModelSpec model, topology::Topology topo)
+      : label(std::move(l)), m(std::move(model)), t(std::move(topo)), cc(t.gpu_model(), m), ctx{t, m, cc, 1} {}
+};
+
+// loads[layer][gpu][expert]: every GPU routes `per_gpu` assignments over the experts with skewed,
+// random weights (a random power of uniform draws: from near-uniform to one or two hot experts).
+std::vector<double> random_loads(std::mt19937& rng, int L, int n, int E, double per_gpu) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> out(static_cast<size_t>(L) * n * E);
+  for (int l = 0; l < L; ++l) {
+    const double skew = 1 + 8 * u(rng);
+    std::vector<double> base(E);
+    for (double& b : base) b = std::pow(u(rng), skew) + 1e-3;
+    for (int g = 0; g < n; ++g) {
+      std::vector<double> w(E);
+      double sum = 0;
+      for (int e = 0; e < E; ++e) sum += w[e] = base[e] * (0.5 + u(rng));
+      for (int e = 0; e < E; ++e) out[(static_cast<size_t>(l) * n + g) * E + e] = std::round(per_gpu * w[e] / sum);
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<strategy::Strategy> make(const std::string& spec, const strategy::Context& ctx) {
+  return strategy::make_strategy(strategy::parse_strategy_spec(spec), ctx);
+}
+
+struct Events : strategy::TimelineSink {
+  std::vector<strategy::TimelineEvent> all;
+  void event(const strategy::TimelineEvent& e) override { all.push_back(e); }
+  double duration(const std::string& name, int gpu) const {
+    for (const auto& e : all)
+      if (e.name == name && e.gpu == gpu) return e.end - e.start;
+    return -1;
+  }
+};
+}  // namespace
+
+TEST_CASE("bound: no registered strategy is faster, over random loads on three platforms") {
+  test::ClusterShape two_nodes;  // 2 nodes x 4 GPUs, one 25 GB/s NIC per GPU
+  two_nodes.nodes = 2, two_nodes.gpus_per_node = 4, two_nodes.nics = 4, two_nodes.nic_bw = 25e9;
+  test::ClusterShape four;  // one node of 4 slow-linked GPUs
+  four.gpus_per_node = 4, four.intra_bw = 50e9, four.peak_flops = 100e12;
+  std::vector<std::unique_ptr<Platform>> platforms;  // Context refers to its Platform's members: never moved
+  platforms.push_back(std::make_unique<Platform>("node8, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8()));
+  platforms.push_back(std::make_unique<Platform>("2x4 with NICs, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2),
+                         test::make_cluster(two_nodes)));
+  platforms.push_back(std::make_unique<Platform>("node4, 8 experts top-1", test::small_moe_model("m8", 8, 1, 512, 4),
+                                                 test::make_cluster(four)));
+  std::mt19937 rng(12345);
+  for (auto& pp : platforms) {
+    Platform& p = *pp;
+    const int n = p.t.num_gpus(), E = p.m.experts, L = p.m.moe_layers();
+    const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
+    std::vector<std::vector<double>> iters;
+    for (int i = 0; i < 12; ++i) iters.push_back(random_loads(rng, L, n, E, per_gpu));
+    auto bound = make("bound", p.ctx);
+    std::vector<double> floor;
+    for (const auto& loads : iters) floor.push_back(bound->simulate(loads).time);
+    int compared = 0;
+    for (const auto& info : strategy::registry()) {
+      const std::string name = info.name;
+      if (name == "bound") continue;
+      // Short periods so the stateful strategies re-plan (and migrate) within the run.
+      std::string spec = name;
+      if (name == "smartmoe" || name == "flexmoe") spec += ":period=3:window=2";
+      if (name == "fssdp") spec += ":window=2:reshard_every=4";
+      auto s = make(spec, p.ctx);
+      for (size_t i = 0; i < iters.size(); ++i) {
+        const double t = s->simulate(iters[i]).time;
+        INFO(p.label, ": ", spec, " iteration ", i, " time ", t, " bound ", floor[i]);
+        CHECK(floor[i] <= t * (1 + 1e-12));
+      }
+      ++compared;
+    }
+    CHECK(compared == static_cast<int>(strategy::registry().size()) - 1);
+  }
+}
+
+TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more time") {
+  Platform p("node8", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8());
+  const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
+  const auto loads = test::uniform_loads(p.m.moe_layers(), 8, 16, per_gpu);
+  auto bound = make("bound", p.ctx), oracle = make("oracle", p.ctx);
+  Events eb, eo;
+  bound->record_next(&eb);
+  oracle->record_next(&eo);
+  const auto rb = bound->simulate(loads), ro = oracle->simulate(loads);
+  for (const char* task : {"expert_fwd L0", "expert_bwd L1"})
+    for (int g : {0, 5}) {
+      INFO(task, " gpu ", g);
+      CHECK(eb.duration(task, g) > 0);
+      CHECK(eb.duration(task, g) == doctest::Approx(eo.duration(task, g)).epsilon(1e-9));
+    }
+  const auto ec = static_cast<size_t>(strategy::Component::kExpertCompute);
+  CHECK(rb.breakdown[ec] == doctest::Approx(ro.breakdown[ec]).epsilon(1e-9));
+  CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kStragglerWait)] == doctest::Approx(0.0));
+  CHECK(rb.time <= ro.time);
+  CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)] <= ro.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)]);
+}
+
+TEST_CASE("bound: one hot expert, worked by hand") {
+  // Tiny model (d_model 512, d_ffn 1024, plain MLP: 2 matrices, top-2, 8 experts) on node8
+  // (300 TFLOP/s, 2 TB/s HBM), one micro-batch. Layer 0: all 8 GPUs send their 4096 assignments to
+  // expert 0, so c_0 = 32768 and the other experts have none.
+  //   gemm(32768), forward: FLOPs = 2 * 32768 * 512 * 1024 * 2 = 6.872e10,
+  //     eta_c = 0.8 * 32768 / (32768 + 48) = 0.79883 -> 6.872e10 / (0.79883 * 300e12) = 286.75 us;
+  //     memory: (2 MiB of weights + 32768 * (512 + 2048) * 2 B * 2) / (0.85 * 2 TB/s) = 198.6 us;
+  //     compute-bound: 286.75 us.
+  //   Every GPU of the bound: launch + gemm / N = 5 us + 286.75 / 8 us = 40.84 us.
+  //   EP computes it all on GPU 0: 291.75 us; the oracle gives each GPU one expert of 4096 tokens:
+  //   5 us + 8.59e9 / (0.8 * 4096 / 4144 * 300e12) = 41.21 us (smaller GEMMs run less efficiently).
+  workload::ModelSpec m = test::tiny_moe_model();
+  topology::Topology t = test::node8();
+  cost::ComputeCost cc{t.gpu_model(), m};
+  strategy::Context ctx{t, m, cc, 1};
+  auto loads = test::uniform_loads(2, 8, 8, 4096);
+  for (int g = 0; g < 8; ++g)
+    for (int e = 0; e < 8; ++e) loads[(0 * 8 + g) * 8 + e] = e == 0 ? 4096 : 0;
+  const double gemm = 2.0 * 32768 * 512 * 1024 * 2 / (0.8 * 32768 / (32768 + 48) * 300e12);
+  const double expected = 5e-6 + gemm / 8;
+  CHECK(expected == doctest::Approx(40.84e-6).epsilon(1e-3));
+  auto bound = make("bound", ctx), ep = make("ep", ctx), oracle = make("oracle", ctx);
+  Events eb, ee, eo;
+  bound->record_next(&eb);
+  ep->record_next(&ee);
+  oracle->record_next(&eo);
+  const double tb = bound->simulate(loads).time, te = ep->simulate(loads).time, to = oracle->simulate(loads).time;
+  for (int g : {0, 3, 7}) CHECK(eb.duration("expert_fwd L0", g) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(ee.duration("expert_fwd L0", 0) == doctest::Approx(5e-6 + gemm).epsilon(1e-9));
+  CHECK(eo.duration("expert_fwd L0", 0) == doctest::Approx(41.21e-6).epsilon(1e-3));
+  // No token leaves its GPU in the bound; EP and the oracle send 7/8 of theirs.
+  CHECK(tb < to);
+  CHECK(to < te);
+}
+
+TEST_CASE("bound: takes no knobs") {
+  workload::ModelSpec m = test::tiny_moe_model();
+  topology::Topology t = test::node8();
+  cost::ComputeCost cc{t.gpu_model(), m};
+  strategy::Context ctx{t, m, cc, 1};
+  CHECK_THROWS_AS(make("bound:ep_size=4", ctx), InputError);
+  const auto* info = strategy::find_strategy("bound");
+  REQUIRE(info != nullptr);
+  CHECK(std::string(info->help).find("lower bound") != std::string::npos);
+}
