@@ -2,6 +2,7 @@
 #include "workload/trace_io.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
@@ -65,7 +66,7 @@ RankLog parse_rank_file(const std::string& path, Diagnostics& diags) {
         c.skip_ws();
         double x = 0;
         auto [q, ec2] = std::from_chars(text.data() + c.pos, text.data() + text.size(), x);
-        if (ec2 != std::errc() || x < 0 || x != static_cast<double>(static_cast<uint64_t>(x)))
+        if (ec2 != std::errc() || !(x >= 0 && x <= 9007199254740992.0) || x != std::floor(x))  // 2^53: exact counts only
           return fail(fmt::format("layer {}.micro_batch {}.expert {}", layer, mbs.size(), v.size()),
                       "expected a non-negative integral count"), out;
         while (text.data() + c.pos < q) c.advance();
@@ -387,8 +388,9 @@ Trace import_csv(const std::string& path, const ImportOptions& opt, int experts)
     for (int i = 0; i < 5; ++i) {
       auto [q, ec] = std::from_chars(p, e, v[i]);
       const char* names[] = {"iter", "layer", "source", "expert", "count"};
-      if (ec != std::errc() || v[i] < 0)
-        throw InputError({path, line_no, static_cast<int>(p - line.data()) + 1}, names[i], "expected a non-negative integer");
+      if (ec != std::errc() || v[i] < 0 || (i >= 1 && i <= 3 && v[i] > (1 << 20)))
+        throw InputError({path, line_no, static_cast<int>(p - line.data()) + 1}, names[i],
+                         i >= 1 && i <= 3 ? "expected a non-negative integer up to 2^20" : "expected a non-negative integer");
       p = q;
       if (i < 4) {
         if (p == e || *p != ',')

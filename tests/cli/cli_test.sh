@@ -376,6 +376,9 @@ expect 2 "all_reduce_perf-huge-nthread.log:1: error: nThread" "integers in \\[1,
 expect 2 "trace-corrupt.json.gz: error: corrupt gzip data" -- timeout 20 "$sim" trace validate "$reg/trace-corrupt.json.gz"
 mkdir -p "$tmp/regsm" && cp "$reg/smartmoe-no-layers.log" "$tmp/regsm/table_iter1_rank0.log"
 expect 2 "table_iter1_rank0.log: error: layers: no layer rows" -- timeout 20 "$sim" trace import smartmoe "$tmp/regsm" -o "$tmp/regsm.json"
+cp "$reg/smartmoe-huge-count.log" "$tmp/regsm/table_iter1_rank0.log"
+expect 2 "table_iter1_rank0.log:1:[0-9]+: error: layer 1.micro_batch 0.expert 1" "non-negative integral count" -- \
+  timeout 20 "$sim" trace import smartmoe "$tmp/regsm" -o "$tmp/regsm.json"
 
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
