@@ -144,19 +144,7 @@ class Reader {
 
  private:
   // ---- diagnostics
-  SourceLocation at(const char* p) const {
-    if (p == nullptr || p < buf_.data() || p > buf_.data() + buf_.size()) return {file_, 0, 0};
-    int line = 1, col = 1;
-    for (const char* q = buf_.data(); q < p; ++q) {
-      if (*q == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    return {file_, line, col};
-  }
+  SourceLocation at(const char* p) const { return locate_in_text(buf_.data(), buf_.size(), p, file_); }
   void error(const char* where, std::string field, std::string msg) {
     if (static_cast<int>(diags_.all().size()) >= kMaxErrors) return;
     diags_.error(at(where), std::move(field), std::move(msg));

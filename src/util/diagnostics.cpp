@@ -4,6 +4,20 @@
 
 namespace hs {
 
+SourceLocation locate_in_text(const char* text, size_t size, const char* p, const std::string& file) {
+  if (p == nullptr || p < text || p > text + size) return {file, 0, 0};
+  int line = 1, col = 1;
+  for (const char* q = text; q < p; ++q) {
+    if (*q == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {file, line, col};
+}
+
 std::string to_string(const Diagnostic& d) {
   std::string loc = d.where.file.empty() ? std::string("<input>") : d.where.file;
   if (d.where.line > 0) {

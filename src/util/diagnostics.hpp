@@ -6,6 +6,7 @@
 // in the same list with severity kWarning and never fail a load.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct Diagnostic {
 };
 
 std::string to_string(const Diagnostic& d);
+
+// The 1-based line:column of `p` inside text[0, size) (parsers that keep a pointer into their buffer,
+// e.g. simdjson's current_location, call this only on errors); {file, 0, 0} when p is not inside.
+SourceLocation locate_in_text(const char* text, size_t size, const char* p, const std::string& file);
 
 class Diagnostics {
  public:

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
-#include <set>
 #include <sstream>
 #include <vector>
 #include <yaml-cpp/anchor.h>
@@ -72,7 +71,9 @@ namespace {
 class DocumentStarts final : public YAML::EventHandler {
  public:
   DocumentStarts(std::vector<YAML::Mark>& starts, std::vector<YAML::Mark>& roots) : starts_(starts), roots_(roots) {}
-  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark), roots_.push_back(mark); }
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts_.push_back(mark), roots_.push_back(mark), rooted_ = false;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
   void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { root(m); }
@@ -85,11 +86,11 @@ class DocumentStarts final : public YAML::EventHandler {
  private:
   // The document's first node: where its content starts (the document start may be a '---').
   void root(const YAML::Mark& m) {
-    if (!rooted_.count(starts_.size())) rooted_.insert(starts_.size()), roots_.back() = m;
+    if (!rooted_) rooted_ = true, roots_.back() = m;
   }
   std::vector<YAML::Mark>& starts_;
   std::vector<YAML::Mark>& roots_;
-  std::set<size_t> rooted_;
+  bool rooted_ = false;
 };
 
 }  // namespace

@@ -36,14 +36,7 @@ struct Locator {
   const char* base;
   size_t size;
   std::string file;
-  SourceLocation at(const char* p) const {
-    if (p == nullptr || p < base || p > base + size) return {file, 0, 0};
-    int line = 1, col = 1;
-    for (const char* q = base; q < p; ++q) {
-      if (*q == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    return {file, line, col};
-  }
+  SourceLocation at(const char* p) const { return locate_in_text(base, size, p, file); }
 };
 
 class Parser {

@@ -6,24 +6,7 @@ sim="$1"; root="$2"
 fx="$root/tests/fixtures"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
-# expect CODE PATTERN... -- CMD...: run CMD, check exit code and that stderr matches every pattern.
-expect() {
-  local code="$1"; shift
-  local pats=()
-  while [ "$1" != "--" ]; do pats+=("$1"); shift; done
-  shift
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" != "$code" ]; then
-    echo "FAIL (exit $rc, wanted $code): $*"; sed 's/^/  | /' "$tmp/err" | head -5; fails=$((fails+1)); return
-  fi
-  for p in "${pats[@]}"; do
-    if ! grep -qE -- "$p" "$tmp/err"; then
-      echo "FAIL (stderr lacks /$p/): $*"; sed 's/^/  | /' "$tmp/err" | head -5; fails=$((fails+1)); return
-    fi
-  done
-  echo "ok: $*" | cut -c1-150
-}
+. "$root/tests/support/expect.sh"
 
 run=("$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml")
 

@@ -90,7 +90,7 @@ for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 node=$(hostname -s)
 cpus=$(nproc)
 ctld_port=$((20000 + RANDOM % 20000)); slurmd_port=$((ctld_port + 1))
-mkdir -p "$tmp/state" "$tmp/spool" "$tmp/work"
+mkdir -p "$tmp/state" "$tmp/spool" "$tmp/jobdir"
 export SLURM_CONF="$tmp/slurm.conf"   # read by sinfo/sbatch/squeue/scancel (and the daemons via -f)
 cat > "$SLURM_CONF" <<EOF
 ClusterName=hecate-test
@@ -148,7 +148,7 @@ fi
 ok "slurmctld + slurmd up, node $node idle ($cpus CPUs)"
 
 # --- the sweep: the CLI test's small sweep, with absolute paths ---------------------------------
-cat > "$tmp/work/sw.yaml" <<EOF
+cat > "$tmp/jobdir/sw.yaml" <<EOF
 schema: hecate-sim/sweep@1
 topologies: [dgx-h100-1node]
 traces: [$fx/tiny-trace.json]
@@ -159,14 +159,14 @@ strategies:
   smartmoe: {period: [1, 2]}
 iterations: 6
 EOF
-cd "$tmp/work" || exit 1
+cd "$tmp/jobdir" || exit 1
 "$sim" sweep sw.yaml --jobs 1 --out local > local.out 2> local.err || { fail "local sweep run"; sed 's/^/  | /' local.err | head -5; }
 
 # The array: 3 tasks, one CPU each (overriding the script's #SBATCH --cpus-per-task=4, more than a
 # small node has); HECATE_SIM reaches the tasks through sbatch's default --export=ALL. The tasks
 # take well under a second; the rest is scheduling and sbatch --wait's polling (a few seconds).
 export HECATE_SIM="$sim"
-if timeout 60 sbatch --wait --quiet --array=0-2 --cpus-per-task=1 --chdir="$tmp/work" \
+if timeout 60 sbatch --wait --quiet --array=0-2 --cpus-per-task=1 --chdir="$tmp/jobdir" \
      "$array_script" sw.yaml arr > sbatch.out 2> sbatch.err; then
   ok "sbatch --wait --array=0-2 sweep-array.sh: all tasks exited 0"
 else
