@@ -122,7 +122,11 @@ class FasterMoe final : public Strategy {
       }
       route_ep_layer(layer, n_, E_, ep_, token_bytes, mask, p);
       p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
+      p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_,
+                                                 collective::BroadcastAlgo::kChain, false);
       p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
+      p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_,
+                                                 collective::BroadcastAlgo::kChain, true);
       p.copy_bytes.assign(n_, 0.0);
       for (size_t c = 0; c < shadows.owner.size(); ++c)
         for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;

@@ -181,9 +181,11 @@ class Fssdp final : public Strategy {
       LayerPlan& plan = plans_[l];
       // The forward spAG moves the predicted plan; calibration copies travel in their own task.
       plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.spag = graph_.network().coflow_time(plan.spag_flows);
+      plan.spag_latency = collective::sparse_finish(plan.spag_flows, p, ctx_.topo, node_of_, k_.broadcast, false);
+      plan.spag = graph_.network().coflow_time(plan.spag_flows) + plan.spag_latency;
       calibration_extra_[l] = {};
       plan.calibration_spag = 0;
+      plan.calibration_latency = 0;
       plan.calibration_flows.clear();
       if (k_.calibrate) {
         // Remaining free slots per GPU after the predicted plan.
@@ -199,7 +201,9 @@ class Fssdp final : public Strategy {
             std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
                                 std::back_inserter(extra.replicas[e]));
           auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast);
-          const double extra_spag = graph_.network().coflow_time(extra_flows);
+          const double extra_latency =
+              collective::sparse_finish(extra_flows, extra, ctx_.topo, node_of_, k_.broadcast, false);
+          const double extra_spag = graph_.network().coflow_time(extra_flows) + extra_latency;
           // Both plans charged what they leave exposed: the forward spAG's remainder after the
           // attention and router, plus (calibrated) the extra spAG after it, beyond the dispatch
           // all-to-all they may overlap (nothing overlaps them when one queue serializes them).
@@ -213,6 +217,7 @@ class Fssdp final : public Strategy {
             d = std::move(dq);
             plan.calibration_spag = extra_spag;
             plan.calibration_flows = std::move(extra_flows);
+            plan.calibration_latency = extra_latency;
             calibration_extra_[l] = std::move(extra);
             ++calibrations_accepted_;
           }
@@ -223,7 +228,8 @@ class Fssdp final : public Strategy {
       plan.received_tokens = std::move(d.received);
       // spRS returns the gradients of every copy, calibration ones included.
       plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.sprs = graph_.network().coflow_time(plan.sprs_flows);
+      plan.sprs_latency = collective::sparse_finish(plan.sprs_flows, p, ctx_.topo, node_of_, k_.broadcast, true);
+      plan.sprs = graph_.network().coflow_time(plan.sprs_flows) + plan.sprs_latency;
       std::vector<double> per_layer(n_, 0.0);
       for (int e = 0; e < E_; ++e)
         for (int g : p.replicas[e]) per_layer[g] += 1;
