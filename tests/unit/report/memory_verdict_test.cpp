@@ -42,17 +42,7 @@ TEST_CASE("a configuration that fits only with re-materialization") {
   // layer. Without re-materialization (one queue) the peak is layer 3's backward: 28 copies + 7
   // gradient buffers = 35 x 2 MiB = 70 MiB. With it: layer 3 in use + layer 2 being gathered + 7
   // gradient buffers = 21 x 2 MiB = 42 MiB. Every other term is the same plan's: 28 MiB apart.
-  auto m = workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny4
-layers: 4
-d_model: 512
-d_ffn: 1024
-experts: 8
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny4.yaml");
+  auto m = test::small_moe_model("tiny4", 8, 2, 1024, 2, 4);
   auto t = test::node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   strategy::Context ctx{t, m, cc, 1};

@@ -182,17 +182,7 @@ TEST_CASE("with t = 0, homogeneous sharding and no calibration FSSDP does EP's e
 
 TEST_CASE("re-materialization lowers peak memory and never makes an iteration faster") {
   // 4 MoE layers: re-materialization keeps two layers' copies at a time, not four.
-  auto m = workload::load_model(R"(schema: hecate-sim/model@1
-name: tiny4
-layers: 4
-d_model: 512
-d_ffn: 1024
-experts: 8
-top_k: 2
-heads: 8
-seq_len: 1024
-micro_batch: 2
-)", "tiny4.yaml");
+  auto m = test::small_moe_model("tiny4", 8, 2, 1024, 2, 4);
   auto t = two_nodes();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
