@@ -280,22 +280,29 @@ class Fssdp final : public Strategy {
   // plan at its overlap degree with no memory limit gives the copies it wants on each GPU; per GPU
   // the largest level such that every layer keeping min(wanted, level) copies fits in the GPU's
   // copy budget under the copies' lifetimes (cost::copy_cap_level); a layer cut below what it
-  // wanted plans its overlap degree again within the cut. Fills resolved_t_, level_, slots_, cut_.
+  // wanted plans its overlap degree again within the cut (one left no slot keeps its t). Fills resolved_t_, level_, slots_, cut_.
   void plan_copies(const std::vector<std::vector<double>>& predicted) {
+    std::vector<double> owned(n_, 0.0), budget(n_);
+    for (const auto& layer : owners_)
+      for (int g : layer) owned[g] += 1;
+    bool room = false;  // some GPU can hold one copy and its gradient buffer
+    for (int g = 0; g < n_; ++g) {
+      budget[g] = copy_budget(g, owned[g]);
+      room = room || budget[g] >= expert_bytes_ + copy_grad_bytes_;
+    }
+    // Without room anywhere the overlap degree is planned for no copies (timing full-replication
+    // plans for nothing costs as much as the rest of the iteration on a large cluster).
     std::vector<std::vector<double>> wanted(n_, std::vector<double>(L_, 0.0));  // [gpu][layer]
     resolved_t_.assign(L_, 0);
     for (int l = 0; l < L_; ++l) {
-      resolved_t_[l] = overlap_degree(predicted[l], owners_[l], E_);
+      resolved_t_[l] = overlap_degree(predicted[l], owners_[l], room ? E_ : 0);
       const auto p = materialize(predicted[l], owners_[l], node_of_, resolved_t_[l], E_);
       for (const auto& r : p.replicas)
         for (int g : r) wanted[g][l] += 1;
     }
-    std::vector<double> owned(n_, 0.0);
-    for (const auto& layer : owners_)
-      for (int g : layer) owned[g] += 1;
     level_.assign(n_, E_);
     for (int g = 0; g < n_; ++g)
-      level_[g] = cost::copy_cap_level(wanted[g], copy_budget(g, owned[g]), expert_bytes_, copy_grad_bytes_, life_, E_);
+      level_[g] = cost::copy_cap_level(wanted[g], budget[g], expert_bytes_, copy_grad_bytes_, life_, E_);
     cap_min_ = *std::min_element(level_.begin(), level_.end());
     slots_.assign(L_, std::vector<int>(n_, 0));
     cut_.assign(L_, 0);
@@ -304,7 +311,9 @@ class Fssdp final : public Strategy {
         slots_[l][g] = std::min(static_cast<int>(wanted[g][l]), level_[g]);
         cut_[l] += static_cast<int>(wanted[g][l]) - slots_[l][g];
       }
-      if (cut_[l] > 0) resolved_t_[l] = overlap_degree(predicted[l], owners_[l], slots_[l]);
+      // With no slot anywhere no copy is made whatever t is: the layer keeps the t it wanted.
+      if (cut_[l] > 0 && std::any_of(slots_[l].begin(), slots_[l].end(), [](int s) { return s > 0; }))
+        resolved_t_[l] = overlap_degree(predicted[l], owners_[l], slots_[l]);
     }
   }
 
@@ -355,11 +364,11 @@ class Fssdp final : public Strategy {
       set_worst_memory(alt, plans_, n_, m, [&](int g) { return base(g, {true, life_.grads_overlap_next}); });
       r.memory_rematerialized = alt.memory;
     }
+    const std::vector<double> a2a = a2a_buffer_bytes(plans_, n_, m.grad_accum);
     for (int g = 0; g < n_; ++g) {
       double recv = 0;
       for (const auto& p : plans_) recv += p.received_tokens[g];
-      resident_[g] = std::max(uniform_resident_, cost::activation_bytes(m, recv / m.grad_accum) +
-                                                     a2a_buffer_bytes(plans_, n_, g, m.grad_accum));
+      resident_[g] = std::max(uniform_resident_, cost::activation_bytes(m, recv / m.grad_accum) + a2a[g]);
     }
   }
 

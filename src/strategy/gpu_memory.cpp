@@ -1,5 +1,6 @@
 #include "strategy/gpu_memory.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "collective/ring.hpp"
@@ -15,31 +16,36 @@ cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
   return b;
 }
 
-double a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int g, int grad_accum) {
-  double most = 0;
+std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum) {
+  std::vector<double> most(gpus, 0.0), bytes(gpus);
   for (const auto& p : plans) {
     if (p.dispatch_bytes.empty()) continue;
     bool crosses = false;
-    for (int s = 0; s < gpus && !crosses; ++s)
-      for (int d = 0; d < gpus && !crosses; ++d) crosses = s != d && p.dispatch_bytes[static_cast<size_t>(s) * gpus + d] > 0;
+    std::fill(bytes.begin(), bytes.end(), 0.0);
+    for (int s = 0; s < gpus; ++s)
+      for (int d = 0; d < gpus; ++d) {
+        const double b = p.dispatch_bytes[static_cast<size_t>(s) * gpus + d];
+        crosses = crosses || (s != d && b > 0);
+        bytes[s] += b;  // sent
+        bytes[d] += b;  // received
+      }
     if (!crosses) continue;
-    double bytes = 0;
-    for (int k = 0; k < gpus; ++k)
-      bytes += p.dispatch_bytes[static_cast<size_t>(g) * gpus + k] + p.dispatch_bytes[static_cast<size_t>(k) * gpus + g];
-    most = std::max(most, bytes);
+    for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
   }
-  return most / grad_accum;
+  for (double& b : most) b /= grad_accum;
+  return most;
 }
 
 void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
                       const std::function<cost::MemoryBreakdown(int)>& base) {
   double worst = -1;
+  const std::vector<double> a2a = a2a_buffer_bytes(plans, gpus, m.grad_accum);
   for (int g = 0; g < gpus; ++g) {
     cost::MemoryBreakdown mb = base(g);
     double recv = 0;
     for (const auto& p : plans) recv += p.received_tokens[g];
     mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
-    mb.comm_buffers = a2a_buffer_bytes(plans, gpus, g, m.grad_accum);
+    mb.comm_buffers = a2a[g];
     if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
   }
 }

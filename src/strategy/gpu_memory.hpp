@@ -26,10 +26,10 @@ namespace hs::strategy {
 // Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
 cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
 
-// All-to-all buffers of GPU g (cost/memory_model.hpp): per micro-batch, the largest over layers of
-// the bytes it sends plus the bytes it receives, its own chunk included (the dispatcher's buffers
+// All-to-all buffers of every GPU (cost/memory_model.hpp): per micro-batch, the largest over layers
+// of the bytes it sends plus the bytes it receives, its own chunk included (the dispatcher's buffers
 // hold every routed token). A layer that moves no token between GPUs issues no all-to-all: 0.
-double a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int g, int grad_accum);
+std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum);
 
 // Sets r.memory / r.memory_gpu to the GPU with the largest total: base(g) (owned state, copies,
 // NCCL) plus the activations of the routed tokens it computes and its all-to-all buffers. Ties:

@@ -53,8 +53,7 @@ TEST_CASE("all-to-all buffers: bytes sent plus received in the layer in flight, 
   LayerPlan local;
   local.dispatch_bytes = {500, 0, 0, 500};
   const std::vector<LayerPlan> plans{a, local};
-  CHECK(a2a_buffer_bytes(plans, 2, 0, 2) == 35);
-  CHECK(a2a_buffer_bytes(plans, 2, 1, 2) == 65);
+  CHECK(a2a_buffer_bytes(plans, 2, 2) == std::vector<double>{35, 65});
 }
 
 TEST_CASE("FSSDP copies and their gradient buffers, as Hecate keeps them") {
@@ -102,6 +101,13 @@ TEST_CASE("the memory cap binds per GPU: a layer's plan is cut to what fits") {
   CHECK(r.memory.copy_params == 6 * 2 * MiB);
   CHECK(r.memory.copy_grads == 3 * 2 * MiB);
   CHECK(r.memory.copy_params + r.memory.copy_grads <= 20 * MiB);
+  // Less than one copy and its gradient buffer (4 MiB): no copy anywhere, all 56 cut.
+  auto none = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "3MiB"}});
+  auto z = none->simulate(test::uniform_loads(2, 8, 8, 4096));
+  CHECK(setting(*none, "memory_capacity_m") == "0");
+  CHECK(setting(*none, "copies_per_layer") == "[0, 0]");
+  CHECK(setting(*none, "copies_cut_by_memory") == "[56, 56]");
+  CHECK(z.memory.copy_params + z.memory.copy_grads == 0);
   // With re-materialization the budget holds the same (two layers resident at once here).
   auto rm = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "20MiB"},
                              {"rematerialize", "true"}});
