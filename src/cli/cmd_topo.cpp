@@ -1,6 +1,5 @@
 // hecate-sim topo show|validate TOPOLOGY: what the simulator understood of a topology.
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -43,7 +42,7 @@ std::string show(const topology::Topology& t, const std::string& source) {
                    "a connection reaches at most {} to another node, {} inside a node\n",
                    t.num_gpus(), p2p.channels(), p2p.channels_per_peer(), p2p.rounds(),
                    t.num_nodes() > 1 ? format_bandwidth(Bandwidth(p2p.net_cap())) : std::string("-"),
-                   std::isfinite(p2p.local_cap()) ? format_bandwidth(Bandwidth(p2p.local_cap())) : std::string("its links"));
+                   p2p.local_cap() > 0 ? format_bandwidth(Bandwidth(p2p.local_cap())) : std::string("its links"));
   }
   fmt::format_to(it, "point-to-point (effective bottleneck bandwidth, latency, hops):\n");
   if (t.num_gpus() > 1 && t.gpus_in_node(0) > 1) {

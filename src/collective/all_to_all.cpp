@@ -1,7 +1,6 @@
 #include "collective/all_to_all.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace hs::collective {
@@ -31,8 +30,7 @@ Coflow alltoallv_flows(const topology::Topology& topo, std::span<const double> m
     for (int d = 0; d < n; ++d) {
       const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
       if (b <= 0 || s == d) continue;
-      const double cap = p2p.cap(s, d);
-      out.push_back({s, d, b, std::isfinite(cap) ? cap : 0.0});
+      out.push_back({s, d, b, p2p.cap(s, d)});
       alpha = std::max(alpha, topo.route(s, d).latency.value());
     }
   extra_latency = alpha * (p2p.rounds() - 1);

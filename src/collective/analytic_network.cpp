@@ -1,7 +1,6 @@
 #include "collective/analytic_network.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace hs::collective {
 
@@ -87,7 +86,7 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
   shape.multi_node = max_net > 0;
   const P2pChannels p2p(topo_, shape.ranks, shape.multi_node);
   floor_ = std::max({floor_, max_net > 0 ? max_net / p2p.net_cap() : 0.0,
-                     max_local > 0 && std::isfinite(p2p.local_cap()) ? max_local / p2p.local_cap() : 0.0});
+                     max_local > 0 && p2p.local_cap() > 0 ? max_local / p2p.local_cap() : 0.0});
   return alpha_ * (p2p.rounds() - 1);
 }
 

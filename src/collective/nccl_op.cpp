@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <vector>
 
 #include "collective/all_reduce.hpp"
@@ -75,8 +74,7 @@ Coflow send_recv_flows(const topology::Topology& topo, std::span<const int> grou
   Coflow c;
   for (int i = 0; i < n; ++i) {
     const int a = group[i], b = group[(i + 1) % n];
-    const double cap = p2p.cap(a, b);
-    c.push_back({a, b, size, std::isfinite(cap) ? cap : 0.0});
+    c.push_back({a, b, size, p2p.cap(a, b)});
   }
   return c;
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <limits>
 
 namespace hs::collective {
@@ -81,7 +80,7 @@ P2pChannels::P2pChannels(const topology::Topology& topo, int ranks, bool multi_n
   per_peer_ = std::min(channels_, pow2_up(smallest));
   rounds_ = std::max(1, (ranks - 1 + 4 * channels_ - 1) / (4 * channels_));
   net_cap_ = per_peer_ * cfg.net_channel_bandwidth.value();
-  local_cap_ = lp.nvlink ? per_peer_ * nvl_channel : std::numeric_limits<double>::infinity();
+  local_cap_ = lp.nvlink ? per_peer_ * nvl_channel : 0.0;
 }
 
 }  // namespace hs::collective

@@ -37,7 +37,8 @@ class P2pChannels {
   int channels() const { return channels_; }          // P
   int channels_per_peer() const { return per_peer_; }  // c
   int rounds() const { return rounds_; }
-  // Rate cap of one connection src -> dst (bytes/s); infinity where only the links limit it.
+  // Rate cap of one connection src -> dst (bytes/s); 0 where only the links limit it (PCIe peers),
+  // the convention of Transfer::rate_cap.
   double cap(int src, int dst) const { return node_of_(src) == node_of_(dst) ? local_cap_ : net_cap_; }
   double net_cap() const { return net_cap_; }
   double local_cap() const { return local_cap_; }

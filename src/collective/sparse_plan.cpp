@@ -1,7 +1,6 @@
 #include "collective/sparse_plan.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 
 #include "collective/p2p_channels.hpp"
@@ -63,16 +62,13 @@ Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const
 double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
                      const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce) {
   if (c.empty()) return 0.0;
-  double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
+  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
   double alpha = 0;
   for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
   double chain = alpha;
   if (algo == BroadcastAlgo::kDirect) {
     const P2pChannels p2p(topo);
-    for (auto& t : c) {
-      const double cap = p2p.cap(t.src, t.dst);
-      if (std::isfinite(cap)) t.rate_cap = cap;
-    }
+    for (auto& t : c) t.rate_cap = p2p.cap(t.src, t.dst);
   } else {
     for (std::size_t e = 0; e < p.owner.size(); ++e) {
       if (p.replicas[e].empty()) continue;
