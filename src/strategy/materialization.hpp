@@ -20,6 +20,7 @@
 // across the chosen holders. The `even` rule splits across all holders regardless of topology.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "collective/analytic_network.hpp"
@@ -57,7 +58,7 @@ struct DispatchResult {
 };
 
 // counts: [source][expert] of one layer (n x E, row-major). token_bytes = d_model x activation bytes.
-void dispatch(const std::vector<double>& counts, int n, const collective::SparsePlacement& p,
+void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
               const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out);
 
 }  // namespace hs::strategy
