@@ -1,4 +1,5 @@
-"""Record expert loads from a real PyTorch MoE training run as a hecate-sim trace (JSON v1).
+"""Record expert loads from a real PyTorch MoE training run as a hecate-sim trace (JSON v1.0, or v1.1 with
+micro-batches).
 
 Usage in a training script:
 
@@ -15,6 +16,14 @@ The hook expects the router module to return its top-k expert indices, either as
 (a LongTensor [..., top_k]) or as the last element of a tuple; pass `extract=` to `attach` for other
 router signatures (a function (module, inputs, output) -> LongTensor of expert ids, [tokens, top_k]).
 
+Gradient accumulation: with `micro_batches=True` every forward call of a router within one optimizer step (between
+two `step()` calls) is recorded as its own micro-batch (trace axis micro_batch, format v1.1), so a simulator sees
+each micro-batch's loads rather than the step's sum. Every layer must be called the same number of times per step,
+and every step as often as the first (else ValueError naming the step and both numbers); each call must route the
+same number of tokens. With activation recomputation the router runs again in backward: detach the hooks there (or
+record only under torch.is_grad_enabled()) so a recomputed forward is not counted as a micro-batch. Without it
+(the default) the calls of a step are summed, as in traces v1.0.
+
 Data parallelism: under torch.distributed every rank records its own tokens and writes
 `PREFIX.rank{R}.json` with `write_rank(PREFIX)`; `python3 hecate_capture.py merge OUT PREFIX.rank*.json`
 merges them into one trace whose sources are the ranks. Within a single process, `sources=N` splits
@@ -26,16 +35,19 @@ import sys
 
 
 class ExpertLoadRecorder:
-    def __init__(self, num_experts, top_k, model_preset="", sources=1, provenance=None):
+    def __init__(self, num_experts, top_k, model_preset="", sources=1, provenance=None, micro_batches=False):
         self.num_experts = num_experts
         self.top_k = top_k
         self.model_preset = model_preset
         self.sources = sources
         self.provenance = provenance or {}
+        self.micro_batches = micro_batches
         self.records = []
-        self._current = {}   # layer -> [source][expert] counts
+        self._current = {}   # layer -> list, one per forward call, of [source][expert] counts
+        self._calls = {}     # layer -> tokens per source of each call
         self._layers = set()
-        self._tokens = None
+        self._tokens = None  # tokens per source of one step
+        self._micro = None   # forward calls per layer and step (micro_batches=True)
 
     def attach(self, module, layer, extract=None):
         self._layers.add(layer)
@@ -54,35 +66,65 @@ class ExpertLoadRecorder:
         if tokens % self.sources:
             raise ValueError(f"{tokens} tokens do not split into {self.sources} sources")
         per = tokens // self.sources
-        rows = self._current.setdefault(layer, [[0] * self.num_experts for _ in range(self.sources)])
-        for s in range(self.sources):
-            counts = torch.bincount(ids[s * per:(s + 1) * per].reshape(-1), minlength=self.num_experts)
-            for e, c in enumerate(counts.tolist()):
-                rows[s][e] += int(c)
-        # Tokens per source per iteration (summed over calls: gradient accumulation).
-        self._calls = getattr(self, "_calls", {})
-        self._calls[layer] = self._calls.get(layer, 0) + per
+        rows = [torch.bincount(ids[s * per:(s + 1) * per].reshape(-1), minlength=self.num_experts).tolist()
+                for s in range(self.sources)]
+        self.record_counts(layer, rows)
+
+    def record_counts(self, layer, rows):
+        """One router call of `layer`: rows[source][expert] = assignments (each source's sum = its tokens x top_k)."""
+        if len(rows) != self.sources or any(len(r) != self.num_experts for r in rows):
+            raise ValueError(f"layer {layer}: expected {self.sources} rows of {self.num_experts} counts")
+        sums = {sum(r) for r in rows}
+        if len(sums) != 1 or next(iter(sums)) % self.top_k:
+            raise ValueError(f"layer {layer}: every source must route the same tokens x top_k {self.top_k}, got sums {sorted(sums)}")
+        self._layers.add(layer)
+        self._current.setdefault(layer, []).append([[int(c) for c in r] for r in rows])
+        self._calls.setdefault(layer, []).append(next(iter(sums)) // self.top_k)
 
     def step(self, iteration):
         if not self._current:
             return
         layers = sorted(self._layers)
-        tokens = self._calls[layers[0]]
+        for l in layers:
+            if l not in self._current:
+                raise ValueError(f"iteration {iteration}: layer {l} was not called")
+        calls = {l: len(self._current[l]) for l in layers}
+        tokens = sum(self._calls[layers[0]])  # tokens per source of the step (all calls)
         if self._tokens is None:
             self._tokens = tokens
         elif tokens != self._tokens:
             raise ValueError(f"iteration {iteration} routed {tokens} tokens per source, earlier ones {self._tokens}")
-        self.records.append({"iter": int(iteration), "counts": [self._current[l] for l in layers]})
+        if self.micro_batches:
+            m = calls[layers[0]]
+            if any(c != m for c in calls.values()):
+                raise ValueError(f"iteration {iteration}: layers were called different numbers of times {calls}: "
+                                 "every micro-batch must pass every MoE layer once")
+            if self._micro is None:
+                self._micro = m
+            elif m != self._micro:
+                raise ValueError(f"iteration {iteration} has {m} micro-batches (forward calls), earlier ones {self._micro}")
+            if len({t for l in layers for t in self._calls[l]}) != 1:
+                raise ValueError(f"iteration {iteration}: micro-batches routed different numbers of tokens "
+                                 f"{ {l: self._calls[l] for l in layers} }")
+            counts = [[self._current[l][mb] for l in layers] for mb in range(m)]
+        else:  # the calls of a step summed
+            counts = [[[sum(call[s][e] for call in self._current[l]) for e in range(self.num_experts)]
+                       for s in range(self.sources)] for l in layers]
+        self.records.append({"iter": int(iteration), "counts": counts})
         self._current = {}
         self._calls = {}
 
     def trace(self):
+        micro = self.micro_batches and self._micro is not None
+        workload = {"sources": self.sources, "tokens_per_source": self._tokens or 0}
+        if micro:
+            workload["micro_batches"] = self._micro
         return {
-            "format": "hecate-sim/expert-load-trace", "version": "1.0",
+            "format": "hecate-sim/expert-load-trace", "version": "1.1" if micro else "1.0",
             "model": dict(({"preset": self.model_preset} if self.model_preset else {}),
                           moe_layers=len(self._layers), experts=self.num_experts, top_k=self.top_k),
-            "workload": {"sources": self.sources, "tokens_per_source": self._tokens or 0},
-            "axes": ["layer", "source", "expert"],
+            "workload": workload,
+            "axes": (["micro_batch"] if micro else []) + ["layer", "source", "expert"],
             "provenance": dict({"kind": "recorded", "recorder": "scripts/capture/hecate_capture.py"}, **self.provenance),
             "records": self.records,
         }
@@ -109,21 +151,35 @@ def _write(path, doc):
 
 
 def merge(out, rank_files):
-    """Merges per-rank traces (sources=1 each, same iterations) into one trace with one source per rank."""
+    """Merges per-rank traces (same iterations, same micro-batches) into one trace with one source per rank."""
     docs = [json.load(open(p)) for p in sorted(rank_files, key=lambda p: int(p.rsplit("rank", 1)[1].split(".")[0]))]
     base = docs[0]
     for d in docs[1:]:
         if [r["iter"] for r in d["records"]] != [r["iter"] for r in base["records"]]:
             raise SystemExit("merge: ranks recorded different iterations")
+        if d["workload"].get("micro_batches") != base["workload"].get("micro_batches"):
+            raise SystemExit(f"merge: ranks recorded {d['workload'].get('micro_batches')} and "
+                             f"{base['workload'].get('micro_batches')} micro-batches per iteration")
     merged = dict(base)
-    merged["workload"] = {"sources": sum(d["workload"]["sources"] for d in docs),
-                          "tokens_per_source": base["workload"]["tokens_per_source"]}
+    merged["workload"] = dict(base["workload"], sources=sum(d["workload"]["sources"] for d in docs))
+
+    def rows(i, path):  # the source rows of one layer (of one micro-batch) in every rank, in rank order
+        out = []
+        for d in docs:
+            x = d["records"][i]["counts"]
+            for k in path:
+                x = x[k]
+            out += x
+        return out
+
+    micro = "micro_batch" in base["axes"]
     merged["records"] = []
     for i, r in enumerate(base["records"]):
-        layers = []
-        for l in range(len(r["counts"])):
-            layers.append([row for d in docs for row in d["records"][i]["counts"][l]])
-        merged["records"].append({"iter": r["iter"], "counts": layers})
+        if micro:
+            counts = [[rows(i, (mb, l)) for l in range(len(r["counts"][mb]))] for mb in range(len(r["counts"]))]
+        else:
+            counts = [rows(i, (l,)) for l in range(len(r["counts"]))]
+        merged["records"].append({"iter": r["iter"], "counts": counts})
     _write(out, merged)
 
 

@@ -66,10 +66,11 @@ int run(const PlanOptions& o) {
   ctx.seed = o.seed;
   auto s = strategy::make_strategy(spec, ctx);
   std::vector<double> buf;
+  std::vector<std::vector<double>> micro;
   const int records = sc->loads->num_records();
   for (int i = 0; i <= o.iteration; ++i) {
-    sc->loads->load(i % records, buf);
-    s->simulate(buf);
+    sc->loads->load(i % records, buf, micro);
+    s->simulate(strategy::IterationCounts{buf, micro});
     if (i == 0 && s->last_plan() == nullptr)
       throw InputError({"--strategy", 0, 0}, o.strategy,
                        fmt::format("strategy '{}' plans no sparse collectives, so there is no plan to write: only "

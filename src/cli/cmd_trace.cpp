@@ -41,8 +41,9 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   validate->add_option("FILE", *file, "trace (.json or .json.gz)")->required();
   validate->callback([file, &exit_code] {
     auto t = workload::read_trace(*file);
-    fmt::print("{}: ok: {} records, {} MoE layers, {} experts, top-{}, {} sources x {} tokens{}\n", *file,
+    fmt::print("{}: ok: {} records, {} MoE layers, {} experts, top-{}, {} sources x {} tokens{}{}\n", *file,
                t.records.size(), t.moe_layers, t.experts, t.top_k, t.sources, t.tokens_per_source,
+               t.per_micro_batch() ? fmt::format(" in {} micro-batches", t.micro_batches) : "",
                t.per_source() ? "" : " (global counts)");
     exit_code = 0;
   });
@@ -133,6 +134,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   struct ImportCli {
     std::string format, src, out, preset;
     int top_k = 2, stride = 1, experts = 0, sources = 0;
+    bool sum_micro_batches = false;
   };
   auto im = std::make_shared<ImportCli>();
   auto* imp = sub.add_subcommand("import", "convert another tool's expert-load logs to trace JSON v1");
@@ -149,6 +151,8 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
   imp->add_option("--sources", im->sources, "re-bin to this many sources, proportionally (sources x tokens must divide evenly)")
       ->check(CLI::Range(1, 1 << 20));
+  imp->add_flag("--sum-micro-batches", im->sum_micro_batches,
+                "sum each iteration's micro-batches (a v1.0 trace without the micro_batch axis, as earlier versions wrote)");
   imp->callback([im, &exit_code] {
     workload::ImportOptions opt{im->top_k, im->stride, im->preset};
     auto t = im->format == "smartmoe"   ? workload::import_smartmoe(im->src, opt)
@@ -159,10 +163,15 @@ void setup_trace(CLI::App& sub, int& exit_code) {
       workload::rebin_sources(t, im->sources, im->src);
       fmt::print(stderr, "re-binned {} sources to {} ({} tokens per source)\n", from, t.sources, t.tokens_per_source);
     }
+    if (im->sum_micro_batches && t.per_micro_batch()) {
+      workload::append_provenance(t, "micro_batches_summed", "true");
+      workload::drop_micro_batches(t);
+    }
     workload::write_trace(t, im->out);
-    fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens\n",
+    fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens{}\n",
                im->out, t.records.size(), t.records.front().iter, t.records.back().iter, im->stride, t.moe_layers,
-               t.experts, t.sources, t.tokens_per_source);
+               t.experts, t.sources, t.tokens_per_source,
+               t.per_micro_batch() ? fmt::format(" in {} micro-batches", t.micro_batches) : "");
     exit_code = 0;
   });
 

@@ -23,44 +23,42 @@ class LowerBound final : public Strategy {
       : ctx_(ctx), n_(ctx.topo.num_gpus()), graph_(ctx, bound_graph_options(ctx)), plans_(ctx.model.moe_layers()) {
     static_ = owned_state(ctx.model, balanced_owned_params(ctx.model, n_));
     nccl_ = world_nccl_bytes(ctx.topo, false);  // the dense all-reduce only
-    for (auto& p : plans_) {
-      p.expert_tokens.assign(n_, std::vector<double>(1, 0.0));
-      p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
-      p.received_tokens.assign(n_, 0.0);
-      p.expert_fwd_seconds.assign(n_, 0.0);
-      p.expert_bwd_seconds.assign(n_, 0.0);
-    }
   }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
-    const auto& cc = ctx_.compute;
     const int E = m.experts, L = m.moe_layers();
-    const double ga = m.grad_accum;
-    // expert_forward(c) = launch + sum_e gemm(c_e); expert_forward({}) = launch.
-    const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
-    std::vector<double> per_expert(E);
+    // Expert seconds are per micro-batch: the iteration's counts / grad_accum, or (micro-batch axis)
+    // each micro-batch's own counts, whose per-expert GEMMs bound that micro-batch.
     for (int l = 0; l < L; ++l) {
-      LayerPlan& p = plans_[l];
-      const double* layer = loads.data() + static_cast<size_t>(l) * n_ * E;
-      std::fill(per_expert.begin(), per_expert.end(), 0.0);
-      double total = 0;
-      for (int s = 0; s < n_; ++s)
-        for (int e = 0; e < E; ++e) per_expert[e] += layer[static_cast<size_t>(s) * E + e];
-      for (double c : per_expert) total += c;
-      for (double& c : per_expert) c /= ga;  // one micro-batch, as the graph times expert tasks
-      const double f = launch_f + (cc.expert_forward(per_expert).value() - launch_f) / n_;
-      const double b = launch_b + (cc.expert_backward(per_expert).value() - launch_b) / n_;
-      for (int g = 0; g < n_; ++g) {
-        p.expert_tokens[g][0] = total / n_;
-        p.received_tokens[g] = total / n_;
-        p.expert_fwd_seconds[g] = f;
-        p.expert_bwd_seconds[g] = b;
-      }
+      bound_layer(layer_counts(loads.total, l, n_, E), m.grad_accum, plans_[l]);
+      route_micro_batches(loads, l, n_, E, plans_[l],
+                          [&](std::span<const double> layer, LayerPlan& p) { bound_layer(layer, 1, p); });
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);
     return r;
+  }
+
+  // One layer's floor from counts[source][expert]; `ga` divides them into one micro-batch.
+  void bound_layer(std::span<const double> layer, double ga, LayerPlan& p) const {
+    const auto& cc = ctx_.compute;
+    const int E = ctx_.model.experts;
+    // expert_forward(c) = launch + sum_e gemm(c_e); expert_forward({}) = launch.
+    const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
+    std::vector<double> per_expert(E, 0.0);
+    double total = 0;
+    for (int s = 0; s < n_; ++s)
+      for (int e = 0; e < E; ++e) per_expert[e] += layer[static_cast<size_t>(s) * E + e];
+    for (double c : per_expert) total += c;
+    for (double& c : per_expert) c /= ga;  // one micro-batch, as the graph times expert tasks
+    const double f = launch_f + (cc.expert_forward(per_expert).value() - launch_f) / n_;
+    const double b = launch_b + (cc.expert_backward(per_expert).value() - launch_b) / n_;
+    p.expert_tokens.assign(n_, std::vector<double>(1, total / n_));
+    p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
+    p.received_tokens.assign(n_, total / n_);
+    p.expert_fwd_seconds.assign(n_, f);
+    p.expert_bwd_seconds.assign(n_, b);
   }
 
   std::vector<ResolvedSetting> resolved() const override {

@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 #include <numeric>
 
-#include "strategy/knobs.hpp"
 #include "strategy/gpu_memory.hpp"
+#include "strategy/knobs.hpp"
+#include "strategy/load_history.hpp"
 #include "strategy/moe_iteration.hpp"
 
 namespace hs::strategy {
@@ -83,39 +84,20 @@ class ExpertParallel final : public Strategy {
         graph_(ctx, ep_graph_options(ctx, ep)), plans_(ctx.model.moe_layers()) {
     static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
     nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
-    const double local_experts = static_cast<double>(ctx.model.experts) / ep_;
-    for (auto& p : plans_) {
-      p.expert_tokens.assign(n_, std::vector<double>(static_cast<size_t>(local_experts), 0.0));
-      p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
-      p.received_tokens.assign(n_, 0.0);
-    }
   }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
     const int E = m.experts, L = m.moe_layers();
-    const int per = E / ep_;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    // The iteration's routing and, with a micro-batch axis, each micro-batch's (same placement).
+    auto route = [&](std::span<const double> layer, LayerPlan& p) {
+      if (balanced_) balance_layer(layer.data(), token_bytes, p);
+      else route_ep_layer(layer.data(), n_, E, ep_, token_bytes, {}, p);
+    };
     for (int l = 0; l < L; ++l) {
-      LayerPlan& p = plans_[l];
-      const double* layer = loads.data() + static_cast<size_t>(l) * n_ * E;
-      if (!balanced_) {
-        route_ep_layer(layer, n_, E, ep_, token_bytes, {}, p);
-        continue;
-      }
-      // Same total assignments, spread perfectly: every GPU computes total/N, every source sends
-      // an equal share of its assignments to every GPU of its group.
-      double total = 0;
-      for (size_t i = 0; i < static_cast<size_t>(n_) * E; ++i) total += layer[i];
-      const double each = total / n_;
-      for (int g = 0; g < n_; ++g) {
-        std::fill(p.expert_tokens[g].begin(), p.expert_tokens[g].end(), each / per);
-        p.received_tokens[g] = each;
-        double sent = 0;
-        for (int e = 0; e < E; ++e) sent += layer[static_cast<size_t>(g) * E + e];
-        const int base = (g / ep_) * ep_;
-        for (int d = 0; d < ep_; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n_ + base + d] = sent / ep_ * token_bytes;
-      }
+      route(layer_counts(loads.total, l, n_, E), plans_[l]);
+      route_micro_batches(loads, l, n_, E, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);
@@ -127,6 +109,28 @@ class ExpertParallel final : public Strategy {
   }
 
  private:
+  // The oracle: the same total assignments, spread perfectly: every GPU computes total/N, every
+  // source sends an equal share of its assignments to every GPU of its group.
+  void balance_layer(const double* layer, double token_bytes, LayerPlan& p) const {
+    const int E = ctx_.model.experts;
+    const int per = E / ep_;
+    p.expert_tokens.resize(n_);
+    for (auto& v : p.expert_tokens) v.resize(static_cast<size_t>(per));
+    p.dispatch_bytes.resize(static_cast<size_t>(n_) * n_);
+    p.received_tokens.resize(n_);
+    double total = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n_) * E; ++i) total += layer[i];
+    const double each = total / n_;
+    for (int g = 0; g < n_; ++g) {
+      std::fill(p.expert_tokens[g].begin(), p.expert_tokens[g].end(), each / per);
+      p.received_tokens[g] = each;
+      double sent = 0;
+      for (int e = 0; e < E; ++e) sent += layer[static_cast<size_t>(g) * E + e];
+      const int base = (g / ep_) * ep_;
+      for (int d = 0; d < ep_; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n_ + base + d] = sent / ep_ * token_bytes;
+    }
+  }
+
   const Context& ctx_;
   int n_, ep_;
   bool balanced_;

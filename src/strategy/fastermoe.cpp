@@ -94,60 +94,105 @@ class FasterMoe final : public Strategy {
     return o;
   }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
+    const auto& m = ctx_.model;
+    const int groups = n_ / ep_;
+    // FastMoE decides on every forward call, i.e. per micro-batch: from the iteration's counts /
+    // grad_accum (every micro-batch alike), or each micro-batch's own counts.
+    const int variants = loads.micro.empty() ? 1 : static_cast<int>(loads.micro.size());
+    // Shadow parameters a GPU of each group keeps from forward to backward (all layers), per variant.
+    std::vector<std::vector<double>> held(variants, std::vector<double>(groups, 0.0));
+    for (int l = 0; l < L_; ++l) {
+      LayerPlan& p = plans_[l];
+      if (loads.micro.empty()) {
+        shadowed_[l] = shadow_layer(layer_counts(loads.total, l, n_, E_), m.grad_accum, p, held[0]);
+        p.micro.clear();
+      } else {
+        p.micro.resize(variants);
+        for (int mb = 0; mb < variants; ++mb) {  // shadowed_ ends as the last micro-batch's
+          shadowed_[l] = shadow_layer(layer_counts(loads.micro[mb], l, n_, E_), 1, p.micro[mb], held[mb]);
+          shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
+        }
+        sum_routing(p);
+      }
+      shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
+    }
+    IterationResult r = graph_.run(plans_, {}, take_timeline());
+    // Shadow parameters a GPU of each group holds: the micro-batch that holds the most.
+    std::vector<double> most(groups, 0.0);
+    for (const auto& h : held)
+      for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);
+    set_worst_memory(r, plans_, n_, m, [&](int g) {
+      cost::MemoryBreakdown b = static_;
+      b.nccl = nccl_[g] + (most[g / ep_] > 0 ? shadow_rings_[g] : 0.0);
+      b.copy_params = most[g / ep_];
+      b.copy_grads = most[g / ep_] > 0 ? grad_bytes_ : 0.0;
+      return b;
+    });
+    return r;
+  }
+
+  // One layer and micro-batch: the policy per EP group on counts[source][expert] / `ga` (one forward
+  // call's), EP routing with the shadowed experts' tokens kept local, the shadows' broadcast, reduce
+  // and copies. Adds the shadow bytes to `held` per group; returns the shadows (all groups).
+  int shadow_layer(std::span<const double> layer, double ga, LayerPlan& p, std::vector<double>& held) const {
     const auto& m = ctx_.model;
     const int per = E_ / ep_, groups = n_ / ep_;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     std::vector<char> mask;
     std::vector<double> counts(E_);
-    std::vector<double> held(groups, 0.0);  // shadow parameters a GPU of each group keeps, all layers
-    for (int l = 0; l < L_; ++l) {
-      const double* layer = loads.data() + static_cast<size_t>(l) * n_ * E_;
-      LayerPlan& p = plans_[l];
-      collective::SparsePlacement shadows;
-      shadowed_[l] = 0;
-      if (k_.trigger) {
-        mask.assign(static_cast<size_t>(groups) * E_, 0);
-        for (int k = 0; k < groups; ++k) {
-          // The group's counts per micro-batch: FastMoE decides on every forward call.
-          std::fill(counts.begin(), counts.end(), 0.0);
-          for (int s = k * ep_; s < (k + 1) * ep_; ++s)
-            for (int e = 0; e < E_; ++e) counts[e] += layer[static_cast<size_t>(s) * E_ + e] / m.grad_accum;
-          std::vector<int> chosen = fastermoe_shadow_policy(counts, per, cost_);
-          std::sort(chosen.begin(), chosen.end());
-          for (int e : chosen) {
-            mask[static_cast<size_t>(k) * E_ + e] = 1;
-            const int owner = k * ep_ + e / per;
-            shadows.owner.push_back(owner);
-            shadows.replicas.emplace_back();
-            for (int g = k * ep_; g < (k + 1) * ep_; ++g)
-              if (g != owner) shadows.replicas.back().push_back(g);
-          }
-          held[k] += static_cast<double>(chosen.size()) * expert_bytes_;
-          shadowed_[l] += static_cast<int>(chosen.size());
+    collective::SparsePlacement shadows;
+    int shadowed = 0;
+    if (k_.trigger) {
+      mask.assign(static_cast<size_t>(groups) * E_, 0);
+      for (int k = 0; k < groups; ++k) {
+        std::fill(counts.begin(), counts.end(), 0.0);
+        for (int s = k * ep_; s < (k + 1) * ep_; ++s)
+          for (int e = 0; e < E_; ++e) counts[e] += layer[static_cast<size_t>(s) * E_ + e] / ga;
+        std::vector<int> chosen = fastermoe_shadow_policy(counts, per, cost_);
+        std::sort(chosen.begin(), chosen.end());
+        for (int e : chosen) {
+          mask[static_cast<size_t>(k) * E_ + e] = 1;
+          const int owner = k * ep_ + e / per;
+          shadows.owner.push_back(owner);
+          shadows.replicas.emplace_back();
+          for (int g = k * ep_; g < (k + 1) * ep_; ++g)
+            if (g != owner) shadows.replicas.back().push_back(g);
         }
+        held[k] += static_cast<double>(chosen.size()) * expert_bytes_;
+        shadowed += static_cast<int>(chosen.size());
       }
-      route_ep_layer(layer, n_, E_, ep_, token_bytes, mask, p);
-      p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
-      p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_,
-                                                 collective::BroadcastAlgo::kChain, false);
-      p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
-      p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_,
-                                                 collective::BroadcastAlgo::kChain, true);
-      p.copy_bytes.assign(n_, 0.0);
-      for (size_t c = 0; c < shadows.owner.size(); ++c)
-        for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
-      shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
     }
-    IterationResult r = graph_.run(plans_, {}, take_timeline());
-    set_worst_memory(r, plans_, n_, m, [&](int g) {
-      cost::MemoryBreakdown b = static_;
-      b.nccl = nccl_[g] + (held[g / ep_] > 0 ? shadow_rings_[g] : 0.0);
-      b.copy_params = held[g / ep_];
-      b.copy_grads = held[g / ep_] > 0 ? grad_bytes_ : 0.0;
-      return b;
-    });
-    return r;
+    route_ep_layer(layer.data(), n_, E_, ep_, token_bytes, mask, p);
+    p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
+    p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_,
+                                               collective::BroadcastAlgo::kChain, false);
+    p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
+    p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_,
+                                               collective::BroadcastAlgo::kChain, true);
+    p.copy_bytes.assign(n_, 0.0);
+    for (size_t c = 0; c < shadows.owner.size(); ++c)
+      for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
+    return shadowed;
+  }
+
+  // The iteration's routing as the sum of its micro-batches' (each with its own shadows): what the
+  // memory model reads.
+  void sum_routing(LayerPlan& p) const {
+    p.expert_tokens = p.micro.front().expert_tokens;
+    for (auto& v : p.expert_tokens) std::fill(v.begin(), v.end(), 0.0);
+    p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
+    p.received_tokens.assign(n_, 0.0);
+    p.shadow_tokens.assign(n_, std::vector<double>(E_, 0.0));
+    for (const LayerPlan& q : p.micro) {
+      for (int g = 0; g < n_; ++g) {
+        for (size_t i = 0; i < q.expert_tokens[g].size(); ++i) p.expert_tokens[g][i] += q.expert_tokens[g][i];
+        p.received_tokens[g] += q.received_tokens[g];
+        if (!q.shadow_tokens.empty())
+          for (int e = 0; e < E_; ++e) p.shadow_tokens[g][e] += q.shadow_tokens[g][e];
+      }
+      for (size_t i = 0; i < q.dispatch_bytes.size(); ++i) p.dispatch_bytes[i] += q.dispatch_bytes[i];
+    }
   }
 
   std::vector<ResolvedSetting> resolved() const override {

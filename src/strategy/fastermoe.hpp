@@ -4,7 +4,9 @@
 // cuda/fastermoe/smart_schedule.{h,cpp} (github.com/laekov/fastmoe).
 //
 // Expert parallelism (placement and EP groups exactly as `ep`) plus, per MoE layer and micro-batch,
-// after the gate:
+// after the gate (FastMoE decides on every forward call: with a trace that records micro-batches each
+// micro-batch's own counts decide its shadows, broadcast, reduce and copies; without, every
+// micro-batch decides alike on the iteration's counts / grad_accum):
 //   1. Policy. The counts of every expert over the EP group are known (FastMoE all-gathers them);
 //      experts are sorted by count, descending (ties: lower id), and the next one is shadowed while
 //      the modelled latency keeps falling strictly:
@@ -30,7 +32,9 @@
 //      the combine-gradient all-to-all and is on the critical path beyond it. Per micro-batch.
 //   Memory: every GPU keeps the shadowed experts' parameters of every layer from forward to backward
 //   (FastMoE's ctx.shadows, re-used for their gradients: `copy_params`) plus one expert's gradient
-//   while a shadow's backward runs (`copy_grads`).
+//   while a shadow's backward runs (`copy_grads`); with per-micro-batch shadows, the micro-batch that
+//   holds the most. `shadowed_per_layer` reports the last micro-batch's shadows,
+//   `shadowed_max_per_layer` the most any micro-batch of any iteration had.
 //
 // Knobs (model.md §4 "FasterMoE model parameters"): trigger (FMOE_FASTER_SHADOW_ENABLE; FastMoE
 // ships it off, here it defaults to on: the strategy is the shadowing), bandwidth

@@ -67,13 +67,12 @@ class FlexMoe final : public Strategy {
 
   bool stateless() const override { return false; }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
     const bool replicas = slots_ > E_ / n_;
     IterationExtras extras;
     if (replicas && iteration_ > 0 && iteration_ % k_.period == 0) replan(extras);
     const double token_bytes = m.d_model * m.precision.activation_bytes;
-    std::vector<double> layer_counts;
     std::vector<double> instances(n_, 0.0);
     for (int l = 0; l < L_; ++l) {
       collective::SparsePlacement p{std::vector<int>(E_), std::vector<std::vector<int>>(E_)};
@@ -83,14 +82,15 @@ class FlexMoe final : public Strategy {
         p.replicas[e].assign(h.begin() + 1, h.end());
         for (int g : h) instances[g] += 1;
       }
-      layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
-                          loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
-      DispatchResult d;
-      dispatch(layer_counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
+      // The replicas hold for the whole iteration; every micro-batch is routed through them.
+      auto route = [&](std::span<const double> counts, LayerPlan& plan) {
+        DispatchResult d;
+        dispatch(counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
+        take_dispatch(std::move(d), plan);
+      };
       LayerPlan& plan = plans_[l];
-      plan.expert_tokens = std::move(d.expert_tokens);
-      plan.dispatch_bytes = std::move(d.bytes);
-      plan.received_tokens = std::move(d.received);
+      route(layer_counts(loads.total, l, n_, E_), plan);
+      route_micro_batches(loads, l, n_, E_, plan, route);
       plan.replica_grad_flows = collective::concurrent_ring_flows(ctx_.topo, replica_groups(holders_[l]), grad_bytes_,
                                                                   collective::RingOp::kAllReduce,
                                                                   plan.replica_grad_latency);
@@ -101,7 +101,7 @@ class FlexMoe final : public Strategy {
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);
-    history_.push(global_loads(loads, L_, n_, E_));
+    history_.push(global_loads(loads.total, L_, n_, E_));
     ++iteration_;
     return r;
   }

@@ -133,12 +133,23 @@ class Fssdp final : public Strategy {
     return r;
   }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     // Actual global loads of this iteration, and the prediction: sliding-window mean (uniform before
     // any history).
-    const auto actual = global_loads(loads, L_, n_, E_);
+    const auto actual = global_loads(loads.total, L_, n_, E_);
+    // What the calibration stage sees after the gate, where it runs: the iteration's loads, or with
+    // micro-batches the first micro-batch's (the placement it settles then serves every micro-batch),
+    // scaled by grad_accum to an iteration's worth so its estimates compare as without micro-batches.
+    std::vector<double> gate_counts;
+    if (k_.calibrate && !loads.micro.empty()) {
+      gate_counts.assign(loads.micro[0].begin(), loads.micro[0].end());
+      for (double& c : gate_counts) c *= static_cast<double>(loads.micro.size());
+    }
+    const std::span<const double> gate = gate_counts.empty() ? loads.total : std::span<const double>(gate_counts);
+    const auto gate_global = gate_counts.empty() ? std::vector<std::vector<double>>{} : global_loads(gate, L_, n_, E_);
+    const auto& gate_actual = gate_counts.empty() ? actual : gate_global;
     std::vector<std::vector<double>> predicted(L_);
     for (int l = 0; l < L_; ++l) predicted[l] = history_.mean(l, E_);
     IterationExtras extras;
@@ -165,17 +176,15 @@ class Fssdp final : public Strategy {
     std::vector<double> owned(n_, 0.0);
     for (int l = 0; l < L_; ++l)
       for (int e = 0; e < E_; ++e) owned[owners_[l][e]] += 1;
-    std::vector<double> layer_counts;
     copies_.assign(L_, 0);
     placed_.resize(L_);
     calibration_extra_.resize(L_);
     for (int l = 0; l < L_; ++l) {
       const int t = resolved_t_[l];
       collective::SparsePlacement p = materialize(predicted[l], owners_[l], node_of_, t, slots_[l]);
-      layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
-                          loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
+      const auto seen = layer_counts(gate, l, n_, E_);  // the counts the calibration judges by
       DispatchResult d;
-      dispatch(layer_counts, n_, p, node_of_, k_.dispatch, token_bytes, d);
+      dispatch(seen, n_, p, node_of_, k_.dispatch, token_bytes, d);
       LayerPlan& plan = plans_[l];
       // The forward spAG moves the predicted plan; calibration copies travel in their own task.
       plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
@@ -190,9 +199,9 @@ class Fssdp final : public Strategy {
         std::vector<int> free_slots(n_, 0);
         for (int g = 0; g < n_; ++g) free_slots[g] = calibration_room(g, l, p);
         collective::SparsePlacement q = p;
-        if (extend_placement(q, actual[l], node_of_, std::max(t, 1), free_slots) > 0) {
+        if (extend_placement(q, gate_actual[l], node_of_, std::max(t, 1), free_slots) > 0) {
           DispatchResult dq;
-          dispatch(layer_counts, n_, q, node_of_, k_.dispatch, token_bytes, dq);
+          dispatch(seen, n_, q, node_of_, k_.dispatch, token_bytes, dq);
           collective::SparsePlacement extra{q.owner, std::vector<std::vector<int>>(E_)};
           for (int e = 0; e < E_; ++e)
             std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
@@ -220,9 +229,15 @@ class Fssdp final : public Strategy {
           }
         }
       }
-      plan.expert_tokens = std::move(d.expert_tokens);
-      plan.dispatch_bytes = std::move(d.bytes);
-      plan.received_tokens = std::move(d.received);
+      // The placement serves the whole iteration: its tokens, and every micro-batch's, routed through it.
+      auto route = [&](std::span<const double> counts, LayerPlan& out) {
+        DispatchResult r;
+        dispatch(counts, n_, p, node_of_, k_.dispatch, token_bytes, r);
+        take_dispatch(std::move(r), out);
+      };
+      if (gate_counts.empty()) take_dispatch(std::move(d), plan);  // judged on the iteration's counts: already routed
+      else route(layer_counts(loads.total, l, n_, E_), plan);
+      route_micro_batches(loads, l, n_, E_, plan, route);
       // spRS returns the gradients of every copy, calibration ones included.
       plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
       plan.sprs_latency = collective::sparse_finish(plan.sprs_flows, p, ctx_.topo, node_of_, k_.broadcast, true);

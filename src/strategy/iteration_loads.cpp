@@ -7,9 +7,23 @@
 
 namespace hs::strategy {
 
+std::vector<ProportionalBin> proportional_bins(int from, int to) {
+  // Overlap of [s/from, (s+1)/from) with [j/to, (j+1)/to), in units of 1/(from*to).
+  std::vector<ProportionalBin> bins;
+  for (int s = 0; s < from; ++s) {
+    const long long s0 = static_cast<long long>(s) * to, s1 = static_cast<long long>(s + 1) * to;
+    for (int j = 0; j < to; ++j) {
+      const long long j0 = static_cast<long long>(j) * from, j1 = static_cast<long long>(j + 1) * from;
+      const long long ov = std::min(s1, j1) - std::max(s0, j0);
+      if (ov > 0) bins.push_back({s, j, static_cast<double>(ov) / static_cast<double>(to)});
+    }
+  }
+  return bins;
+}
+
 IterationLoads::IterationLoads(const workload::Trace& trace, const workload::ModelSpec& model, int gpus,
                                const std::string& file, Diagnostics& warnings, GlobalSplit split, uint64_t seed)
-    : trace_(trace), n_(gpus), split_(split), seed_(seed) {
+    : trace_(trace), n_(gpus), model_micro_batches_(model.grad_accum), split_(split), seed_(seed) {
   Diagnostics d;
   SourceLocation at{file, 0, 0};
   if (trace.experts != model.experts)
@@ -24,17 +38,8 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
   if (trace.records.empty()) d.error(at, "records", "the trace has no records");
   d.throw_if_errors();
   const int S = trace.per_source() ? trace.sources : 1;
-  // Proportional overlap of [s/S, (s+1)/S) with [j/N, (j+1)/N), in exact integer arithmetic (units
-  // of 1/(S*N)).
-  for (int s = 0; s < S; ++s) {
-    const long long s0 = static_cast<long long>(s) * n_, s1 = static_cast<long long>(s + 1) * n_;
-    for (int j = 0; j < n_; ++j) {
-      const long long j0 = static_cast<long long>(j) * S, j1 = static_cast<long long>(j + 1) * S;
-      const long long ov = std::min(s1, j1) - std::max(s0, j0);
-      if (ov > 0) bins_.push_back({s, j, static_cast<double>(ov) / static_cast<double>(n_)});
-    }
-  }
   // bins weights: share of source s's tokens going to GPU j = ov / N (sums to 1 over j).
+  bins_ = proportional_bins(S, n_);
   if (!trace.per_source())
     warnings.warning(at, "axes", fmt::format("the trace has global counts only: split {} over {} GPUs",
                                              split == GlobalSplit::kEven ? "evenly" : "multinomially (seeded)", n_));
@@ -50,10 +55,24 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
                      fmt::format("the trace routes {:.6g} tokens per GPU per iteration, the model {} (micro_batch "
                                  "x seq_len x grad_accum): counts scaled by {:.4g}",
                                  trace_tokens_per_gpu, model.tokens_per_gpu_iteration(), scale_));
+  if (trace.per_micro_batch()) {
+    mb_bins_ = proportional_bins(trace.micro_batches, model_micro_batches_);
+    const int M = trace.micro_batches, G = model_micro_batches_;
+    if (M != G) {
+      const std::string how =
+          M % G == 0 ? fmt::format("every {} consecutive recorded micro-batches are summed into one of the model's", M / G)
+          : G % M == 0 ? fmt::format("every recorded micro-batch is split evenly over {} of the model's", G / M)
+                       : fmt::format("they are re-binned proportionally (model micro-batch j routes what the recorded "
+                                     "ones hold of [j/{0}, (j+1)/{0}) of the iteration)", G);
+      warnings.warning(at, "workload.micro_batches",
+                       fmt::format("the trace records {} micro-batches per iteration but the model runs grad_accum {}: "
+                                   "{} (--set grad_accum={} routes every recorded micro-batch as it was)",
+                                   M, G, how, M));
+    }
+  }
 }
 
-void IterationLoads::load(int record, std::vector<double>& out) const {
-  const auto& rec = trace_.records[record];
+void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
   out.assign(size(), 0.0);
@@ -62,20 +81,51 @@ void IterationLoads::load(int record, std::vector<double>& out) const {
     std::vector<uint64_t> draw(n_);
     for (int l = 0; l < L; ++l)
       for (int e = 0; e < E; ++e) {
-        Rng rng = Rng::derive(seed_, (static_cast<uint64_t>(record) * L + l) * E + e);
-        rng.multinomial(rec.counts[static_cast<size_t>(l) * E + e], p, draw);
+        Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
+        rng.multinomial(counts[static_cast<size_t>(l) * E + e], p, draw);
         for (int j = 0; j < n_; ++j) out[(static_cast<size_t>(l) * n_ + j) * E + e] = scale_ * static_cast<double>(draw[j]);
       }
     return;
   }
   for (int l = 0; l < L; ++l) {
     for (const auto& b : bins_) {
-      const uint32_t* src = rec.counts.data() + (static_cast<size_t>(l) * S + b.src) * E;
+      const uint32_t* src = counts + (static_cast<size_t>(l) * S + b.src) * E;
       double* dst = out.data() + (static_cast<size_t>(l) * n_ + b.dst) * E;
       const double w = b.w * scale_;
       for (int e = 0; e < E; ++e) dst[e] += w * src[e];
     }
   }
+}
+
+void IterationLoads::load(int record, std::vector<double>& out) const {
+  if (!trace_.per_micro_batch()) return load_slice(trace_.records[record].counts.data(), static_cast<uint64_t>(record), out);
+  std::vector<std::vector<double>> micro;
+  load(record, out, micro);
+}
+
+void IterationLoads::load(int record, std::vector<double>& total, std::vector<std::vector<double>>& micro) const {
+  const auto& rec = trace_.records[record];
+  if (!trace_.per_micro_batch()) {
+    micro.clear();
+    return load_slice(rec.counts.data(), static_cast<uint64_t>(record), total);
+  }
+  // Each recorded micro-batch re-binned and scaled, then spread over the model's micro-batches; the
+  // iteration is their sum (so it splits global counts exactly as its micro-batches do).
+  const int M = trace_.micro_batches;
+  micro.assign(static_cast<size_t>(model_micro_batches_), std::vector<double>(size(), 0.0));
+  std::vector<double> slice;
+  int loaded = -1;
+  for (const auto& b : mb_bins_) {  // ordered by recorded micro-batch
+    if (b.src != loaded) {
+      load_slice(trace_.micro_slice(rec, b.src), static_cast<uint64_t>(record) * M + b.src, slice);
+      loaded = b.src;
+    }
+    auto& dst = micro[b.dst];
+    for (size_t i = 0; i < slice.size(); ++i) dst[i] += b.w * slice[i];
+  }
+  total.assign(size(), 0.0);
+  for (const auto& v : micro)
+    for (size_t i = 0; i < v.size(); ++i) total[i] += v[i];
 }
 
 }  // namespace hs::strategy

@@ -1,7 +1,8 @@
 // Turns an expert-load trace into the per-iteration loads a strategy simulates (model.md §2).
 //
 // For iteration i the provider returns counts[layer][source][expert] (double: token->expert
-// assignments per iteration) for exactly the topology's GPUs as sources and the model's tokens:
+// assignments per iteration, and per micro-batch when the trace records them) for exactly the
+// topology's GPUs as sources and the model's tokens:
 //   * the trace must match the model's MoE layers, experts and top_k (else bad input);
 //   * a trace with S != N sources is re-binned proportionally (source s covers [s/S, (s+1)/S) of
 //     the GPUs' range), with a warning;
@@ -10,7 +11,17 @@
 //     evenly (`GlobalSplit::kEven`), with a warning;
 //   * counts are scaled by model tokens per GPU-iteration / trace tokens per source when they differ
 //     (warning);
-//   * a trace shorter than the requested iterations is cycled (or the run stops, `cycle = false`).
+//   * a trace shorter than the requested iterations is cycled (or the run stops, `cycle = false`);
+//   * a trace with a micro-batch axis (M micro-batches per iteration) gives the model's grad_accum = G
+//     micro-batches their own counts: with M == G micro-batch j routes the trace's micro-batch j;
+//     otherwise the iteration's M recorded micro-batches are re-binned proportionally onto the G
+//     (model micro-batch j covers [j/G, (j+1)/G) of the iteration, trace micro-batch i [i/M, (i+1)/M),
+//     and j takes each i in proportion to their overlap: M = 4 -> G = 2 merges pairs, M = 4 -> G = 1
+//     sums them all, M = 2 -> G = 4 halves each), with a warning naming both numbers. The same rule
+//     with M = 1 is what a trace without the axis means, but such a trace keeps the iteration-only
+//     path (no micro-batch vectors), so its results are unchanged. Per source, the re-binning and
+//     scaling above apply to every micro-batch alike, so each model micro-batch routes exactly
+//     micro_batch x seq_len x top_k assignments per GPU and the micro-batches sum to the iteration.
 #pragma once
 
 #include <span>
@@ -25,6 +36,12 @@ namespace hs::strategy {
 
 enum class GlobalSplit { kMultinomial, kEven };
 
+// Re-binning `from` equal parts onto `to` equal parts of the same whole (sources onto GPUs,
+// recorded micro-batches onto the model's): part `dst` takes the fraction w of part `src`, their
+// overlap; the w of one src sum to 1. Exact integer arithmetic in units of 1 / (from x to).
+struct ProportionalBin { int src; int dst; double w; };
+std::vector<ProportionalBin> proportional_bins(int from, int to);
+
 class IterationLoads {
  public:
   // Checks consistency (throws InputError naming `trace_file`); warnings go to `warnings`.
@@ -32,8 +49,14 @@ class IterationLoads {
                  const std::string& trace_file, Diagnostics& warnings,
                  GlobalSplit split = GlobalSplit::kMultinomial, uint64_t seed = 1);
   int num_records() const { return static_cast<int>(trace_.records.size()); }
-  // Loads of trace record r (use r = i % num_records() to cycle).
+  // Model micro-batches with counts of their own: grad_accum when the trace has a micro-batch axis,
+  // 0 when it has none (every micro-batch then routes the iteration's counts / grad_accum).
+  int micro_batches() const { return trace_.per_micro_batch() ? model_micro_batches_ : 0; }
+  // Loads of trace record r (use r = i % num_records() to cycle): the iteration's.
   void load(int record, std::vector<double>& out) const;
+  // The iteration's loads and, with a micro-batch axis, micro_batches() vectors of the same layout,
+  // one per model micro-batch, summing to `total` (else `micro` is left empty).
+  void load(int record, std::vector<double>& total, std::vector<std::vector<double>>& micro) const;
   int gpus() const { return n_; }
   int experts() const { return trace_.experts; }
   int layers() const { return trace_.moe_layers; }
@@ -41,14 +64,18 @@ class IterationLoads {
   size_t size() const { return static_cast<size_t>(trace_.moe_layers) * n_ * trace_.experts; }
 
  private:
+  // Loads of one slice of counts (an iteration, or one recorded micro-batch: `slice` numbers it for
+  // the multinomial split's seeds), re-binned to the GPUs and scaled.
+  void load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const;
+
   const workload::Trace& trace_;
   int n_;
+  int model_micro_batches_ = 1;
   double scale_ = 1.0;
   GlobalSplit split_;
   uint64_t seed_;
-  // Re-binning weights: new source j takes weight w of old source s.
-  struct Bin { int src; int dst; double w; };
-  std::vector<Bin> bins_;
+  std::vector<ProportionalBin> bins_;     // trace sources -> GPUs
+  std::vector<ProportionalBin> mb_bins_;  // recorded micro-batches -> model micro-batches
 };
 
 }  // namespace hs::strategy

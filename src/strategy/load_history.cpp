@@ -4,12 +4,25 @@
 
 namespace hs::strategy {
 
-std::vector<std::vector<double>> global_loads(const std::vector<double>& loads, int L, int n, int E) {
+std::vector<std::vector<double>> global_loads(std::span<const double> loads, int L, int n, int E) {
   std::vector<std::vector<double>> g(L, std::vector<double>(E, 0.0));
   for (int l = 0; l < L; ++l)
     for (int s = 0; s < n; ++s)
       for (int e = 0; e < E; ++e) g[l][e] += loads[(static_cast<size_t>(l) * n + s) * E + e];
   return g;
+}
+
+void route_micro_batches(const IterationCounts& counts, int layer, int gpus, int experts, LayerPlan& plan,
+                         const std::function<void(std::span<const double>, LayerPlan&)>& route) {
+  plan.micro.resize(counts.micro.size());
+  for (size_t mb = 0; mb < counts.micro.size(); ++mb)
+    route(layer_counts(counts.micro[mb], layer, gpus, experts), plan.micro[mb]);
+}
+
+void take_dispatch(DispatchResult&& d, LayerPlan& p) {
+  p.expert_tokens = std::move(d.expert_tokens);
+  p.dispatch_bytes = std::move(d.bytes);
+  p.received_tokens = std::move(d.received);
 }
 
 void LoadHistory::push(const std::vector<std::vector<double>>& global) {

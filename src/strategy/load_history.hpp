@@ -3,14 +3,33 @@
 #pragma once
 
 #include <deque>
+#include <functional>
+#include <span>
 #include <vector>
 
+#include "strategy/materialization.hpp"
+#include "strategy/moe_iteration.hpp"
 #include "workload/model_spec.hpp"
 
 namespace hs::strategy {
 
 // counts[layer][gpu][expert] (n sources) -> global[layer][expert].
-std::vector<std::vector<double>> global_loads(const std::vector<double>& loads, int layers, int gpus, int experts);
+std::vector<std::vector<double>> global_loads(std::span<const double> loads, int layers, int gpus, int experts);
+
+// Layer l's counts[gpu][expert] (n x E, row-major) within counts[layer][gpu][expert].
+inline std::span<const double> layer_counts(std::span<const double> loads, int layer, int gpus, int experts) {
+  const size_t size = static_cast<size_t>(gpus) * experts;
+  return loads.subspan(static_cast<size_t>(layer) * size, size);
+}
+
+// plan.micro for one layer: one entry per micro-batch of `counts` (none without them), each filled by
+// route(that micro-batch's counts of the layer, entry) under the placement the caller decided for
+// the iteration.
+void route_micro_batches(const IterationCounts& counts, int layer, int gpus, int experts, LayerPlan& plan,
+                         const std::function<void(std::span<const double>, LayerPlan&)>& route);
+
+// Moves a dispatch's routing into a plan (expert_tokens, dispatch_bytes, received_tokens).
+void take_dispatch(DispatchResult&& d, LayerPlan& p);
 
 class LoadHistory {
  public:

@@ -138,7 +138,7 @@ int extend_placement(collective::SparsePlacement& p, const std::vector<double>& 
   return added;
 }
 
-void dispatch(const std::vector<double>& counts, int n, const collective::SparsePlacement& p,
+void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
               const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out) {
   const int E = static_cast<int>(p.owner.size());
   // Instance slots: per GPU, one per expert it holds (owned or copy), in expert order.

@@ -67,7 +67,7 @@ struct DispatchResult {
 };
 
 // counts: [source][expert] of one layer (n x E, row-major). token_bytes = d_model x activation bytes.
-void dispatch(const std::vector<double>& counts, int n, const collective::SparsePlacement& p,
+void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
               const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out);
 
 }  // namespace hs::strategy

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <numeric>
+#include <stdexcept>
 
 #include "collective/all_reduce.hpp"
 #include "collective/all_to_all.hpp"
@@ -93,6 +94,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
   std::vector<double> dp_durations;
   std::vector<engine::TaskId> pending_spag(L, engine::kNoTask);  // spAG an expert task must wait for
   for (int mb = 0; mb < m.grad_accum; ++mb) {
+    building_mb_ = mb;
     const bool last_mb = mb + 1 == m.grad_accum;
     // Forward.
     for (int b = 0; b < m.layers; ++b) {
@@ -218,6 +220,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
       dp_layers.push_back(-1);
     }
   }
+  building_mb_ = -1;
   for (size_t i = 0; i < dp_tasks.size(); ++i) graph_.set_duration(dp_tasks[i], Seconds(dp_durations[i]));
   for (size_t i = 0; i < dp_tasks.size(); ++i) {
     const DpKind k = dp_kinds[i];
@@ -253,7 +256,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
 
 engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
                                      engine::ModelId model) {
-  info_.push_back({k, static_cast<int16_t>(moe_layer), gpu});
+  info_.push_back({k, static_cast<int16_t>(moe_layer), gpu, building_mb_});
   const engine::TaskId t = graph_.add_task(res, Seconds(dur), static_cast<uint32_t>(info_.size() - 1), model);
   graph_.set_activity(t, communication(k) ? engine::Activity::kCommunication : engine::Activity::kCompute);
   return t;
@@ -323,7 +326,8 @@ void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vect
       }
     }
     if (in.kind == Kind::kExpertFwd || in.kind == Kind::kExpertBwd) {
-      const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[in.moe_layer] : mean_bwd[in.moe_layer];
+      const size_t at = static_cast<size_t>(in.moe_layer) * ctx_.model.grad_accum + std::max(0, in.mb);
+      const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[at] : mean_bwd[at];
       // Excess below a relative 1e-9 is rounding, not straggling.
       const double base = d - mean > 1e-9 * d ? mean : d;
       res.breakdown[static_cast<int>(Component::kExpertCompute)] += base;
@@ -423,91 +427,129 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const int L = m.moe_layers();
-  const double ga = m.grad_accum;
+  const int G = m.grad_accum;
+  const double ga = G;
   IterationResult res;
   if (coflow_) coflow_->clear();
-  std::vector<double> mean_fwd(L), mean_bwd(L);
+  // Mean expert seconds over GPUs, [layer * G + micro-batch]: what straggling is measured against.
+  std::vector<double> mean_fwd(static_cast<size_t>(L) * G), mean_bwd(static_cast<size_t>(L) * G);
   std::vector<double> scratch;
   double worst_a2a = -1;
+  auto mb_of = [&](engine::TaskId t) { return std::max(0, info_[graph_.tag(t)].mb); };
   for (int l = 0; l < L; ++l) {
     const LayerPlan& p = plans[l];
-    double sf = 0, sb = 0;
-    for (int g = 0; g < n_; ++g) {
-      scratch.assign(p.expert_tokens[g].begin(), p.expert_tokens[g].end());
-      for (double& t : scratch) t /= ga;
-      const double f = p.expert_fwd_seconds.empty() ? cc.expert_forward(scratch).value() : p.expert_fwd_seconds[g];
-      const double b = p.expert_bwd_seconds.empty() ? cc.expert_backward(scratch).value() : p.expert_bwd_seconds[g];
-      sf += f;
-      sb += b;
-      for (int mb = 0; mb < m.grad_accum; ++mb) {
-        graph_.set_duration(expert_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
-        graph_.set_duration(expert_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
+    // Token-dependent work per micro-batch: with p.micro one variant per micro-batch, its own counts;
+    // without, one variant (the iteration's counts / grad_accum) for every micro-batch.
+    const bool per_mb = !p.micro.empty();
+    if (per_mb && static_cast<int>(p.micro.size()) != G)
+      throw std::logic_error(fmt::format("layer plan with {} micro-batches for grad_accum {}", p.micro.size(), G));
+    const int variants = per_mb ? G : 1;
+    const double div = per_mb ? 1.0 : ga;
+    for (int v = 0; v < variants; ++v) {
+      const LayerPlan& q = per_mb ? p.micro[v] : p;
+      const int mb_lo = per_mb ? v : 0, mb_hi = per_mb ? v + 1 : G;  // the micro-batches it serves
+      double sf = 0, sb = 0;
+      for (int g = 0; g < n_; ++g) {
+        scratch.assign(q.expert_tokens[g].begin(), q.expert_tokens[g].end());
+        for (double& t : scratch) t /= div;
+        const double f = q.expert_fwd_seconds.empty() ? cc.expert_forward(scratch).value() : q.expert_fwd_seconds[g];
+        const double b = q.expert_bwd_seconds.empty() ? cc.expert_backward(scratch).value() : q.expert_bwd_seconds[g];
+        sf += f;
+        sb += b;
+        for (int mb = mb_lo; mb < mb_hi; ++mb) {
+          graph_.set_duration(expert_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
+          graph_.set_duration(expert_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
+        }
+      }
+      // Shadowed experts' local tokens (FasterMoE): their own grouped GEMM, none without tokens.
+      for (int g = 0; g < static_cast<int>(shadow_fwd_[l].size() / G); ++g) {
+        double f = 0, b = 0;
+        if (!q.shadow_tokens.empty()) {
+          scratch.assign(q.shadow_tokens[g].begin(), q.shadow_tokens[g].end());
+          for (double& t : scratch) t /= div;
+          if (std::any_of(scratch.begin(), scratch.end(), [](double t) { return t > 0; }))
+            f = cc.expert_forward(scratch).value(), b = cc.expert_backward(scratch).value();
+        }
+        for (int mb = mb_lo; mb < mb_hi; ++mb) {
+          graph_.set_duration(shadow_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
+          graph_.set_duration(shadow_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
+        }
+      }
+      for (int mb = mb_lo; mb < mb_hi; ++mb) {
+        mean_fwd[static_cast<size_t>(l) * G + mb] = sf / n_;
+        mean_bwd[static_cast<size_t>(l) * G + mb] = sb / n_;
+      }
+      // The dispatch / combine all-to-alls of the micro-batches this variant serves.
+      scratch.assign(q.dispatch_bytes.begin(), q.dispatch_bytes.end());
+      for (double& x : scratch) x /= div;
+      auto serves = [&](engine::TaskId t) { return !per_mb || mb_of(t) == v; };
+      if (flow_) {
+        const double t_fwd = net_.alltoallv_time(scratch, false);
+        const auto link_fwd = net_.last_bottleneck();
+        const double t_tr = net_.alltoallv_time(scratch, true);
+        const auto link_tr = net_.last_bottleneck();
+        if (std::max(t_fwd, t_tr) > worst_a2a) {
+          worst_a2a = std::max(t_fwd, t_tr);
+          res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+        }
+        double extra_fwd = 0, extra_tr = 0;
+        const collective::Coflow fwd = collective::alltoallv_flows(net_.topology(), scratch, false, extra_fwd);
+        const collective::Coflow tr = collective::alltoallv_flows(net_.topology(), scratch, true, extra_tr);
+        for (const auto& a : a2a_[l])
+          if (serves(a.task)) flow_->assign(a.task, a.transposed ? tr : fwd, a.transposed ? extra_tr : extra_fwd);
+      } else {
+        // Analytic tier: each coflow's link loads, shared with whatever runs beside it.
+        const double t_fwd = net_.alltoallv_loads(scratch, false, loads_);
+        const auto link_fwd = net_.last_bottleneck();
+        const int id_fwd = coflow_->define(loads_);
+        const double t_tr = net_.alltoallv_loads(scratch, true, loads_);
+        const auto link_tr = net_.last_bottleneck();
+        const int id_tr = coflow_->define(loads_);
+        if (std::max(t_fwd, t_tr) > worst_a2a) {
+          worst_a2a = std::max(t_fwd, t_tr);
+          res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+        }
+        for (const auto& a : a2a_[l])
+          if (serves(a.task)) coflow_->assign(a.task, a.transposed ? id_tr : id_fwd);
       }
     }
-    // Shadowed experts' local tokens (FasterMoE): their own grouped GEMM, none without tokens.
-    for (int g = 0; g < static_cast<int>(shadow_fwd_[l].size() / m.grad_accum); ++g) {
-      double f = 0, b = 0;
-      if (!p.shadow_tokens.empty()) {
-        scratch.assign(p.shadow_tokens[g].begin(), p.shadow_tokens[g].end());
-        for (double& t : scratch) t /= ga;
-        if (std::any_of(scratch.begin(), scratch.end(), [](double t) { return t > 0; }))
-          f = cc.expert_forward(scratch).value(), b = cc.expert_backward(scratch).value();
-      }
-      for (int mb = 0; mb < m.grad_accum; ++mb) {
-        graph_.set_duration(shadow_fwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(f));
-        graph_.set_duration(shadow_bwd_[l][static_cast<size_t>(mb) * n_ + g], Seconds(b));
-      }
-    }
-    mean_fwd[l] = sf / n_;
-    mean_bwd[l] = sb / n_;
-    scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
-    for (double& x : scratch) x /= ga;
+    // Placement-level communication is the iteration's; FasterMoE's shadows (broadcast, reduce,
+    // copies) are decided per forward call and so come from their micro-batch's plan.
+    const bool shadow_mb = opt_.shadow && per_mb;
+    auto sparse_plan = [&](engine::TaskId t) -> const LayerPlan& { return shadow_mb ? p.micro[mb_of(t)] : p; };
     // Materialized copies: parameters copied into the expert buffer, their gradients out.
     const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
     auto copy_time = [&](double bytes) { return bytes > 0 ? cc.memory_copy(Bytes(bytes)).value() : 0.0; };
-    for (size_t i = 0; i < copy_in_[l].size(); ++i)
-      graph_.set_duration(copy_in_[l][i], Seconds(p.copy_bytes.empty() ? 0.0 : copy_time(p.copy_bytes[i % n_])));
-    for (size_t i = 0; i < copy_out_[l].size(); ++i)
-      graph_.set_duration(copy_out_[l][i],
-                          Seconds(p.copy_bytes.empty() ? 0.0 : copy_time(p.copy_bytes[i % n_] * grad_ratio)));
+    for (size_t i = 0; i < copy_in_[l].size(); ++i) {
+      const auto& cb = sparse_plan(copy_in_[l][i]).copy_bytes;
+      graph_.set_duration(copy_in_[l][i], Seconds(cb.empty() ? 0.0 : copy_time(cb[i % n_])));
+    }
+    for (size_t i = 0; i < copy_out_[l].size(); ++i) {
+      const auto& cb = sparse_plan(copy_out_[l][i]).copy_bytes;
+      graph_.set_duration(copy_out_[l][i], Seconds(cb.empty() ? 0.0 : copy_time(cb[i % n_] * grad_ratio)));
+    }
     if (flow_) {
-      const double t_fwd = net_.alltoallv_time(scratch, false);
-      const auto link_fwd = net_.last_bottleneck();
-      const double t_tr = net_.alltoallv_time(scratch, true);
-      const auto link_tr = net_.last_bottleneck();
-      if (std::max(t_fwd, t_tr) > worst_a2a) {
-        worst_a2a = std::max(t_fwd, t_tr);
-        res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
-      }
-      double extra_fwd = 0, extra_tr = 0;
-      const collective::Coflow fwd = collective::alltoallv_flows(net_.topology(), scratch, false, extra_fwd);
-      const collective::Coflow tr = collective::alltoallv_flows(net_.topology(), scratch, true, extra_tr);
-      for (const auto& a : a2a_[l]) flow_->assign(a.task, a.transposed ? tr : fwd, a.transposed ? extra_tr : extra_fwd);
-      for (auto t : spag_[l]) flow_->assign(t, p.spag_flows, p.spag_latency);
-      for (auto t : sprs_[l]) flow_->assign(t, p.sprs_flows, p.sprs_latency);
+      for (auto t : spag_[l]) flow_->assign(t, sparse_plan(t).spag_flows, sparse_plan(t).spag_latency);
+      for (auto t : sprs_[l]) flow_->assign(t, sparse_plan(t).sprs_flows, sparse_plan(t).sprs_latency);
       for (auto t : calib_[l]) flow_->assign(t, p.calibration_flows, p.calibration_latency);
     } else {
-      // Analytic tier: each coflow's link loads, shared with whatever runs beside it.
-      const double t_fwd = net_.alltoallv_loads(scratch, false, loads_);
-      const auto link_fwd = net_.last_bottleneck();
-      const int id_fwd = coflow_->define(loads_);
-      const double t_tr = net_.alltoallv_loads(scratch, true, loads_);
-      const auto link_tr = net_.last_bottleneck();
-      const int id_tr = coflow_->define(loads_);
-      if (std::max(t_fwd, t_tr) > worst_a2a) {
-        worst_a2a = std::max(t_fwd, t_tr);
-        res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
-      }
-      for (const auto& a : a2a_[l]) coflow_->assign(a.task, a.transposed ? id_tr : id_fwd);
-      auto define = [&](const collective::Coflow& flows, double latency, const std::vector<engine::TaskId>& tasks) {
+      auto define = [&](collective::Coflow LayerPlan::*flows, double LayerPlan::*latency,
+                        const std::vector<engine::TaskId>& tasks, bool per_task) {
         if (tasks.empty()) return;
-        net_.loads(flows, latency, loads_);
-        const int id = coflow_->define(loads_);
-        for (auto t : tasks) coflow_->assign(t, id);
+        if (!per_task) {  // one coflow for every task of the layer
+          net_.loads(p.*flows, p.*latency, loads_);
+          const int id = coflow_->define(loads_);
+          for (auto t : tasks) coflow_->assign(t, id);
+          return;
+        }
+        for (auto t : tasks) {
+          net_.loads(sparse_plan(t).*flows, sparse_plan(t).*latency, loads_);
+          coflow_->assign(t, coflow_->define(loads_));
+        }
       };
-      define(p.spag_flows, p.spag_latency, spag_[l]);
-      define(p.sprs_flows, p.sprs_latency, sprs_[l]);
-      define(p.calibration_flows, p.calibration_latency, calib_[l]);
+      define(&LayerPlan::spag_flows, &LayerPlan::spag_latency, spag_[l], shadow_mb);
+      define(&LayerPlan::sprs_flows, &LayerPlan::sprs_latency, sprs_[l], shadow_mb);
+      define(&LayerPlan::calibration_flows, &LayerPlan::calibration_latency, calib_[l], false);
     }
   }
   if (reshard_ != engine::kNoTask) {

@@ -53,8 +53,14 @@
 // compute that ran meanwhile, so the components still sum to the iteration time. The overlapped part
 // is reported as hidden communication.
 //
-// Simplification (documented): every micro-batch of an iteration routes the iteration's counts
-// divided by grad_accum (traces record per-iteration counts).
+// Micro-batches: with a trace that records them (micro-batch axis, LayerPlan::micro), micro-batch mb
+// routes its own counts under the iteration's placement, so every micro-batch has its own expert
+// durations and all-to-all byte matrices, and EP's straggler is the busiest GPU of each micro-batch:
+// sum over micro-batches of max over GPUs >= max over GPUs of the sum, the understatement of routing
+// counts / grad_accum gone. Without the axis (LayerPlan::micro empty) every micro-batch routes the
+// iteration's counts divided by grad_accum, as traces before v1.1 imply. Placement-level
+// communication (spAG/spRS, calibration, re-shard, replica all-reduces) is the iteration's either way;
+// FasterMoE's shadows, decided per forward call, come per micro-batch.
 #pragma once
 
 #include <memory>
@@ -93,6 +99,13 @@ struct LayerPlan {
   // The lower bound (`bound`): [gpu] expert FFN seconds per micro-batch, forward and backward, used
   // instead of the cost model on expert_tokens (empty = from expert_tokens, every other strategy).
   std::vector<double> expert_fwd_seconds, expert_bwd_seconds;
+  // Traces with a micro-batch axis: one entry per micro-batch (grad_accum of them), routed under this
+  // iteration's placement. In an entry expert_tokens, dispatch_bytes, received_tokens, shadow_tokens
+  // and (the bound) expert_fwd/bwd_seconds are that micro-batch's own, not divided by grad_accum;
+  // FasterMoE, which decides its shadows per micro-batch, also sets there the shadows' broadcast and
+  // reduce (spag_flows, sprs_flows) and copy_bytes; every other field is read from the iteration's
+  // plan. Empty: every micro-batch routes this plan's iteration counts / grad_accum.
+  std::vector<LayerPlan> micro;
 };
 
 struct MoeGraphOptions {
@@ -142,6 +155,7 @@ class MoeIterationGraph {
     Kind kind;
     int16_t moe_layer;  // index among MoE layers, -1 otherwise
     int32_t gpu;        // -1 for collectives
+    int32_t mb;         // micro-batch, -1 outside them (re-shard, optimizer)
   };
   engine::TaskId add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
                      engine::ModelId model = engine::kFixedModel);
@@ -173,6 +187,7 @@ class MoeIterationGraph {
   std::vector<DpTask> dp_;
   collective::CoflowLoads loads_;  // scratch
   const char* dense_algo_ = "none";
+  int building_mb_ = -1;  // the micro-batch whose tasks the constructor is adding
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]
   std::vector<std::vector<engine::TaskId>> shadow_fwd_, shadow_bwd_;  // [layer] -> [mb * n + gpu]
   // [layer] -> all-to-all tasks; `transposed` ones carry the combine direction (expert GPU -> source).

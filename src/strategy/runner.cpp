@@ -20,6 +20,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
   RunSummary out;
   out.name = name;
   std::vector<double> buf;
+  std::vector<std::vector<double>> micro;
   std::vector<IterationResult> cache;
   std::vector<char> cached;
   const int R = loads.num_records();
@@ -38,8 +39,8 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
     if (s.stateless() && cached[rec] && !record) {
       r = cache[rec];
     } else {
-      loads.load(rec, buf);
-      r = s.simulate(buf);
+      loads.load(rec, buf, micro);
+      r = s.simulate(IterationCounts{buf, micro});
       if (!(s.stateless() && cached[rec])) ++out.simulated_iterations;
       if (s.stateless()) cache[rec] = r, cached[rec] = 1;
     }

@@ -41,9 +41,9 @@ class SmartMoe final : public Strategy {
 
   bool stateless() const override { return false; }
 
-  IterationResult simulate(const std::vector<double>& loads) override {
+  IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
-    const auto actual = global_loads(loads, L_, n_, E_);
+    const auto actual = global_loads(loads.total, L_, n_, E_);
     IterationExtras extras;
     if (iteration_ > 0 && iteration_ % period_ == 0) {
       collective::Coflow moves;
@@ -80,16 +80,16 @@ class SmartMoe final : public Strategy {
       }
     }
     const double token_bytes = m.d_model * m.precision.activation_bytes;
-    std::vector<double> layer_counts;
     for (int l = 0; l < L_; ++l) {
-      collective::SparsePlacement p{owners_[l], std::vector<std::vector<int>>(E_)};
-      layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
-                          loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
-      DispatchResult d;
-      dispatch(layer_counts, n_, p, node_of_, DispatchRule::kTopology, token_bytes, d);
-      plans_[l].expert_tokens = std::move(d.expert_tokens);
-      plans_[l].dispatch_bytes = std::move(d.bytes);
-      plans_[l].received_tokens = std::move(d.received);
+      // The placement holds for the whole iteration; every micro-batch is routed through it.
+      const collective::SparsePlacement p{owners_[l], std::vector<std::vector<int>>(E_)};
+      auto route = [&](std::span<const double> counts, LayerPlan& plan) {
+        DispatchResult d;
+        dispatch(counts, n_, p, node_of_, DispatchRule::kTopology, token_bytes, d);
+        take_dispatch(std::move(d), plan);
+      };
+      route(layer_counts(loads.total, l, n_, E_), plans_[l]);
+      route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -125,13 +126,27 @@ struct PlanSnapshot {
   std::vector<LayerPlanSnapshot> layers;
 };
 
+// One iteration's loads, counts[layer][gpu][expert] (IterationLoads): the whole iteration's and, when
+// the trace records micro-batches, one vector per micro-batch of the model (grad_accum of them, same
+// layout, summing to `total`). With `micro` empty every micro-batch routes total / grad_accum.
+struct IterationCounts {
+  std::span<const double> total;
+  std::span<const std::vector<double>> micro;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
   // Settings resolved so far (after the last simulate()): automatic knobs and derived choices.
   virtual std::vector<ResolvedSetting> resolved() const { return {}; }
-  // Simulates one iteration with loads counts[layer][gpu][expert] (see IterationLoads).
-  virtual IterationResult simulate(const std::vector<double>& loads) = 0;
+  // Simulates one iteration with loads counts[layer][gpu][expert] (see IterationLoads), every
+  // micro-batch routing loads / grad_accum.
+  IterationResult simulate(const std::vector<double>& loads) { return simulate(IterationCounts{loads, {}}); }
+  // Simulates one iteration; with counts.micro, micro-batch mb routes counts.micro[mb]. Strategies
+  // plan (place experts, predict loads) per iteration from `total` and what came before, as their
+  // runtimes do; only the routing of tokens (and FasterMoE's shadowing, decided per forward call)
+  // follows each micro-batch.
+  virtual IterationResult simulate(const IterationCounts& counts) = 0;
   // True when an iteration's result depends only on its loads (no state carried between
   // iterations): the runner then re-uses the result of a repeated trace record.
   virtual bool stateless() const { return true; }

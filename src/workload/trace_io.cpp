@@ -1,5 +1,6 @@
 #include "workload/trace_io.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -134,7 +135,8 @@ class Parser {
     if (shape[depth] == 0) {
       shape[depth] = n;
     } else if (shape[depth] != n) {
-      error(w, field, fmt::format("expected {} entries (as in the rest of the trace), got {}", shape[depth], n));
+      const std::string axis = depth < static_cast<int>(axis_names_.size()) ? fmt::format(" along axis {}", axis_names_[depth]) : "";
+      error(w, field, fmt::format("expected {} entries{} (as in the rest of the trace), got {}", shape[depth], axis, n));
       return false;
     }
     return true;
@@ -159,6 +161,10 @@ class Parser {
     }
     bool have_format = false, have_version = false, have_model = false, have_workload = false,
          have_axes = false, have_records = false;
+    int minor_version = 0;               // 1.x; the micro-batch axis needs x >= 1
+    bool micro_axis = false;             // axes start with "micro_batch"
+    const char* version_at = nullptr;
+    const char* micro_batches_at = nullptr;
     std::vector<size_t> shape;
     const char* records_at = nullptr;
     const char* model_at = nullptr;
@@ -179,9 +185,12 @@ class Parser {
           error(w, "format", fmt::format("expected \"hecate-sim/expert-load-trace\", got \"{}\"", *s));
       } else if (key == "version") {
         have_version = true;
+        version_at = w;
         auto s = string_field(v, "version");
         if (s && !(s->rfind("1.", 0) == 0 || *s == "1"))
-          error(w, "version", fmt::format("this reader reads version 1.x, got \"{}\"", *s));
+          error(w, "version", fmt::format("this reader reads version 1.x (1.0, and 1.1 with micro-batches), got \"{}\"", *s));
+        else if (s && s->size() > 2)
+          std::from_chars(s->data() + 2, s->data() + s->size(), minor_version);
       } else if (key == "model") {
         have_model = true;
         model_at = w;
@@ -222,23 +231,31 @@ class Parser {
             if (auto x = uint_field(mv, "workload.sources", 1, 1000000)) t.sources = static_cast<int>(*x);
           } else if (k == "tokens_per_source") {
             if (auto x = uint_field(mv, "workload.tokens_per_source", 1, int64_t{1} << 40)) t.tokens_per_source = *x;
+          } else if (k == "micro_batches") {
+            micro_batches_at = where(mv);
+            if (auto x = uint_field(mv, "workload.micro_batches", 1, 1 << 20)) t.micro_batches = static_cast<int>(*x);
           } else {
-            error(where(mv), fmt::format("workload.{}", k), "unknown key (known: sources, tokens_per_source)");
+            error(where(mv), fmt::format("workload.{}", k), "unknown key (known: sources, tokens_per_source, micro_batches)");
           }
         }
       } else if (key == "axes") {
         have_axes = true;
+        static constexpr const char* kAxesHelp =
+            "expected [\"layer\", \"expert\"] or [\"layer\", \"source\", \"expert\"], optionally with \"micro_batch\" first";
         od::array a;
         std::vector<std::string> names;
-        if (v.get_array().get(a)) { error(w, "axes", "expected [\"layer\", \"expert\"] or [\"layer\", \"source\", \"expert\"]"); continue; }
+        if (v.get_array().get(a)) { error(w, "axes", kAxesHelp); continue; }
         for (auto el : a) {
           std::string_view s;
           if (el.get_string().get(s)) { names.push_back("?"); continue; }
           names.emplace_back(s);
         }
+        axis_names_ = names;  // for errors in the counts that follow
+        micro_axis = !names.empty() && names.front() == "micro_batch";
+        if (micro_axis) names.erase(names.begin());
         if (names == std::vector<std::string>{"layer", "expert"}) t.axes = TraceAxes::kLayerExpert;
         else if (names == std::vector<std::string>{"layer", "source", "expert"}) t.axes = TraceAxes::kLayerSourceExpert;
-        else error(w, "axes", "expected [\"layer\", \"expert\"] or [\"layer\", \"source\", \"expert\"]");
+        else error(w, "axes", kAxesHelp);
       } else if (key == "provenance") {
         std::string_view raw;
         if (simdjson::to_json_string(v).get(raw)) { error(w, "provenance", "malformed JSON"); continue; }
@@ -310,6 +327,19 @@ class Parser {
       error(model_at, "model", "needs moe_layers, experts and top_k");
     if (have_workload && (t.sources == 0 || t.tokens_per_source == 0))
       error(workload_at, "workload", "needs sources and tokens_per_source");
+    // The micro-batch axis (v1.1): named in axes, counted in workload.micro_batches, both or neither.
+    if (have_axes && have_workload && micro_axis && t.micro_batches == 0)
+      error(workload_at, "workload.micro_batches",
+            "axes start with \"micro_batch\": give the number of micro-batches per iteration");
+    if (have_axes && t.micro_batches > 0 && !micro_axis)
+      error(micro_batches_at, "axes",
+            fmt::format("workload.micro_batches is {} but axes have no \"micro_batch\" (put it first)", t.micro_batches));
+    if (have_version && micro_axis && minor_version < 1)
+      error(version_at, "version", "the micro_batch axis needs version 1.1 or later");
+    if (t.micro_batches > 0 && t.tokens_per_source % t.micro_batches != 0)
+      error(micro_batches_at, "workload.micro_batches",
+            fmt::format("{} micro-batches do not split tokens_per_source {} (the iteration's tokens) evenly",
+                        t.micro_batches, t.tokens_per_source));
     if (diags_.has_errors()) return t;
     if (t.records.empty()) {
       error(records_at, "records", "a trace needs at least one record");
@@ -319,21 +349,37 @@ class Parser {
     std::vector<size_t> want = t.per_source()
         ? std::vector<size_t>{size_t(t.moe_layers), size_t(t.sources), size_t(t.experts)}
         : std::vector<size_t>{size_t(t.moe_layers), size_t(t.experts)};
-    const char* names3[] = {"layers (model.moe_layers)", "sources (workload.sources)", "experts (model.experts)"};
-    const char* names2[] = {"layers (model.moe_layers)", "experts (model.experts)"};
+    std::vector<std::string> names = {"layers (model.moe_layers)", "experts (model.experts)"};
+    if (t.per_source()) names.insert(names.begin() + 1, "sources (workload.sources)");
+    if (t.per_micro_batch()) {
+      want.insert(want.begin(), size_t(t.micro_batches));
+      names.insert(names.begin(), "micro-batches (workload.micro_batches)");
+    }
     if (shape.size() != want.size()) {
       error(record_at[0], "records[0].counts",
-            fmt::format("expected {} nesting levels for axes {}, got {}", want.size(),
-                        t.per_source() ? "[layer, source, expert]" : "[layer, expert]", shape.size()));
+            fmt::format("expected {} nesting levels for axes [{}{}], got {}", want.size(),
+                        t.per_micro_batch() ? "micro_batch, " : "",
+                        t.per_source() ? "layer, source, expert" : "layer, expert", shape.size()));
       return t;
     }
     for (size_t d = 0; d < want.size(); ++d) {
       if (shape[d] != want[d])
         error(record_at[0], "records[0].counts",
-              fmt::format("level {} has {} entries but the header says {} {}", d, shape[d], want[d],
-                          t.per_source() ? names3[d] : names2[d]));
+              fmt::format("level {} has {} entries but the header says {} {}", d, shape[d], want[d], names[d]));
     }
     if (diags_.has_errors()) return t;
+    // Micro-batch slices were read into counts: move them and sum the iteration.
+    if (t.per_micro_batch()) {
+      for (size_t r = 0; r < t.records.size(); ++r) {
+        TraceRecord& rec = t.records[r];
+        rec.micro = std::move(rec.counts);
+        if (!sum_micro_batches(t, rec))
+          error(record_at[r], fmt::format("records[{}].counts", r),
+                "an expert's count summed over the micro-batches exceeds 2^32 - 1");
+        if (too_many()) return t;
+      }
+      if (diags_.has_errors()) return t;
+    }
     validate_located(t, record_at);
     return t;
   }
@@ -365,47 +411,64 @@ class Parser {
   const simdjson::padded_string& buf_;
   Locator loc_;
   Diagnostics& diags_;
+  std::vector<std::string> axis_names_;  // as the file gives them, once read
 };
 
 }  // namespace
 
 void validate_trace(const Trace& t, const std::string& file, Diagnostics& diags) {
   const int srcs = t.per_source() ? t.sources : 1;
-  const uint64_t tokens = static_cast<uint64_t>(t.per_source() ? t.tokens_per_source : t.tokens_per_layer());
+  const bool micro = t.per_micro_batch();
+  // Tokens per source (or in all, for global counts) of one slice: the iteration, or one micro-batch.
+  const uint64_t tokens = static_cast<uint64_t>(t.tokens_per_source_micro_batch()) * (t.per_source() ? 1 : t.sources);
   const uint64_t want = tokens * static_cast<uint64_t>(t.top_k);
+  const size_t size = t.record_size();
   int reported = 0;
   for (size_t r = 0; r < t.records.size() && reported < kMaxErrors; ++r) {
     const auto& rec = t.records[r];
-    if (rec.counts.size() != t.record_size()) {
+    const size_t expected = micro ? size * static_cast<size_t>(t.micro_batches) : size;
+    if ((micro ? rec.micro.size() : rec.counts.size()) != expected || rec.counts.size() != size) {
       diags.error({file, 0, 0}, fmt::format("records[{}].counts", r),
-                  fmt::format("expected {} counts, got {}", t.record_size(), rec.counts.size()));
+                  fmt::format("expected {} counts, got {}", expected, micro ? rec.micro.size() : rec.counts.size()));
       ++reported;
       continue;
     }
-    for (int l = 0; l < t.moe_layers; ++l) {
-      for (int s = 0; s < srcs; ++s) {
-        const uint32_t* c = rec.counts.data() + (static_cast<size_t>(l) * srcs + s) * t.experts;
-        uint64_t sum = 0;
-        int over = -1;
-        for (int e = 0; e < t.experts; ++e) {
-          sum += c[e];
-          if (c[e] > tokens && over < 0) over = e;
+    for (int mb = 0; mb < (micro ? t.micro_batches : 1); ++mb) {
+      const uint32_t* slice = micro ? t.micro_slice(rec, mb) : rec.counts.data();
+      const std::string prefix = micro ? fmt::format("records[{}].counts[{}]", r, mb) : fmt::format("records[{}].counts", r);
+      const std::string of_what = micro ? fmt::format("iter {}, micro-batch {}", rec.iter, mb) : fmt::format("iter {}", rec.iter);
+      for (int l = 0; l < t.moe_layers; ++l) {
+        for (int s = 0; s < srcs; ++s) {
+          const uint32_t* c = slice + (static_cast<size_t>(l) * srcs + s) * t.experts;
+          uint64_t sum = 0;
+          int over = -1;
+          for (int e = 0; e < t.experts; ++e) {
+            sum += c[e];
+            if (c[e] > tokens && over < 0) over = e;
+          }
+          std::string where = t.per_source() ? fmt::format("{}[{}][{}]", prefix, l, s) : fmt::format("{}[{}]", prefix, l);
+          if (sum != want) {
+            diags.error({file, 0, 0}, where,
+                        fmt::format("counts sum to {} but tokens x top_k = {} x {} = {} ({})", sum, tokens, t.top_k,
+                                    want, of_what));
+            ++reported;
+          } else if (over >= 0) {
+            diags.error({file, 0, 0}, fmt::format("{}[{}]", where, over),
+                        fmt::format("expert {} has {} assignments, more than the {} tokens (a token picks an "
+                                    "expert at most once, so at most 1/top_k of the assignments)",
+                                    over, c[over], tokens));
+            ++reported;
+          }
+          if (reported >= kMaxErrors) return;
         }
-        std::string where = t.per_source() ? fmt::format("records[{}].counts[{}][{}]", r, l, s)
-                                           : fmt::format("records[{}].counts[{}]", r, l);
-        if (sum != want) {
-          diags.error({file, 0, 0}, where,
-                      fmt::format("counts sum to {} but tokens x top_k = {} x {} = {} (iter {})", sum, tokens,
-                                  t.top_k, want, rec.iter));
-          ++reported;
-        } else if (over >= 0) {
-          diags.error({file, 0, 0}, fmt::format("{}[{}]", where, over),
-                      fmt::format("expert {} has {} assignments, more than the {} tokens (a token picks an "
-                                  "expert at most once, so at most 1/top_k of the assignments)",
-                                  over, c[over], tokens));
-          ++reported;
-        }
-        if (reported >= kMaxErrors) return;
+      }
+    }
+    if (micro) {  // what the reader derives; a producer must keep it
+      TraceRecord sum = rec;
+      if (!sum_micro_batches(t, sum) || sum.counts != rec.counts) {
+        diags.error({file, 0, 0}, fmt::format("records[{}].counts", r),
+                    "the iteration's counts are not the sum of its micro-batch slices");
+        ++reported;
       }
     }
   }
@@ -443,27 +506,31 @@ namespace {
 std::string json_header(const Trace& t) {
   std::string out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\n  \"format\": \"hecate-sim/expert-load-trace\", \"version\": \"1.0\",\n");
+  // Without micro-batches the file is a v1.0 trace, byte for byte what earlier versions wrote.
+  fmt::format_to(it, "{{\n  \"format\": \"hecate-sim/expert-load-trace\", \"version\": \"{}\",\n",
+                 t.per_micro_batch() ? "1.1" : "1.0");
   fmt::format_to(it, "  \"model\": {{");
   if (!t.model_preset.empty()) fmt::format_to(it, "\"preset\": \"{}\", ", t.model_preset);
   fmt::format_to(it, "\"moe_layers\": {}, \"experts\": {}, \"top_k\": {}}},\n", t.moe_layers, t.experts, t.top_k);
-  fmt::format_to(it, "  \"workload\": {{\"sources\": {}, \"tokens_per_source\": {}}},\n", t.sources, t.tokens_per_source);
-  fmt::format_to(it, "  \"axes\": {},\n", t.per_source() ? "[\"layer\", \"source\", \"expert\"]" : "[\"layer\", \"expert\"]");
+  fmt::format_to(it, "  \"workload\": {{\"sources\": {}, \"tokens_per_source\": {}", t.sources, t.tokens_per_source);
+  if (t.per_micro_batch()) fmt::format_to(it, ", \"micro_batches\": {}", t.micro_batches);
+  fmt::format_to(it, "}},\n  \"axes\": [{}{}],\n", t.per_micro_batch() ? "\"micro_batch\", " : "",
+                 t.per_source() ? "\"layer\", \"source\", \"expert\"" : "\"layer\", \"expert\"");
   fmt::format_to(it, "  \"provenance\": {},\n", t.provenance_json.empty() ? "{}" : t.provenance_json);
   fmt::format_to(it, "  \"records\": [\n");
   return out;
 }
 
-void json_record(const Trace& t, const TraceRecord& rec, std::string& out) {
+// One slice of counts (an iteration, or a micro-batch), [layer][source][expert] or [layer][expert].
+void json_slice(const Trace& t, const uint32_t* counts, std::string& out) {
   const int srcs = t.per_source() ? t.sources : 1;
-  fmt::format_to(std::back_inserter(out), "    {{\"iter\": {}, \"counts\": [", rec.iter);
   for (int l = 0; l < t.moe_layers; ++l) {
     if (l) out += ',';
     if (t.per_source()) out += '[';
     for (int s = 0; s < srcs; ++s) {
       if (s) out += ',';
       out += '[';
-      const uint32_t* c = rec.counts.data() + (static_cast<size_t>(l) * srcs + s) * t.experts;
+      const uint32_t* c = counts + (static_cast<size_t>(l) * srcs + s) * t.experts;
       for (int e = 0; e < t.experts; ++e) {
         if (e) out += ',';
         char buf[16];
@@ -475,6 +542,19 @@ void json_record(const Trace& t, const TraceRecord& rec, std::string& out) {
     }
     if (t.per_source()) out += ']';
   }
+}
+
+void json_record(const Trace& t, const TraceRecord& rec, std::string& out) {
+  fmt::format_to(std::back_inserter(out), "    {{\"iter\": {}, \"counts\": [", rec.iter);
+  if (!t.per_micro_batch()) {
+    json_slice(t, rec.counts.data(), out);
+  } else {
+    for (int mb = 0; mb < t.micro_batches; ++mb) {
+      out += mb ? ",[" : "[";
+      json_slice(t, t.micro_slice(rec, mb), out);
+      out += ']';
+    }
+  }
   out += "]}";
 }
 
@@ -482,7 +562,7 @@ void json_record(const Trace& t, const TraceRecord& rec, std::string& out) {
 
 std::string trace_to_json(const Trace& t) {
   std::string out = json_header(t);
-  out.reserve(64 + t.records.size() * (t.record_size() * 4 + 32));
+  out.reserve(64 + t.records.size() * (t.record_size() * std::max(1, t.micro_batches) * 4 + 32));
   for (size_t r = 0; r < t.records.size(); ++r) {
     json_record(t, t.records[r], out);
     out += r + 1 < t.records.size() ? ",\n" : "\n";

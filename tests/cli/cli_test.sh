@@ -84,6 +84,69 @@ expect 2 "bad.csv:2:7" "expert" -- "$sim" trace import csv "$tmp/bad.csv" -o "$t
 printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]], "colour": 1}\n' > "$tmp/bad.jsonl"
 expect 2 "bad.jsonl:1:" "colour" "unknown key" -- "$sim" trace import megatron "$tmp/bad.jsonl" -o "$tmp/x.json"
 
+# Micro-batches (trace v1.1, axis micro_batch): kept by the importers, checked by the reader, routed
+# per micro-batch by run; bad ones are located input errors.
+mfx="$fx/tiny-trace-micro.json"
+expect 0 -- "$sim" trace validate "$mfx"
+grep -q "in 2 micro-batches" "$tmp/out" && echo "ok: validate reports the micro-batches" || { echo "FAIL: validate output lacks micro-batches"; fails=$((fails+1)); }
+expect 0 -- "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --iterations 2
+if grep -q "micro_batches" "$tmp/err"; then echo "FAIL: grad_accum = recorded micro-batches warned"; fails=$((fails+1)); else echo "ok: no micro-batch warning when they match"; fi
+expect 0 "workload.micro_batches" "records 2 micro-batches per iteration but the model runs grad_accum 1" "grad_accum=2" -- \
+  "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --iterations 2
+expect 0 "records 2 micro-batches per iteration but the model runs grad_accum 3" "re-binned proportionally" -- \
+  "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=3 --iterations 2
+"$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --format json --seed 3 > "$tmp/m1.json" 2>/dev/null
+"$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --format json --seed 3 > "$tmp/m2.json" 2>/dev/null
+if cmp -s "$tmp/m1.json" "$tmp/m2.json"; then echo "ok: deterministic JSON with micro-batches"; else echo "FAIL: micro-batch JSON differs between runs"; fails=$((fails+1)); fi
+# A record with one micro-batch where the trace has two: file:line:col of its counts.
+sed '0,/{"iter":1,"counts":\[\[\[\[/s//{"iter":1,"counts":[[[[/' "$mfx" | \
+  python3 -c "import sys; l=sys.stdin.read().split('\n'); i=[k for k,x in enumerate(l) if x.startswith('    {\"iter\":1')][0]; c=l[i]; l[i]=c[:c.index('],[[[')] + ']]}'; print('\n'.join(l))" > "$tmp/mb-short.json"
+expect 2 "mb-short.json:9:[0-9]+" "records\[1\].counts" "expected 2 entries along axis micro_batch" -- "$sim" trace validate "$tmp/mb-short.json"
+sed 's/"version": "1.1"/"version": "1.0"/' "$mfx" > "$tmp/mb-v10.json"
+expect 2 "mb-v10.json:2:[0-9]+" "version" "needs version 1.1" -- "$sim" trace validate "$tmp/mb-v10.json"
+sed 's/"micro_batches": 2/"micro_batches": 3/' "$mfx" > "$tmp/mb-3.json"
+expect 2 "mb-3.json:4:[0-9]+" "workload.micro_batches" "3 micro-batches do not split tokens_per_source 128" -- "$sim" trace validate "$tmp/mb-3.json"
+# The importers: SmartMoE keeps its micro-batches unless --sum-micro-batches; a log whose layers record
+# different numbers of micro-batches is located; CSV with a micro_batch column, one missing.
+expect 0 "in 2 micro-batches" -- "$sim" trace import smartmoe "$tmp/smartmoe" -o "$tmp/smm.json"
+grep -q '"axes": \["micro_batch", "layer", "source", "expert"\]' "$tmp/smm.json" && echo "ok: SmartMoE import keeps micro-batches" || { echo "FAIL: SmartMoE import lost its micro-batches"; fails=$((fails+1)); }
+expect 0 -- "$sim" trace import smartmoe "$tmp/smartmoe" --sum-micro-batches -o "$tmp/sms.json"
+grep -q '"version": "1.0"' "$tmp/sms.json" && ! grep -q '"micro_batch"' "$tmp/sms.json" && echo "ok: --sum-micro-batches writes v1.0" || { echo "FAIL: --sum-micro-batches"; fails=$((fails+1)); }
+expect 0 -- "$sim" trace validate "$tmp/sms.json"
+mkdir -p "$tmp/smmb"; cp "$tmp"/smartmoe/*.log "$tmp/smmb/"
+printf '0:[[2.0, 2.0, 2.0, 2.0], [4.0, 2.0, 1.0, 1.0]]\n1:[[3.0, 3.0, 1.0, 1.0]]\n' > "$tmp/smmb/table_iter11_rank1.log"
+expect 2 "table_iter11_rank1.log:2:1" "layer 1" "1 micro-batches, but 2" -- "$sim" trace import smartmoe "$tmp/smmb" -o "$tmp/x.json"
+printf 'iter,micro_batch,layer,source,expert,count\n0,0,0,0,0,1\n0,1,0,0,1,1\n4,0,0,0,0,1\n' > "$tmp/mb.csv"
+expect 2 "mb.csv:4" "iter 4, micro_batch 1, layer 0, source 0" "no counts" -- "$sim" trace import csv "$tmp/mb.csv" --top-k 1 -o "$tmp/x.json"
+# The capture hook, per forward call (no torch needed for record_counts): 2 ranks x 2 steps x 2
+# micro-batches (64 tokens each) of 2 layers, merged and read back; a step of one call is refused.
+if ( cd "$tmp" && PYTHONPATH="$root/scripts/capture" python3 - <<'PY'
+from hecate_capture import ExpertLoadRecorder, merge
+for rank in (0, 1):
+    rec = ExpertLoadRecorder(num_experts=8, top_k=2, model_preset="tiny-moe", micro_batches=True)
+    for step in (0, 1):
+        for mb in (0, 1):
+            for layer in (0, 1):
+                row = [0] * 8
+                row[(rank + mb + layer + step) % 8] = 64  # 64 tokens, each to this expert and the next
+                row[(rank + mb + layer + step + 1) % 8] = 64
+                rec.record_counts(layer, [row])
+        rec.step(step)
+    rec.write(f"cap.rank{rank}.json")
+merge("cap.json", ["cap.rank0.json", "cap.rank1.json"])
+rec.record_counts(0, [[128, 128, 0, 0, 0, 0, 0, 0]])  # the step's 128 tokens in one call
+rec.record_counts(1, [[128, 128, 0, 0, 0, 0, 0, 0]])
+try:
+    rec.step(2)
+    raise SystemExit("a step with 1 micro-batch after steps of 2 was accepted")
+except ValueError as e:
+    assert "1 micro-batches (forward calls), earlier ones 2" in str(e), e
+PY
+); then echo "ok: capture hook records per forward call"; else echo "FAIL: capture hook"; fails=$((fails+1)); fi
+expect 0 -- "$sim" trace validate "$tmp/cap.json"
+grep -q "2 sources x 128 tokens in 2 micro-batches" "$tmp/out" && echo "ok: merged capture has 2 micro-batches of 2 ranks" || { echo "FAIL: merged capture"; cat "$tmp/out"; fails=$((fails+1)); }
+expect 0 -- "$sim" run dgx-h100-1node "$tmp/cap.json" --model "$fx/tiny-model.yaml" --set grad_accum=2 --iterations 2
+
 # Strategies: unknown name, unknown knob, bad knob value.
 expect 2 "unknown strategy 'fsdpp'" -- "${run[@]}" --strategy ep,fsdpp
 expect 2 "no knob 'windw'" -- "${run[@]}" --strategy ep:windw=3

@@ -10,6 +10,7 @@
 #include "strategy/ep.hpp"
 #include "strategy/fastermoe.hpp"
 #include "strategy/moe_iteration.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
 
@@ -41,11 +42,7 @@ struct Events : strategy::TimelineSink {
     return -1;
   }
 };
-std::string setting(const strategy::Strategy& s, const std::string& key) {
-  for (const auto& r : s.resolved())
-    if (r.key == key) return r.json;
-  return "";
-}
+using test::resolved_json;
 }  // namespace
 
 TEST_CASE("FastMoE's policy: shadow the next hottest expert while the modelled latency falls") {
@@ -126,7 +123,7 @@ TEST_CASE("FasterMoE with the trigger off is EP, exactly") {
     CHECK(a.time == b.time);
     CHECK(a.breakdown == b.breakdown);
     CHECK(a.memory.total() == b.memory.total());
-    CHECK(setting(*none, "shadowed_per_layer") == "[0, 0]");
+    CHECK(resolved_json(*none, "shadowed_per_layer") == "[0, 0]");
     CHECK(c.time == doctest::Approx(a.time).epsilon(1e-12));
     CHECK(c.memory.total() == a.memory.total());
   }
@@ -138,8 +135,8 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
   auto ep = strategy::make_ep(ctx, {});
   auto fm = strategy::make_fastermoe(ctx, {});
   // Policy inputs (auto): bandwidth = a GPU's route to its neighbour, 200 GB/s; alpha = 1024 / 512 = 2.
-  CHECK(setting(*fm, "bandwidth") == "200000000000");
-  CHECK(setting(*fm, "alpha") == "2");
+  CHECK(resolved_json(*fm, "bandwidth") == "200000000000");
+  CHECK(resolved_json(*fm, "alpha") == "2");
   // Layer 0: GPU 0 hosts expert 0 and computes 8 x 2048 = 16384 tokens, the others 8 x 2048 / 7 = 2341.
   // feat = 512 x 2 B / 200 GB/s = 5.1 ns, model = 2 x 2 x 512^2 x 2 B / 200 GB/s = 10.5 us; comp is
   // ~2 x 2 x 2 x 512^2 / (a few 100 TFLOP/s) ~ 0.01 us. Shadowing expert 0 drops B from 16384 to
@@ -148,7 +145,7 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
   Events ev;
   fm->record_next(&ev);
   auto r = fm->simulate(one_hot_expert());
-  CHECK(setting(*fm, "shadowed_per_layer") == "[1, 0]");
+  CHECK(resolved_json(*fm, "shadowed_per_layer") == "[1, 0]");
   // The broadcast is expert 0's parameters from GPU 0 to the 7 others (a chain), alone on the network
   // after the dispatch: the time the analytic tier gives that coflow.
   const double expert_bytes = 2.0 * 512 * 1024 * 2;
@@ -203,8 +200,8 @@ TEST_CASE("relabelling experts does not change FasterMoE's iteration") {
       for (int e = 0; e < 8; ++e) relabelled[(l * 8 + (7 - s)) * 8 + (7 - e)] = loads[(l * 8 + s) * 8 + e];
   auto ra = a->simulate(loads);
   auto rb = b->simulate(relabelled);
-  CHECK(setting(*a, "shadowed_per_layer") == setting(*b, "shadowed_per_layer"));
-  CHECK(setting(*a, "shadowed_per_layer") != "[0, 0]");
+  CHECK(resolved_json(*a, "shadowed_per_layer") == resolved_json(*b, "shadowed_per_layer"));
+  CHECK(resolved_json(*a, "shadowed_per_layer") != "[0, 0]");
   CHECK(ra.time == doctest::Approx(rb.time).epsilon(1e-9));
   CHECK(ra.memory.total() == doctest::Approx(rb.memory.total()));
 }
@@ -213,9 +210,9 @@ TEST_CASE("FasterMoE knobs: overrides reach the policy, bad values are located i
   Tiny x;
   auto& [m, t, cc, ctx] = x;
   auto fm = strategy::make_strategy(strategy::parse_strategy_spec("fastermoe:bandwidth=100Gbps:gemm_throughput=50TFLOPS:alpha=4"), ctx);
-  CHECK(setting(*fm, "bandwidth") == "12500000000");
-  CHECK(setting(*fm, "gemm_throughput") == "50000000000000");
-  CHECK(setting(*fm, "alpha") == "4");
+  CHECK(resolved_json(*fm, "bandwidth") == "12500000000");
+  CHECK(resolved_json(*fm, "gemm_throughput") == "50000000000000");
+  CHECK(resolved_json(*fm, "alpha") == "4");
   CHECK_THROWS_AS(strategy::make_strategy(strategy::parse_strategy_spec("fastermoe:bandwidth=fast"), ctx), InputError);
   CHECK_THROWS_AS(strategy::make_strategy(strategy::parse_strategy_spec("fastermoe:bandwidth=0Gbps"), ctx), InputError);
   CHECK_THROWS_AS(strategy::make_strategy(strategy::parse_strategy_spec("fastermoe:gemm_throughput=10GB/s"), ctx), InputError);

@@ -13,6 +13,7 @@
 #include "strategy/flexmoe.hpp"
 #include "strategy/flexmoe_planner.hpp"
 #include "strategy/materialization.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
 #include "workload/model_spec.hpp"
@@ -76,12 +77,7 @@ struct Setup {
 
 const auto idx = [](Component c) { return static_cast<int>(c); };
 
-std::string resolved_json(const Strategy& s, const std::string& key) {
-  for (const auto& r : s.resolved())
-    if (r.key == key) return r.json;
-  FAIL("no resolved setting " << key);
-  return "";
-}
+using test::resolved_json;
 }  // namespace
 
 TEST_CASE("hand-worked: one hot expert is expanded to the second GPU and the load balances") {

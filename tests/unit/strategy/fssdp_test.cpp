@@ -11,6 +11,7 @@
 #include "strategy/materialization.hpp"
 #include "strategy/sharding.hpp"
 #include "topology/topology_builder.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
 #include "workload/model_spec.hpp"
@@ -404,11 +405,7 @@ TEST_CASE("a re-shard is taken only when its predicted gain over reshard_every i
   Context ctx{t, m, cc, 1};
   const std::vector<double> loads = two_hot_experts();
   auto idx = [](Component c) { return static_cast<int>(c); };
-  auto value = [](const Strategy& s, const std::string& key) {
-    for (const auto& r : s.resolved())
-      if (r.key == key) return r.json;
-    return std::string("missing");
-  };
+  const auto value = test::resolved_json;
   auto once = make_fssdp(ctx, {{"overlap_degree", "0"}, {"reshard_every", "1"}});
   auto kept = make_fssdp(ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
   for (int it = 0; it < 8; ++it) {
