@@ -21,12 +21,13 @@ Seconds ComputeCost::gemm(double tokens, double k, double n, double mats, double
   if (tokens <= 0) return Seconds(0);
   const double tile = p_.tile_rows;
   const double t_pad = std::ceil(tokens / tile) * tile;
-  const double flops = 2.0 * t_pad * k * n * mats * flop_mult;
-  const double eta_c = p_.eta_max * tokens / (tokens + p_.t_half);
+  const double flops_per_token = 2.0 * k * n * mats * flop_mult;
+  // FLOPs(t) / eta_c(t) = FLOPs(t + t_half) / eta_max; the padded tile at eta_max is the floor.
+  const double effective_tokens = std::max(tokens + p_.t_half, t_pad);
   const double pb = m_.precision.param_bytes, ab = m_.precision.activation_bytes;
   const double weight_bytes = k * n * mats * (pb * flop_mult + extra_bytes_per_weight);
   const double act_bytes = tokens * (k + n * mats) * ab * flop_mult * 2;  // in and out
-  const double t_compute = flops / (eta_c * gpu_.peak_flops.value());
+  const double t_compute = flops_per_token * effective_tokens / (p_.eta_max * gpu_.peak_flops.value());
   const double t_memory = (weight_bytes + act_bytes) / (p_.eta_mem * gpu_.hbm_bandwidth.value());
   return Seconds(std::max(t_compute, t_memory));
 }

@@ -1,14 +1,21 @@
 // Compute cost models: how long a GPU takes for the kernels of one training step (model.md §3).
 //
 // * Expert FFN (grouped GEMM over the experts of one GPU, one launch):
-//     per expert with t > 0 tokens, t padded up to the kernel tile (128 rows),
-//     FLOPs = 2 * t_pad * d_model * d_ffn * n_mats (x2 in backward: data-grad + weight-grad),
-//     bytes = weights (+ grads in backward) + activations in and out,
-//     time  = max(FLOPs / (eta_c(t) * peak), bytes / (eta_m * hbm_bw)), summed over experts,
-//     plus one launch. eta_c(t) = eta_max * t / (t + t_half) models the poor tensor-core occupancy of
-//     skinny GEMMs. With weights dominating bytes, arithmetic intensity is ~t FLOP/B, so the roofline
-//     alone makes a GEMM memory-bound below peak/hbm_bw tokens (153 on A100, 295 on H100), which is
-//     what hardware.md reports.
+//     per expert with t > 0 tokens (t may be fractional: an iteration's counts / grad_accum),
+//     FLOPs(t) = 2 * t * d_model * d_ffn * n_mats (x2 in backward: data-grad + weight-grad),
+//     compute  = max(FLOPs(t) / (eta_c(t) * peak), FLOPs(t_pad) / (eta_max * peak)),
+//     bytes    = weights (+ grads in backward) + activations in and out,
+//     time     = max(compute, bytes / (eta_m * hbm_bw)), summed over experts, plus one launch.
+//     eta_c(t) = eta_max * t / (t + t_half) is useful FLOPs over time x peak, exactly what
+//     `calibrate` / `validate` fit from measured times (cost/gemm_fit.hpp), so the first term is
+//     FLOPs(t + t_half) at eta_max: a skinny GEMM costs as if it had t_half more tokens (its fixed
+//     tail: tile set-up, poor tensor-core occupancy). The second term is the kernel's tile padding
+//     (t_pad = t rounded up to 128 rows) at full efficiency, so t <= 128 never costs less than one
+//     tile. (Until this version the padded FLOPs were divided by eta_c(t), counting the small-GEMM
+//     penalty twice: the time diverged as t -> 0, 4 ms for a quarter token on a V100, and the fitted
+//     H100 curve over-predicted 16-token GEMMs by 4.6x.) With weights dominating bytes, arithmetic
+//     intensity is ~t FLOP/B, so the roofline makes a GEMM memory-bound below peak/hbm_bw tokens
+//     (153 on A100, 295 on H100), which is what hardware.md reports.
 // * Attention (per micro-batch of b sequences, per layer; s tokens, d = d_model, a heads, ab bytes per
 //   activation element, E = b*a*s^2 score elements). The implementation is the model's `attention`
 //   resolved for this GPU (workload::resolve_attention: flash on compute capability >= 8.0, else
