@@ -5,6 +5,7 @@
 #include "strategy/gpu_memory.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/moe_iteration.hpp"
+#include "strategy/traffic_floor.hpp"
 
 namespace hs::strategy {
 
@@ -37,6 +38,15 @@ class LowerBound final : public Strategy {
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);
+    // The least traffic any placement needs, at the fabric's full capacity: where it takes longer
+    // than the compute floor's graph, the iteration cannot be faster than it, and the difference is
+    // communication (charged to the all-to-all).
+    traffic_ = traffic_floor(ctx_.topo, m, loads.total);
+    graph_time_ = r.time;
+    if (traffic_.seconds > r.time) {
+      r.breakdown[static_cast<size_t>(Component::kAllToAll)] += traffic_.seconds - r.time;
+      r.time = traffic_.seconds;
+    }
     return r;
   }
 
@@ -62,7 +72,11 @@ class LowerBound final : public Strategy {
   }
 
   std::vector<ResolvedSetting> resolved() const override {
-    return {resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
+    // The last iteration's two floors; the bound is the larger.
+    return {resolved_value("compute_floor_ms", graph_time_ * 1e3), resolved_value("traffic_floor_ms", traffic_.seconds * 1e3),
+            resolved_text("traffic_floor_level", traffic_.level.empty() ? "none" : traffic_.level),
+            resolved_value("least_traffic_bytes", traffic_.bytes),
+            resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
   }
 
  private:
@@ -72,6 +86,8 @@ class LowerBound final : public Strategy {
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_;  // per GPU
+  TrafficFloor traffic_;
+  double graph_time_ = 0;
 };
 
 }  // namespace

@@ -10,23 +10,23 @@
 //       launch + (1/N) * sum_e gemm(c_e)        (backward likewise, with its launches)
 //   where c_e is expert e's global assignment count of the micro-batch and gemm the cost model's
 //   per-expert term (cost/compute_cost.hpp). Why this is below every strategy: the cost model's
-//   gemm(t) = max(A * pad(t) * (1 + t_half / t), W + a * t) is subadditive, gemm(x + y) <=
-//   gemm(x) + gemm(y) (pad() is a ceiling, so pad(x + y) <= pad(x) + pad(y); 1 + t_half / t falls
-//   with t; W >= 0), and gemm(0) = 0. Whatever a strategy does with expert e (one owner, replicas,
+//   gemm(t) = max(A * (t + t_half), A * pad(t), W + a * t) is subadditive, gemm(x + y) <=
+//   gemm(x) + gemm(y) (each term is: t_half >= 0, pad() is a ceiling so pad(x + y) <= pad(x) + pad(y),
+//   W >= 0; and so is their max), and gemm(0) = 0 (tests/unit/cost/expert_gemm_test.cpp checks it). Whatever a strategy does with expert e (one owner, replicas,
 //   shadows, materialized copies), the instances that compute it split c_e, so their gemm terms sum
 //   to at least gemm(c_e); over all GPUs the expert work is at least sum_e gemm(c_e), and the most
 //   loaded GPU, which every collective after the layer waits for, does at least the mean of it plus
 //   its launch. A GPU of the bound does exactly that mean. With uniform loads and E >= N this is the
 //   oracle's expert compute (E/N experts of c/E tokens each), up to rounding.
-// * All-to-all: zero bytes (every token computed on its own GPU). Token locality is reachable: FSDP
-//   of experts and FSSDP with everything materialized keep every token local. Charging the cheapest
-//   way to get there (parameter moves minus the attention they hide behind) would not be a bound for
-//   every strategy: FlexMoE's replicas persist between iterations, their moves are amortized over
-//   `period` iterations and their only per-iteration cost, a gradient all-reduce, overlaps the whole
-//   backward, not just the attention; FSSDP's spAG and spRS hide behind attention forward and
-//   backward. Any positive per-layer charge for locality can therefore exceed what some
-//   configuration of some strategy pays, so the honest bound charges nothing: the dispatch and
-//   combine tasks stay in the graph (their latency, as FSDP pays it) with no bytes.
+// * All-to-all: zero bytes in the graph (every token computed on its own GPU). Token locality is
+//   reachable (FSDP of experts, FSSDP with everything materialized), but its price is not a per-layer
+//   charge every strategy pays: FlexMoE's replicas persist between iterations and their gradient
+//   all-reduce overlaps the whole backward; FSSDP's spAG and spRS hide behind attention. So the
+//   graph charges nothing for it, and the traffic floor (strategy/traffic_floor.hpp) bounds it
+//   instead, over the whole iteration: the least bytes any placement must move for the iteration's
+//   routing (tokens out and back, or parameters and gradients of the copies that keep them local)
+//   over the fabric's summed link capacity. The bound is max(graph makespan, traffic floor): both
+//   are floors, so their max is.
 // * No sparse collectives, shadows, replica all-reduces, migrations or copies (each only adds work).
 // * Optimizer: every GPU updates the mean owned parameters (dense + E/N experts of every MoE layer);
 //   every expert has at least one owner, so the most loaded GPU updates at least that.
@@ -39,8 +39,9 @@
 // no slower with less traffic beside it. The property test (tests/unit/strategy/bound_test.cpp)
 // checks bound <= every registered strategy over random loads on several platforms.
 //
-// What it leaves out (so it can sit well below every strategy on all-to-all-bound platforms): the
-// cost of making tokens local. It is a floor, not a forecast.
+// What it leaves out: latencies, contention and uneven link use in the traffic floor (it divides by
+// the fabric's total capacity), and any overlap limit between the two floors. It is a floor, not a
+// forecast.
 #pragma once
 
 #include <map>

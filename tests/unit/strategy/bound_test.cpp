@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strategy/strategy.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
 
@@ -57,7 +58,7 @@ struct Events : strategy::TimelineSink {
 };
 }  // namespace
 
-TEST_CASE("bound: no registered strategy is faster, over random loads on three platforms") {
+TEST_CASE("bound: no registered strategy is faster, over random loads on four platforms") {
   test::ClusterShape two_nodes;  // 2 nodes x 4 GPUs, one 25 GB/s NIC per GPU
   two_nodes.nodes = 2, two_nodes.gpus_per_node = 4, two_nodes.nics = 4, two_nodes.nic_bw = 25e9;
   test::ClusterShape four;  // one node of 4 slow-linked GPUs
@@ -68,6 +69,11 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on three p
                          test::make_cluster(two_nodes)));
   platforms.push_back(std::make_unique<Platform>("node4, 8 experts top-1", test::small_moe_model("m8", 8, 1, 512, 4),
                                                  test::make_cluster(four)));
+  test::ClusterShape starved = two_nodes;  // one 2 GB/s NIC per node: the traffic floor binds
+  starved.nics = 1, starved.nic_bw = 2e9;
+  platforms.push_back(std::make_unique<Platform>("2x4, one slow NIC, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2),
+                                                 test::make_cluster(starved)));
+  int traffic_bound = 0;  // iterations where the traffic floor, not the compute graph, is the bound
   std::mt19937 rng(12345);
   for (auto& pp : platforms) {
     Platform& p = *pp;
@@ -77,7 +83,11 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on three p
     for (int i = 0; i < 12; ++i) iters.push_back(random_loads(rng, L, n, E, per_gpu));
     auto bound = make("bound", p.ctx);
     std::vector<double> floor;
-    for (const auto& loads : iters) floor.push_back(bound->simulate(loads).time);
+    for (const auto& loads : iters) {
+      floor.push_back(bound->simulate(loads).time);
+      if (std::stod(test::resolved_json(*bound, "traffic_floor_ms")) > std::stod(test::resolved_json(*bound, "compute_floor_ms")))
+        ++traffic_bound;
+    }
     int compared = 0;
     for (const auto& info : strategy::registry()) {
       const std::string name = info.name;
@@ -96,6 +106,7 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on three p
     }
     CHECK(compared == static_cast<int>(strategy::registry().size()) - 1);
   }
+  CHECK(traffic_bound > 0);  // the traffic half of the bound was exercised
 }
 
 TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more time") {
