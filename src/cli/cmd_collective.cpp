@@ -19,6 +19,7 @@
 #include "calib/nccl_tests_log.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
+#include "collective/all_to_all.hpp"
 #include "collective/nccl_op.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
@@ -194,19 +195,16 @@ int run_collective(const CollectiveOptions& o) {
     if (!o.op.empty() && o.op != "all_to_all_v")
       throw InputError({"--op", 0, 0}, o.op, "--matrix times an all_to_all_v: drop --op or say --op all_to_all_v");
     const auto m = read_matrix(o.matrix, topo.num_gpus());
-    collective::Coflow c;
-    double total = 0;
-    for (int a = 0; a < topo.num_gpus(); ++a)
-      for (int b = 0; b < topo.num_gpus(); ++b)
-        if (a != b && m[static_cast<size_t>(a) * topo.num_gpus() + b] > 0)
-          c.push_back({a, b, m[static_cast<size_t>(a) * topo.num_gpus() + b]}), total += c.back().bytes;
+    double extra = 0, total = 0;
+    const collective::Coflow c = collective::alltoallv_flows(topo, m, false, extra);
+    for (const auto& t : c) total += t.bytes;
     op_name = "all_to_all_v";
     ranks = topo.num_gpus();
     group_note = fmt::format("matrix {} ({} pairs, {:.0f} bytes)", o.matrix, c.size(), total);
     Line l;
     l.bytes = total;
     l.algo = "p2p";
-    l.seconds = flow ? flow_time(topo, c, 0) : net.alltoallv_time(m);
+    l.seconds = flow ? flow_time(topo, c, extra) : net.alltoallv_time(m);
     lines.push_back(l);
   } else {
     const auto op = collective::parse_nccl_op(o.op);

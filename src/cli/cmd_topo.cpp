@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "collective/p2p_channels.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
 #include "topology/topology_loader.hpp"
@@ -100,6 +101,15 @@ std::string show(const topology::Topology& t, const std::string& source) {
       fmt::format_to(it, "  {:<7} x{:<5} line {:>11}  efficiency {:.3f}  effective {:>11}  latency {}\n", cls, c.count,
                      format_bandwidth(Bandwidth(c.line)), c.eff, format_bandwidth(Bandwidth(c.line * c.eff)),
                      format_time(Seconds(c.lat)));
+  {
+    // NCCL's grouped send/receive over the whole machine (collective/p2p_channels.hpp).
+    const collective::P2pChannels p2p(t);
+    fmt::format_to(it, "NCCL send/receive (all {} GPUs as one communicator): {} channels, {} per peer, {} batch(es); "
+                   "a connection reaches at most {} to another node, {} inside a node\n",
+                   t.num_gpus(), p2p.channels(), p2p.channels_per_peer(), p2p.rounds(),
+                   t.num_nodes() > 1 ? format_bandwidth(Bandwidth(p2p.net_cap())) : std::string("-"),
+                   p2p.local_cap() > 0 ? format_bandwidth(Bandwidth(p2p.local_cap())) : std::string("its links"));
+  }
   fmt::format_to(it, "point-to-point (effective bottleneck bandwidth, latency, hops):\n");
   if (t.num_gpus() > 1 && t.gpus_in_node(0) > 1) {
     const int a = t.node_gpus(0)[0], b = t.node_gpus(0)[1];

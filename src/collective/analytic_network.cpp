@@ -9,10 +9,11 @@ AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo)
   for (const auto& l : topo.links()) inv_bw_.push_back(1.0 / l.bandwidth.value());
 }
 
-void AnalyticNetwork::add(int src, int dst, double bytes) {
+void AnalyticNetwork::add(int src, int dst, double bytes, double cap) {
   if (src == dst || bytes <= 0) return;
   const auto r = topo_.route(src, dst);
   alpha_ = std::max(alpha_, r.latency.value());
+  if (cap > 0) floor_ = std::max(floor_, bytes / cap);
   double* load = load_.data();
   double* count = count_.data();
   for (const auto& h : r.hops) {
@@ -25,6 +26,7 @@ double AnalyticNetwork::finish(CoflowLoads* out) {
   if (out) {
     out->links.clear();
     out->latency = alpha_;
+    out->floor = floor_;
   }
   // A dense sweep over all links: cheaper than tracking touched links for the all-to-alls that
   // dominate, and the lowest link id wins ties deterministically.
@@ -42,41 +44,63 @@ double AnalyticNetwork::finish(CoflowLoads* out) {
     }
     load_[l] = 0.0;
   }
-  const double total = worst > 0 ? alpha_ + worst : 0.0;
+  const double total = worst > 0 ? alpha_ + std::max(worst, floor_) : 0.0;
   alpha_ = 0;
+  floor_ = 0;
   return total;
 }
 
 double AnalyticNetwork::coflow_time(std::span<const Transfer> transfers) {
-  for (const auto& t : transfers) add(t.src, t.dst, t.bytes);
+  for (const auto& t : transfers) add(t.src, t.dst, t.bytes, t.rate_cap);
   return finish();
 }
 
 double AnalyticNetwork::loads(std::span<const Transfer> transfers, double extra_latency, CoflowLoads& out) {
-  for (const auto& t : transfers) add(t.src, t.dst, t.bytes);
+  for (const auto& t : transfers) add(t.src, t.dst, t.bytes, t.rate_cap);
   const double t = finish(&out);
   out.latency += extra_latency;
   return t > 0 ? t + extra_latency : 0.0;
 }
 
-double AnalyticNetwork::alltoallv_loads(std::span<const double> m, bool transpose, CoflowLoads& out) {
+// The same transfers, caps and batch latency as collective::alltoallv_flows, in one pass without
+// building them: a connection's cap is one of two values (local, network), so the slowest capped
+// transfer is the largest local or network transfer at its cap.
+double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose) {
   const int n = topo_.num_gpus();
-  for (int s = 0; s < n; ++s)
+  sends_.assign(n, 0);
+  recvs_.assign(n, 0);
+  double max_local = 0, max_net = 0;
+  for (int s = 0; s < n; ++s) {
+    const int ns = topo_.node_of(s);
     for (int d = 0; d < n; ++d) {
       const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
-      if (b > 0) add(s, d, b);
+      if (b <= 0 || s == d) continue;
+      add(s, d, b);
+      ++sends_[s], ++recvs_[d];
+      if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
+      else max_net = std::max(max_net, b);
     }
-  return finish(&out);
+  }
+  P2pGroupShape shape;
+  for (int g = 0; g < n; ++g) shape.ranks = std::max({shape.ranks, sends_[g] + 1, recvs_[g] + 1});
+  shape.multi_node = max_net > 0;
+  const P2pChannels p2p(topo_, shape.ranks, shape.multi_node);
+  floor_ = std::max({floor_, max_net > 0 ? max_net / p2p.net_cap() : 0.0,
+                     max_local > 0 && p2p.local_cap() > 0 ? max_local / p2p.local_cap() : 0.0});
+  return alpha_ * (p2p.rounds() - 1);
+}
+
+double AnalyticNetwork::alltoallv_loads(std::span<const double> m, bool transpose, CoflowLoads& out) {
+  const double extra = alltoallv_add(m, transpose);
+  const double t = finish(&out);
+  out.latency += extra;
+  return t > 0 ? t + extra : 0.0;
 }
 
 double AnalyticNetwork::alltoallv_time(std::span<const double> m, bool transpose) {
-  const int n = topo_.num_gpus();
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d) {
-      const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
-      if (b > 0) add(s, d, b);
-    }
-  return finish();
+  const double extra = alltoallv_add(m, transpose);
+  const double t = finish();
+  return t > 0 ? t + extra : 0.0;
 }
 
 }  // namespace hs::collective

@@ -8,11 +8,18 @@
 //
 // Closed form checked in the tests: a uniform all-to-all of S bytes per GPU inside one NVSwitch node
 // of n GPUs puts (n-1)/n*S on every GPU's uplink: time = latency + (n-1)/n * S / B.
+//
+// Rate caps. A transfer with a rate cap (Transfer::rate_cap: an NCCL connection's channels) cannot
+// drain faster than bytes / cap, so a coflow takes latency + max(max over links bytes / capacity,
+// max over transfers bytes / cap). All-to-alls are NCCL point-to-point exchanges
+// (collective/all_to_all.hpp): every pair gets its connection's cap and the latency is paid once per
+// scheduling batch.
 #pragma once
 
 #include <span>
 #include <vector>
 
+#include "collective/all_to_all.hpp"
 #include "collective/transfer.hpp"
 #include "topology/topology.hpp"
 
@@ -35,13 +42,16 @@ class AnalyticNetwork {
   const topology::Topology& topology() const { return topo_; }
 
  private:
-  void add(int src, int dst, double bytes);
+  void add(int src, int dst, double bytes, double cap = 0);
+  double alltoallv_add(std::span<const double> matrix, bool transpose);
   double finish(CoflowLoads* out = nullptr);
   const topology::Topology& topo_;
   std::vector<double> load_;
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
+  std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
   double alpha_ = 0;
+  double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;
 };
 

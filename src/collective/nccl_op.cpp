@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collective/all_reduce.hpp"
+#include "collective/all_to_all.hpp"
 #include "collective/chain.hpp"
 #include "collective/nvls.hpp"
 #include "collective/ring.hpp"
@@ -61,6 +62,25 @@ double bus_factor(NcclOp op, int n) {
   }
 }
 
+namespace {
+
+// nccl-tests' sendrecv: every rank sends `size` bytes to the next one, over a point-to-point
+// connection of the group's communicator (capped by its channels).
+Coflow send_recv_flows(const topology::Topology& topo, std::span<const int> group, double size) {
+  const int n = static_cast<int>(group.size());
+  bool multi_node = false;
+  for (int g : group) multi_node = multi_node || topo.node_of(g) != topo.node_of(group[0]);
+  const P2pChannels p2p(topo, n, multi_node);
+  Coflow c;
+  for (int i = 0; i < n; ++i) {
+    const int a = group[i], b = group[(i + 1) % n];
+    c.push_back({a, b, size, p2p.cap(a, b)});
+  }
+  return c;
+}
+
+}  // namespace
+
 NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size) {
   NcclOpTime r;
   const int n = static_cast<int>(group.size());
@@ -97,8 +117,7 @@ NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
       return r;
     }
     case NcclOp::kSendRecv: {
-      Coflow c;
-      for (int i = 0; i < n; ++i) c.push_back({group[i], group[(i + 1) % n], size});
+      const Coflow c = send_recv_flows(topo, group, size);
       r.seconds = net.coflow_time(c);
       r.bottleneck = net.last_bottleneck();
       return r;
@@ -134,12 +153,16 @@ NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
                            p.extra_latency);
       p.algo = "ring";
       break;
-    case NcclOp::kAllToAll:
+    case NcclOp::kAllToAll: {
+      const int N = topo.num_gpus();
+      std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
       for (int a : group)
         for (int b : group)
-          if (a != b) p.flows.push_back({a, b, size / n});
+          if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
+      p.flows = alltoallv_flows(topo, m, false, p.extra_latency);
       p.algo = "p2p";
       break;
+    }
     case NcclOp::kBroadcast:
       p.flows = broadcast_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
       break;
@@ -147,7 +170,7 @@ NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
       p.flows = reduce_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
       break;
     case NcclOp::kSendRecv:
-      for (int i = 0; i < n; ++i) p.flows.push_back({group[i], group[(i + 1) % n], size});
+      p.flows = send_recv_flows(topo, group, size);
       p.algo = "p2p";
       break;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "collective/p2p_channels.hpp"
+
 namespace hs::collective {
 
 std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of) {
@@ -55,6 +57,30 @@ Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const
   Coflow c = sparse_allgather(p, chunk_bytes, node_of, algo);
   for (auto& t : c) std::swap(t.src, t.dst);
   return c;
+}
+
+double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
+                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce) {
+  if (c.empty()) return 0.0;
+  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
+  double alpha = 0;
+  for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
+  double chain = alpha;
+  if (algo == BroadcastAlgo::kDirect) {
+    const P2pChannels p2p(topo);
+    for (auto& t : c) t.rate_cap = p2p.cap(t.src, t.dst);
+  } else {
+    for (std::size_t e = 0; e < p.owner.size(); ++e) {
+      if (p.replicas[e].empty()) continue;
+      const auto order = chain_order(p.owner[e], p.replicas[e], node_of);
+      double sum = 0;
+      for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
+      chain = std::max(chain, sum);
+    }
+  }
+  if (cap_reduce > 0)
+    for (auto& t : c) t.rate_cap = t.rate_cap > 0 ? std::min(t.rate_cap, cap_reduce) : cap_reduce;
+  return chain - alpha;
 }
 
 GpuVolumes volumes(const Coflow& c, int gpus) {

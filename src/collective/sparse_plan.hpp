@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collective/transfer.hpp"
+#include "topology/topology.hpp"
 
 namespace hs::collective {
 
@@ -38,6 +39,18 @@ Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std:
 // holder sending its gradient to the owner); the owner ends with the sum.
 Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
                              BroadcastAlgo algo = BroadcastAlgo::kChain);
+// What NCCL adds to a sparse collective's transfers on a topology, beyond their link loads; sets the
+// transfers' rate caps and returns the latency to add to the coflow's largest route latency.
+// - kDirect: every send is a point-to-point connection of the whole-machine communicator, capped by
+//   its channels (collective/p2p_channels.hpp).
+// - kChain: a pipelined broadcast (or reduce) whose first bytes cross every hop in turn, so it pays
+//   the sum of its hops' route latencies; the longest chain's sum beyond the coflow's largest route
+//   latency is returned. (The chain runs on a ring broadcast's channels: no per-connection cap.)
+// - `reduce` (spRS): the receiver also sums what arrives with what it holds, reading two operands and
+//   writing one per byte, so no transfer outruns the GPU's HBM bandwidth / 3.
+double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
+                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce);
+
 // The order in which a chunk's broadcast chain visits its holders, starting at the owner.
 std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of);
 

@@ -12,6 +12,9 @@ struct Transfer {
   int src = 0;
   int dst = 0;
   double bytes = 0;
+  // Most bytes/s this transfer can move whatever the links leave it (0 = no cap): an NCCL
+  // point-to-point connection's channels (collective/p2p_channels.hpp), or a reduction's arithmetic.
+  double rate_cap = 0;
 };
 
 using Coflow = std::vector<Transfer>;
@@ -33,6 +36,9 @@ struct LinkLoad {
 struct CoflowLoads {
   std::vector<LinkLoad> links;
   double latency = 0;
+  // Seconds the coflow needs at least whatever the links give it: its slowest transfer at its rate
+  // cap (Transfer::rate_cap). Alone it drains in max(this, max over links bytes / capacity).
+  double floor = 0;
 };
 
 }  // namespace hs::collective

@@ -1,18 +1,34 @@
 #include "cost/memory_model.hpp"
 
-#include <array>
-#include <utility>
+#include <algorithm>
+#include <vector>
 
 namespace hs::cost {
 
+std::array<MemoryTerm, kMemoryTerms> MemoryBreakdown::terms() const {
+  return {{{"params", "params", params},
+           {"grads", "grads", grads},
+           {"optimizer", "optimizer", optimizer},
+           {"activations", "activations", activations},
+           {"copy_params", "copy params", copy_params},
+           {"copy_grads", "copy grads", copy_grads},
+           {"comm_buffers", "all-to-all buffers", comm_buffers},
+           {"nccl", "NCCL buffers", nccl},
+           {"reserve", "reserve", reserve}}};
+}
+
+double MemoryBreakdown::total() const {
+  double sum = 0;
+  for (const auto& t : terms()) sum += t.bytes;
+  return sum;
+}
+
 std::string MemoryBreakdown::largest() const {
-  std::array<std::pair<double, const char*>, 6> terms{{{params, "params"}, {grads, "grads"}, {optimizer, "optimizer"},
-                                                       {activations, "activations"}, {buffers, "buffers"},
-                                                       {reserve, "reserve"}}};
-  auto best = terms[0];
-  for (auto& t : terms)
-    if (t.first > best.first) best = t;
-  return best.second;
+  const auto all = terms();
+  const MemoryTerm* best = &all[0];
+  for (const auto& t : all)
+    if (t.bytes > best->bytes) best = &t;
+  return best->label;
 }
 
 ParamCounts count_params(const workload::ModelSpec& m) {
@@ -52,6 +68,61 @@ double activation_bytes(const workload::ModelSpec& m, double received_tokens_all
   }
   bytes += received_tokens_all_layers * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
   bytes += tokens * static_cast<double>(m.vocab) * 4.0;  // fp32 logits
+  return bytes;
+}
+
+CopyPeak copy_buffer_peak(std::span<const double> copies, double param_bytes, double grad_bytes, const CopyLifetime& life) {
+  const int L = static_cast<int>(copies.size());
+  auto at = [&](int l) { return l >= 0 && l < L ? copies[l] : 0.0; };
+  CopyPeak best;
+  auto consider = [&](double params, double grads) {
+    if (params * param_bytes + grads * grad_bytes > best.total()) best = {params * param_bytes, grads * grad_bytes};
+  };
+  // Forward: without re-materialization copies accumulate (the last layer's instant holds them
+  // all); with it, layer l in use and l + 1 being gathered.
+  double held = 0;
+  for (int l = 0; l < L; ++l) {
+    held += copies[l];
+    consider(life.rematerialize ? copies[l] + at(l + 1) : held, 0);
+  }
+  // Backward, last layer first: its copies (and, without re-materialization, every lower layer's),
+  // its gradient buffers and, when spRS may still drain, the layer above's.
+  for (int l = L - 1; l >= 0; --l) {
+    const double grads = copies[l] + (life.grads_overlap_next ? at(l + 1) : 0.0);
+    consider(life.rematerialize ? copies[l] + at(l - 1) : held, grads);
+    held -= copies[l];
+  }
+  return best;
+}
+
+int copy_cap_level(std::span<const double> demand, double budget, double param_bytes, double grad_bytes,
+                   const CopyLifetime& life, int max_level) {
+  std::vector<double> capped(demand.size());
+  auto fits = [&](int level) {
+    for (size_t l = 0; l < demand.size(); ++l) capped[l] = std::min(demand[l], static_cast<double>(level));
+    return copy_buffer_peak(capped, param_bytes, grad_bytes, life).total() <= budget;
+  };
+  if (fits(max_level)) return max_level;
+  int lo = 0, hi = max_level;  // fits(hi) is false; fits(lo) is assumed (a level of 0 holds nothing)
+  if (!fits(0)) return 0;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+double nccl_buffer_bytes(const NcclCommunicator& c) {
+  double bytes = c.ring ? c.channels * kNcclConnectionBytes : 0.0;
+  if (c.p2p) {
+    bytes += c.intra_peers * kNcclP2pChannelsPerPeer * kNcclConnectionBytes;
+    if (c.inter_peers > 0) {
+      int p2p_channels = 1;
+      while (p2p_channels < c.channels) p2p_channels *= 2;
+      bytes += 2.0 * p2p_channels * kNcclSharedSteps * kNcclP2pNetChunkBytes;
+    }
+  }
   return bytes;
 }
 

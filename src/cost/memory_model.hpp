@@ -1,10 +1,23 @@
-// Per-GPU memory (model.md §6): parameters, gradients, optimizer states (master weights + Adam
-// moments), activations kept for backward, replica/materialization buffers and a fixed runtime
-// reserve. Strategies fill a MemoryBreakdown; the report prints the peak and its composition and
-// marks a configuration that exceeds the GPU's memory as infeasible, naming the largest term.
+// Per-GPU memory (model.md §6), term by term as training frameworks allocate it. Strategies fill a
+// MemoryBreakdown for every GPU and keep the largest; the report prints the peak and its
+// composition, marks a configuration that exceeds the GPU's memory as infeasible (naming the
+// largest term) and, for FSSDP without re-materialization, says whether re-materialization fits.
 //
-// Activation accounting (bytes, one micro-batch in flight; micro-batches of a gradient-accumulation
-// step run one after another): per block, attention + norms keep 15*s*b*h*(act_bytes/2) bytes
+// Terms (bytes):
+//   params, grads, optimizer  what the GPU owns: dense parameters + its experts, their gradients,
+//                             fp32 master weights + optimizer moments (ModelSpec::Precision).
+//   activations               kept for backward, one micro-batch in flight (see activation_bytes).
+//   copy_params, copy_grads   materialized copies of experts the GPU does not own (FSSDP, FSDP;
+//                             FasterMoE's shadows) and their gradient buffers, resident at the
+//                             iteration's peak (copy_buffer_peak: lifetimes in issue order).
+//   comm_buffers              all-to-all send + receive buffers of the MoE layer in flight.
+//   nccl                      NCCL's own connection buffers (nccl_buffer_bytes).
+//   reserve                   what no term above names: the CUDA context and kernel images,
+//                             cuBLAS/cuDNN workspaces and the caching allocator's fragmentation;
+//                             1 GiB (an allowance, not derived; NCCL is no longer inside it).
+//
+// Activation accounting (one micro-batch in flight; micro-batches of a gradient-accumulation step
+// run one after another): per block, attention + norms keep 15*s*b*h*(act_bytes/2) bytes
 // (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.1,
 // eq. 1 / Table 2: attention 11sbh + two layer norms 4sbh, in 2-byte elements). With standard
 // (unfused) attention each block also keeps 5*a*s^2*b*(act_bytes/2) bytes, the paper's 5as^2b:
@@ -13,10 +26,19 @@
 // topology (cost::resolve_attention); a still-kAuto model counts as flash, what a GPU of unknown
 // compute capability (assumed 8.0) runs. An MoE layer keeps, per routed token received, its input (h)
 // and the FFN intermediates (n_mats * d_ffn), plus the permuted token copies on the sending side; the
-// LM head keeps fp32 logits (tokens x vocab x 4). Runtime reserve: CUDA context, NCCL buffers,
-// allocator fragmentation, 1 GiB by default.
+// LM head keeps fp32 logits (tokens x vocab x 4).
+//
+// All-to-all buffers. Megatron-LM's all-to-all token dispatcher permutes a layer's routed tokens
+// into one send buffer (tokens sent x h x act_bytes) and receives into another (tokens received x
+// h x act_bytes); the combine runs the same exchange backwards, and backward runs both again for
+// the gradients. The dispatch's two buffers are the permuted copies and the expert inputs that
+// activations already keep for backward; the combine's and the backward exchanges' are transient,
+// one layer's at a time: comm_buffers = (sent + received) x h x act_bytes of the layer in flight,
+// per micro-batch, the largest over layers (a2a_buffer_bytes in strategy/gpu_memory.hpp).
 #pragma once
 
+#include <array>
+#include <span>
 #include <string>
 
 #include "util/units.hpp"
@@ -24,15 +46,27 @@
 
 namespace hs::cost {
 
+struct MemoryTerm {
+  const char* key;    // JSON key, e.g. "copy_params"
+  const char* label;  // for people, e.g. "copy params"
+  double bytes;
+};
+inline constexpr int kMemoryTerms = 9;
+
 struct MemoryBreakdown {
-  double params = 0;        // working-precision parameters resident (dense + owned experts)
-  double grads = 0;
+  double params = 0;        // working-precision parameters owned (dense + owned experts)
+  double grads = 0;         // their gradients
   double optimizer = 0;     // master weights + optimizer moments
-  double activations = 0;
-  double buffers = 0;       // replica / materialization / shadow buffers
-  double reserve = 0;       // runtime reserve
-  double total() const { return params + grads + optimizer + activations + buffers + reserve; }
-  // Name of the largest term, for "does not fit: activations dominate".
+  double activations = 0;   // kept for backward
+  double copy_params = 0;   // materialized copies' / shadows' parameters at the peak
+  double copy_grads = 0;    // their gradient buffers at the peak
+  double comm_buffers = 0;  // all-to-all send + receive buffers of the layer in flight
+  double nccl = 0;          // NCCL connection buffers
+  double reserve = 0;       // CUDA context, library workspaces, allocator fragmentation
+  // Every term in a fixed order (reports iterate it); the terms add up to total().
+  std::array<MemoryTerm, kMemoryTerms> terms() const;
+  double total() const;
+  // Label of the largest term, for "does not fit: largest term: activations".
   std::string largest() const;
 };
 
@@ -49,5 +83,80 @@ ParamCounts count_params(const workload::ModelSpec& m);
 double activation_bytes(const workload::ModelSpec& m, double received_tokens_all_layers);
 
 inline constexpr double kRuntimeReserveBytes = 1024.0 * 1024 * 1024;
+
+// --- Copy buffers -----------------------------------------------------------------------------
+// Lifetimes of materialized copies (Hecate, arXiv 2502.02581, §4: spAG before a layer's forward,
+// spRS of the copies' gradients in the attention backward that follows the layer's backward), in
+// issue order over one iteration, for one GPU holding copies[l] copies of MoE layer l:
+//   * without re-materialization a layer's copies are gathered before its forward and freed after
+//     its backward: at the forward's end every layer's copies are resident;
+//   * with re-materialization they are freed after the layer's forward and gathered again for its
+//     backward; the layer in use and the one being gathered are resident together (forward: l and
+//     l+1; backward: l and l-1, gathered during the attention backward before it);
+//   * a copy's gradient buffer lives from the layer's backward until spRS drains it into the
+//     owner. With one NCCL queue (Hecate's runtime; comm_queue=single) spRS(l) drains before the
+//     next layer's gradient all-to-all, so one layer's gradient buffers at a time; on a stream of
+//     its own it may still be draining while layer l-1's backward fills its buffers
+//     (grads_overlap_next: l and l-1 together).
+struct CopyLifetime {
+  bool rematerialize = false;
+  bool grads_overlap_next = false;
+};
+struct CopyPeak {
+  double params = 0, grads = 0;  // bytes resident at the peak instant
+  double total() const { return params + grads; }
+};
+// Peak over the iteration's instants (forward of each layer, backward of each layer) of copy
+// parameters + gradient buffers; param_bytes / grad_bytes are one copy's.
+CopyPeak copy_buffer_peak(std::span<const double> copies, double param_bytes, double grad_bytes, const CopyLifetime& life);
+
+// The memory cap on copies, per GPU (FSSDP's m, per layer): the largest level in [0, max_level]
+// such that every layer keeping min(demand[l], level) copies fits in `budget` bytes under `life`.
+// Layers that want fewer copies than the level keep all of theirs; those that want more are cut to
+// it (water-filling: heterogeneous per layer). max_level when everything fits, 0 when nothing does.
+int copy_cap_level(std::span<const double> demand, double budget, double param_bytes, double grad_bytes,
+                   const CopyLifetime& life, int max_level);
+
+// --- NCCL buffers -------------------------------------------------------------------------------
+// NCCL allocates, per connection (one per channel and peer it talks to), a receive buffer for each
+// protocol (NCCL docs, Environment Variables, NCCL_BUFFSIZE: "the size of the buffer used by NCCL
+// when communicating data between pairs of GPUs ... The default is 4194304 (4 MiB)"; NCCL
+// src/init.cc DEFAULT_LL_BUFFSIZE = 8 lines x 512 threads x 8 steps x 16 B = 512 KiB and
+// DEFAULT_LL128_BUFFSIZE = 120 elements x 640 threads x 8 steps x 8 B = 4,915,200 B). One
+// connection: kNcclConnectionBytes = 4 MiB + 512 KiB + 4,915,200 B = 9,633,792 B.
+//   * Collectives (rings): one connection per channel, from the previous GPU of the ring.
+//   * Point-to-point (all-to-all, spAG/spRS chains; ncclSend/ncclRecv connect every peer they
+//     address): per peer NCCL uses p2pnChannelsPerPeer channels (src/graph/paths.cc,
+//     ncclTopoGetNchannels: 2 for a network peer, NCCL_NCHANNELS_PER_NET_PEER; 2 x NVLink
+//     bandwidth ratio, at least 2, for an NVLink peer; the minimum over peers, rounded to a power
+//     of two: 2 whenever the communicator spans nodes, and 2 taken as well within a node). Peers
+//     in the node use the P2P transport with dedicated buffers ("Intranode P2P transfers always
+//     have dedicated LL buffers allocated", NCCL_ALLOC_P2P_NET_LL_BUFFERS): intra_peers x 2 x
+//     kNcclConnectionBytes. Peers in other nodes share one pool per direction
+//     (NCCL_NET_SHARED_BUFFERS, default 1: "a single large pool for all remote peers, having a
+//     constant memory usage"; src/transport/net.cc sharedNetBuffersInit: p2p channels x
+//     NCCL_SHARED_STEPS 16 x NCCL_P2P_NET_CHUNKSIZE 128 KiB): 2 x p2p_channels x 16 x 128 KiB,
+//     p2p_channels = the communicator's channels rounded up to a power of two
+//     (ncclTopoComputeP2pChannels).
+//     No LL buffers for network peers (NCCL_ALLOC_P2P_NET_LL_BUFFERS defaults to 0).
+// With NCCL_RUNTIME_CONNECT (default 1 since 2.22) only the connections a communicator uses are
+// made, so a communicator that only runs all-to-alls has no ring buffers.
+inline constexpr double kNcclSimpleBuffBytes = 4194304;  // NCCL_BUFFSIZE default
+inline constexpr double kNcclLlBuffBytes = 524288;
+inline constexpr double kNcclLl128BuffBytes = 4915200;
+inline constexpr double kNcclConnectionBytes = kNcclSimpleBuffBytes + kNcclLlBuffBytes + kNcclLl128BuffBytes;
+inline constexpr int kNcclP2pChannelsPerPeer = 2;
+inline constexpr double kNcclSharedSteps = 16;
+inline constexpr double kNcclP2pNetChunkBytes = 131072;  // NCCL_P2P_NET_CHUNKSIZE default
+
+// One NCCL communicator as one of its GPUs sees it.
+struct NcclCommunicator {
+  int channels = 1;       // the communicator's channels (collective::default_ring_channels)
+  bool ring = false;      // ring connections made: it runs collectives
+  bool p2p = false;       // send/recv to every peer (all-to-all, sparse collectives)
+  int intra_peers = 0;    // other GPUs of the communicator in this GPU's node
+  int inter_peers = 0;    // in other nodes
+};
+double nccl_buffer_bytes(const NcclCommunicator& c);
 
 }  // namespace hs::cost

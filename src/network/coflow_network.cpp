@@ -33,6 +33,11 @@ int CoflowNetwork::define(collective::CoflowLoads loads) {
       d.phi = std::max(x.flows, 1.0) / x.bytes;
     }
   }
+  // A transfer held to its rate cap (an NCCL connection's channels) sets a pace no sharing can beat.
+  if (loads.floor > d.drain) {
+    d.drain = loads.floor;
+    d.floored = true;
+  }
   d.loads = std::move(loads);
   defs_.push_back(std::move(d));
   return static_cast<int>(defs_.size() - 1);
@@ -102,8 +107,9 @@ int CoflowNetwork::add_flow(const Def& d, double speed) {
   scratch_.clear();
   for (const auto& x : d.loads.links)
     scratch_.push_back({x.link, d.phi * x.bytes / topo_.links()[x.link].bandwidth.value()});
-  // Progress capped at speed / D: solver rate <= speed / (phi D).
-  return solver_.add_flow(scratch_, 1.0, speed < 1 ? speed / (d.phi * d.drain) : solver::MaxMinSolver::kUnlimited);
+  // Progress capped at speed / D: solver rate <= speed / (phi D) (D includes a rate-cap floor).
+  return solver_.add_flow(scratch_, 1.0,
+                          speed < 1 || d.floored ? speed / (d.phi * d.drain) : solver::MaxMinSolver::kUnlimited);
 }
 
 void CoflowNetwork::progress(Running& r, double now) {

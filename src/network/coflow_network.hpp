@@ -20,6 +20,10 @@
 //
 // Speed (engine interference): a communication task slowed by compute beside it gets a rate cap of
 // speed / D, so it never runs faster than that share of its solo pace.
+//
+// Rate caps: a coflow whose slowest transfer is held by its own rate cap (CoflowLoads::floor: an
+// NCCL connection's channels) longer than any link holds it has D = that floor and a progress cap of
+// 1 / D: sharing can slow it further, never speed it up.
 #pragma once
 
 #include <vector>
@@ -54,6 +58,7 @@ class CoflowNetwork final : public engine::ActivityModel {
     collective::CoflowLoads loads;
     double drain = 0;  // D: seconds alone
     double phi = 1;    // progress per unit of solver rate (see the .cpp)
+    bool floored = false;  // drain set by loads.floor (a capped transfer), not by a link
   };
   int add_flow(const Def& d, double speed);
   struct Running {

@@ -62,6 +62,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   gfirst_.clear();
   gnext_same_hash_.clear();
   gelems_.clear();
+  gcap_.clear();
   std::unordered_map<uint64_t, int> by_hash;
   by_hash.reserve(co.size());
   for (size_t i = 0; i < co.size(); ++i) {
@@ -69,7 +70,9 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
     alpha = std::max(alpha, topo_.route(tr.src, tr.dst).latency.value());
     binding_elements(tr.src, tr.dst);
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits)
+    const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits) and the rate cap
+    h = (h ^ std::bit_cast<uint64_t>(cap)) * 1099511628211ull;
     for (const auto& el : scratch_) {
       h = (h ^ static_cast<uint64_t>(el.link)) * 1099511628211ull;
       h = (h ^ std::bit_cast<uint64_t>(el.coef)) * 1099511628211ull;
@@ -80,7 +83,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     stats_.bytes_offered += tr.bytes;
     auto same = [&](int g) {
       const uint32_t b = gelem_begin_[g], e = gelem_begin_[g + 1];
-      if (e - b != scratch_.size()) return false;
+      if (e - b != scratch_.size() || gcap_[g] != cap) return false;
       for (uint32_t k = b; k < e; ++k)
         if (gelems_[k].link != scratch_[k - b].link || gelems_[k].coef != scratch_[k - b].coef) return false;
       return true;
@@ -97,6 +100,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
       gelems_.insert(gelems_.end(), scratch_.begin(), scratch_.end());
       gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
       gcount_.push_back(0);
+      gcap_.push_back(cap);
       gfirst_.push_back(static_cast<int>(i));
     }
     gid_[i] = g;
@@ -118,7 +122,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     std::sort(members_.begin() + b, members_.begin() + e);
     const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
     stats_.elements += el.size();
-    const int id = solver_.add_flow(el, static_cast<double>(e - b));
+    const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
     if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0);
     Flow& f = flow_[id];
     f.task = t;

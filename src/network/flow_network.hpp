@@ -136,6 +136,7 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> gid_;
   std::vector<uint32_t> gcount_, gelem_begin_;
   std::vector<int> gfirst_, gnext_same_hash_;
+  std::vector<double> gcap_;  // per class: its members' rate cap (Transfer::rate_cap; kUnlimited if none)
   std::vector<solver::Element> gelems_;
   std::vector<uint32_t> tag_;
   std::vector<Due> heap_, window_;  // min-heap of projected finishes; scratch

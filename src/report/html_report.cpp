@@ -88,26 +88,28 @@ std::string memory_chart(const RunReport& r) {
   if (max_b <= 0) return "";
   const int rows = static_cast<int>(r.strategies.size());
   std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 90,
-                              rows * (bar_h + gap) + 60);
-  const char* names[] = {"params", "grads", "optimizer", "activations", "buffers", "reserve"};
+                              rows * (bar_h + gap) + 76);
+  static_assert(cost::kMemoryTerms <= kColors.size());
   for (int i = 0; i < rows; ++i) {
     const auto& m = r.strategies[i].peak_memory;
-    const double vals[] = {m.params, m.grads, m.optimizer, m.activations, m.buffers, m.reserve};
     const double y = i * (bar_h + gap);
     o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(r.strategies[i].name));
     double x = left;
-    for (int c = 0; c < 6; ++c) {
-      const double bw = vals[c] / max_b * w;
+    const auto terms = m.terms();
+    for (size_t c = 0; c < terms.size(); ++c) {
+      const double bw = terms[c].bytes / max_b * w;
       if (bw <= 0) continue;
       o += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.2f} GiB</title></rect>", x, y,
-                       bw, bar_h, kColors[c], names[c], vals[c] / (1024.0 * 1024 * 1024));
+                       bw, bar_h, kColors[c], terms[c].label, terms[c].bytes / (1024.0 * 1024 * 1024));
       x += bw;
     }
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} GiB</text>", x + 4, y + bar_h * 0.7, m.total() / (1024.0 * 1024 * 1024));
   }
-  for (int c = 0; c < 6; ++c)
+  const auto labels = cost::MemoryBreakdown{}.terms();
+  for (size_t c = 0; c < labels.size(); ++c)  // legend in two rows
     o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
-                     left + 100 * c, rows * (bar_h + gap) + 30, kColors[c], left + 100 * c + 14, rows * (bar_h + gap) + 39, names[c]);
+                     left + 140 * (c % 5), rows * (bar_h + gap) + 30 + 16 * (c / 5), kColors[c], left + 140 * (c % 5) + 14,
+                     rows * (bar_h + gap) + 39 + 16 * (c / 5), labels[c].label);
   if (cap > 0) {
     const double cx = left + cap / max_b * w;
     o += fmt::format("<line x1=\"{:.1f}\" y1=\"0\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#c00\" stroke-dasharray=\"4\"/>", cx, cx, rows * (bar_h + gap));
@@ -148,6 +150,9 @@ std::string render_html(const RunReport& r) {
   o += "</table>\n<h2>Where the time goes (critical path, mean per iteration)</h2>\n" + breakdown_chart(r);
   o += "\n<h2>Iteration time</h2>\n" + time_chart(r);
   o += "\n<h2>Peak memory per GPU</h2>\n" + memory_chart(r);
+  for (const auto& s : r.strategies)
+    if (const std::string v = memory_verdict(s, r.topo ? r.topo->gpu_model().memory.value() : 0); !v.empty())
+      o += "<p><b>" + esc(v) + "</b></p>\n";
   o += "\n<h2>Resolved settings</h2>\n<p>What automatic knobs and derived choices became, as of the last iteration.</p>\n"
        "<table><tr><th>strategy</th><th>setting</th><th>value</th></tr>\n";
   for (const auto& s : r.strategies)

@@ -41,6 +41,18 @@ std::string content_hash(const std::string& bytes) {
   return fmt::format("{:016x}", h);
 }
 
+std::string memory_verdict(const strategy::RunSummary& s, double capacity) {
+  if (s.fits_memory) return "";
+  const double G = 1024.0 * 1024 * 1024;
+  std::string v = fmt::format("{}: does not fit in {:.3g} GiB (peak {:.2f} GiB, largest term: {})", s.name, capacity / G,
+                              s.peak_memory.total() / G, s.peak_memory.largest());
+  if (const auto& rm = s.peak_memory_rematerialized)
+    v += rm->total() <= capacity ? fmt::format("; fits with rematerialize=on (peak {:.2f} GiB)", rm->total() / G)
+                                 : fmt::format("; does not fit with rematerialize=on either (peak {:.2f} GiB, largest term: {})",
+                                               rm->total() / G, rm->largest());
+  return v;
+}
+
 std::string render_table(const RunReport& r) {
   std::string o;
   auto it = std::back_inserter(o);
@@ -77,15 +89,20 @@ std::string render_table(const RunReport& r) {
   }
   fmt::format_to(it, "\ncommunication hidden behind compute (ms per iteration, not in the breakdown's sum)\n");
   for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {:.2f}\n", s.name, s.hidden_comm * 1e3);
-  fmt::format_to(it, "\npeak memory per GPU (GiB): params / grads / optimizer / activations / buffers / reserve\n");
+  const double G = 1024.0 * 1024 * 1024;
+  const auto labels = cost::MemoryBreakdown{}.terms();
+  fmt::format_to(it, "\npeak memory per GPU (GiB):");
+  for (size_t k = 0; k < labels.size(); ++k) fmt::format_to(it, "{} {}", k ? " /" : "", labels[k].label);
+  o += '\n';
   for (const auto& s : r.strategies) {
-    const auto& m = s.peak_memory;
-    const double G = 1024.0 * 1024 * 1024;
-    fmt::format_to(it, "{:<28} {:.2f} / {:.2f} / {:.2f} / {:.2f} / {:.2f} / {:.2f}{}\n", s.name, m.params / G,
-                   m.grads / G, m.optimizer / G, m.activations / G, m.buffers / G, m.reserve / G,
-                   s.fits_memory ? "" : fmt::format("   DOES NOT FIT ({} GiB available; largest term: {})",
-                                                    r.topo ? r.topo->gpu_model().memory.value() / G : 0.0, m.largest()));
+    fmt::format_to(it, "{:<28}", s.name);
+    const auto terms = s.peak_memory.terms();
+    for (size_t k = 0; k < terms.size(); ++k) fmt::format_to(it, "{}{:.2f}", k ? " / " : " ", terms[k].bytes / G);
+    o += s.fits_memory ? "\n" : "   DOES NOT FIT\n";
   }
+  for (const auto& s : r.strategies)
+    if (const std::string v = memory_verdict(s, r.topo ? r.topo->gpu_model().memory.value() : 0); !v.empty())
+      fmt::format_to(it, "{}\n", v);
   fmt::format_to(it, "\nbusiest link of the slowest all-to-all\n");
   for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {}\n", s.name, link_name(r, s.bottleneck_link));
   fmt::format_to(it, "\nresolved settings (automatic knobs and derived choices, as of the last iteration)\n");
@@ -131,11 +148,16 @@ std::string render_json(const RunReport& r) {
     const auto& m = s.peak_memory;
     fmt::format_to(it, "}},\n     \"hidden_comm_s\": {},\n", num(s.hidden_comm));
     fmt::format_to(it, "     \"peak_memory_bytes\": {},\n", num(m.total()));
-    fmt::format_to(it,
-                   "     \"peak_memory_composition_bytes\": {{\"params\": {}, \"grads\": {}, \"optimizer\": {}, "
-                   "\"activations\": {}, \"buffers\": {}, \"reserve\": {}}},\n",
-                   num(m.params), num(m.grads), num(m.optimizer), num(m.activations), num(m.buffers), num(m.reserve));
+    fmt::format_to(it, "     \"peak_memory_composition_bytes\": {{");
+    const auto terms = m.terms();
+    for (size_t k = 0; k < terms.size(); ++k) fmt::format_to(it, "{}\"{}\": {}", k ? ", " : "", terms[k].key, num(terms[k].bytes));
+    fmt::format_to(it, "}},\n");
     fmt::format_to(it, "     \"fits_memory\": {},\n", s.fits_memory ? "true" : "false");
+    fmt::format_to(it, "     \"peak_memory_rematerialized_bytes\": {},\n",
+                   s.peak_memory_rematerialized ? num(s.peak_memory_rematerialized->total()) : "null");
+    const std::string verdict = memory_verdict(s, r.topo ? r.topo->gpu_model().memory.value() : 0);
+    fmt::format_to(it, "     \"memory_verdict\": {},\n",
+                   verdict.empty() ? std::string("null") : fmt::format("\"{}\"", json_escape(verdict)));
     fmt::format_to(it, "     \"bottleneck\": {{\"gpu\": {}, \"link\": \"{}\"}},\n",
                    s.bottleneck_gpu >= 0 ? fmt::format("{}", s.bottleneck_gpu) : std::string("null"),
                    json_escape(link_name(r, s.bottleneck_link)));

@@ -30,6 +30,11 @@ struct RunReport {
   std::vector<strategy::RunSummary> strategies;
 };
 
+// For a strategy that exceeds `capacity` bytes: "NAME: does not fit in 80 GiB (peak 93.12 GiB,
+// largest term: copy params)", and for FSSDP without re-materialization whether it would fit with
+// it ("; fits with rematerialize=on (peak 61.20 GiB)"). Empty when the strategy fits.
+std::string memory_verdict(const strategy::RunSummary& s, double capacity);
+
 std::string render_table(const RunReport& r);
 std::string render_json(const RunReport& r);
 std::string render_csv(const RunReport& r);

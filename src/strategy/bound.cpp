@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "strategy/gpu_memory.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/moe_iteration.hpp"
 
@@ -21,6 +22,7 @@ class LowerBound final : public Strategy {
   explicit LowerBound(const Context& ctx)
       : ctx_(ctx), n_(ctx.topo.num_gpus()), graph_(ctx, bound_graph_options(ctx)), plans_(ctx.model.moe_layers()) {
     static_ = owned_state(ctx.model, balanced_owned_params(ctx.model, n_));
+    nccl_ = world_nccl_bytes(ctx.topo, false);  // the dense all-reduce only
     for (auto& p : plans_) {
       p.expert_tokens.assign(n_, std::vector<double>(1, 0.0));
       p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
@@ -57,7 +59,7 @@ class LowerBound final : public Strategy {
       }
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
-    set_routed_memory(r, plans_, n_, static_, m);  // the GPU that receives the most routed tokens
+    set_worst_memory(r, plans_, n_, m, static_, nccl_);
     return r;
   }
 
@@ -71,6 +73,7 @@ class LowerBound final : public Strategy {
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
+  std::vector<double> nccl_;  // per GPU
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "strategy/knobs.hpp"
-#include "strategy/load_history.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/moe_iteration.hpp"
 
 namespace hs::strategy {
@@ -82,6 +82,7 @@ class ExpertParallel final : public Strategy {
       : ctx_(ctx), n_(ctx.topo.num_gpus()), ep_(ep), balanced_(balanced),
         graph_(ctx, ep_graph_options(ctx, ep)), plans_(ctx.model.moe_layers()) {
     static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
+    nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
     const double local_experts = static_cast<double>(ctx.model.experts) / ep_;
     for (auto& p : plans_) {
       p.expert_tokens.assign(n_, std::vector<double>(static_cast<size_t>(local_experts), 0.0));
@@ -117,7 +118,7 @@ class ExpertParallel final : public Strategy {
       }
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
-    set_routed_memory(r, plans_, n_, static_, m);  // the GPU that receives the most routed tokens
+    set_worst_memory(r, plans_, n_, m, static_, nccl_);
     return r;
   }
 
@@ -132,6 +133,7 @@ class ExpertParallel final : public Strategy {
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
+  std::vector<double> nccl_;  // per GPU
 };
 
 }  // namespace

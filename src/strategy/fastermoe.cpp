@@ -6,6 +6,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/ep.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/moe_iteration.hpp"
@@ -65,6 +66,12 @@ class FasterMoe final : public Strategy {
     expert_bytes_ = params.per_expert * m.precision.param_bytes;
     grad_bytes_ = params.per_expert * m.precision.grad_bytes;
     static_ = owned_state(m, ep_owned_params(ctx, ep));
+    // Shadows' broadcasts and reduces run as collectives on the EP group: its rings are connected
+    // when a group first shadows (NCCL_RUNTIME_CONNECT) and kept; counted in the iterations a group
+    // shadows, which the run's peak (the worst iteration) sees as well.
+    nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
+    shadow_rings_ = ep_nccl_bytes(ctx.topo, ep, true);
+    for (int g = 0; g < n_; ++g) shadow_rings_[g] -= nccl_[g];
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     // The policy's model parameters: the knobs, or derived from the topology and the cost model.
     bandwidth_ = k.bandwidth > 0 ? k.bandwidth : auto_bandwidth(ctx.topo, ep);
@@ -122,19 +129,24 @@ class FasterMoe final : public Strategy {
       }
       route_ep_layer(layer, n_, E_, ep_, token_bytes, mask, p);
       p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
+      p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_,
+                                                 collective::BroadcastAlgo::kChain, false);
       p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
+      p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_,
+                                                 collective::BroadcastAlgo::kChain, true);
       p.copy_bytes.assign(n_, 0.0);
       for (size_t c = 0; c < shadows.owner.size(); ++c)
         for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
       shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
-    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
-    r.memory_gpu = gpu;
-    r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
-    const double most = held.empty() ? 0.0 : *std::max_element(held.begin(), held.end());
-    r.memory.buffers = most > 0 ? most + grad_bytes_ : 0.0;
+    set_worst_memory(r, plans_, n_, m, [&](int g) {
+      cost::MemoryBreakdown b = static_;
+      b.nccl = nccl_[g] + (held[g / ep_] > 0 ? shadow_rings_[g] : 0.0);
+      b.copy_params = held[g / ep_];
+      b.copy_grads = held[g / ep_] > 0 ? grad_bytes_ : 0.0;
+      return b;
+    });
     return r;
   }
 
@@ -160,6 +172,7 @@ class FasterMoe final : public Strategy {
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
+  std::vector<double> nccl_, shadow_rings_;  // per GPU: EP's NCCL buffers; the EP group's rings
   std::vector<int> node_of_;
   double expert_bytes_ = 0, grad_bytes_ = 0;
   double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;

@@ -29,8 +29,8 @@
 //      the reduce on the compute stream, so the regular experts' backward waits for it: it runs beside
 //      the combine-gradient all-to-all and is on the critical path beyond it. Per micro-batch.
 //   Memory: every GPU keeps the shadowed experts' parameters of every layer from forward to backward
-//   (FastMoE's ctx.shadows, re-used for their gradients) plus one expert's gradient while a shadow's
-//   backward runs: `buffers`.
+//   (FastMoE's ctx.shadows, re-used for their gradients: `copy_params`) plus one expert's gradient
+//   while a shadow's backward runs (`copy_grads`).
 //
 // Knobs (model.md §4 "FasterMoE model parameters"): trigger (FMOE_FASTER_SHADOW_ENABLE; FastMoE
 // ships it off, here it defaults to on: the strategy is the shadowing), bandwidth

@@ -6,6 +6,7 @@
 #include "collective/ring.hpp"
 #include "collective/sparse_plan.hpp"
 #include "strategy/flexmoe_planner.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/materialization.hpp"
@@ -38,6 +39,7 @@ class FlexMoe final : public Strategy {
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     // Every slot, filled or not, holds (or is reserved for) a full copy: params, grads, optimizer.
     static_ = owned_state(m, dense_ + per_expert_ * slots_ * L_);
+    nccl_ = ep_nccl_bytes(ctx.topo, n_, false);
     const double ga = m.grad_accum;
     costs_.gpu_time = [this, ga](const std::vector<double>& tokens) {
       std::vector<double> mb(tokens);
@@ -98,10 +100,7 @@ class FlexMoe final : public Strategy {
       for (int g = 0; g < n_; ++g) extras.optimizer_params[g] = dense_ + per_expert_ * instances[g];
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
-    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
-    r.memory_gpu = gpu;
-    r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+    set_worst_memory(r, plans_, n_, m, static_, nccl_);
     history_.push(global_loads(loads, L_, n_, E_));
     ++iteration_;
     return r;
@@ -155,6 +154,7 @@ class FlexMoe final : public Strategy {
   std::vector<int> node_of_;
   double per_expert_ = 0, dense_ = 0, state_bytes_ = 0, grad_bytes_ = 0;
   cost::MemoryBreakdown static_;
+  std::vector<double> nccl_;  // per GPU
   ReplicaCosts costs_;
   int iteration_ = 0, layers_replanned_ = 0, changes_ = 0, expands_ = 0, shrinks_ = 0, migrations_ = 0, moved_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "collective/sparse_plan.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/materialization.hpp"
@@ -83,19 +84,16 @@ class Fssdp final : public Strategy {
     bw_ = sparse_bandwidth(ctx.topo);
     formula_t_ = static_cast<int>(std::floor(t_window_ * bw_ / expert_bytes_));
     router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch())).value();
-    // Memory capacity m: free memory after owned shards (balanced: L*E/N experts), dense state,
-    // uniform-load activations and the reserve, divided by one copy's params + grads.
-    const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
-    double free_bytes = k.memory_budget;
-    if (free_bytes < 0) {
-      const double owned = static_cast<double>(L_) * E_ / n_ * params_.per_expert + params_.dense;
-      const double used = owned * m.precision.state_bytes_per_param() +
-                          cost::activation_bytes(m, static_cast<double>(m.tokens_per_micro_batch()) * m.top_k * L_) +
-                          cost::kRuntimeReserveBytes;
-      free_bytes = std::max(0.0, ctx.topo.gpu_model().memory.value() - used);
-    }
-    const double copies = free_bytes / per_copy / (k.rematerialize ? 1.0 : static_cast<double>(L_));
-    m_cap_ = static_cast<int>(std::min<double>(E_, std::floor(copies)));
+    // The memory cap on copies (plan_copies) leaves room for what every GPU holds anyway: its owned
+    // state, NCCL's buffers, the reserve, and its activations and all-to-all buffers, at first those
+    // of a uniform load (each GPU computes the tokens it routes), then the last iteration's.
+    copy_grad_bytes_ = params_.per_expert * m.precision.grad_bytes;
+    life_ = {k.rematerialize, !k.single_queue};
+    gpu_memory_ = ctx.topo.gpu_model().memory.value();
+    nccl_ = world_nccl_bytes(ctx.topo, true);
+    const double routed = static_cast<double>(m.tokens_per_micro_batch()) * m.top_k;
+    uniform_resident_ = cost::activation_bytes(m, routed * L_) + 2 * routed * m.d_model * m.precision.activation_bytes;
+    resident_.assign(n_, uniform_resident_);
   }
 
   static MoeGraphOptions options(const Context& ctx, const FssdpKnobs& k) {
@@ -121,7 +119,8 @@ class Fssdp final : public Strategy {
     std::vector<ResolvedSetting> r;
     r.push_back(resolved_list("overlap_degree", resolved_t_));
     r.push_back(resolved_value("overlap_degree_formula", formula_t_));
-    r.push_back(resolved_value("memory_capacity_m", m_cap_));
+    r.push_back(resolved_value("memory_capacity_m", cap_min_));
+    r.push_back(resolved_list("copies_cut_by_memory", cut_));
     r.push_back(resolved_list("copies_per_layer", copies_));
     r.push_back(resolved_value("reshards", reshards_));
     r.push_back(resolved_value("experts_migrated", moved_));
@@ -143,12 +142,13 @@ class Fssdp final : public Strategy {
     std::vector<std::vector<double>> predicted(L_);
     for (int l = 0; l < L_; ++l) predicted[l] = history_.mean(l, E_);
     IterationExtras extras;
+    plan_copies(predicted);
     // Heterogeneous re-sharding: first once the prediction window is full (loads are known), then
     // every R iterations after that.
     if (k_.heterogeneous && iteration_ >= k_.window && (iteration_ - k_.window) % k_.reshard_every == 0) {
       // Overlappable = experts that will actually be materialized: top-min(t, m) per layer.
       std::vector<int> over(L_);
-      for (int l = 0; l < L_; ++l) over[l] = std::min({overlap_degree(l, predicted[l]), m_cap_, E_});
+      for (int l = 0; l < L_; ++l) over[l] = std::min({resolved_t_[l], cap_min_, E_});
       Owners next = heterogeneous_owners(predicted, over, node_of_, &owners_);
       gate_reshard(predicted, next);
       collective::Coflow moves;
@@ -159,21 +159,19 @@ class Fssdp final : public Strategy {
         extras.reshard_flows = moves;
         owners_ = std::move(next);
         ++reshards_;
+        plan_copies(predicted);  // the cap and the overlap degrees under the new owners
       }
     }
     std::vector<double> owned(n_, 0.0);
     for (int l = 0; l < L_; ++l)
       for (int e = 0; e < E_; ++e) owned[owners_[l][e]] += 1;
-    std::vector<double> buffer_copies(n_, 0.0), max_layer_copies(n_, 0.0);
     std::vector<double> layer_counts;
-    resolved_t_.assign(L_, 0);
     copies_.assign(L_, 0);
     placed_.resize(L_);
     calibration_extra_.resize(L_);
     for (int l = 0; l < L_; ++l) {
-      const int t = overlap_degree(l, predicted[l]);
-      resolved_t_[l] = t;
-      collective::SparsePlacement p = materialize(predicted[l], owners_[l], node_of_, t, m_cap_);
+      const int t = resolved_t_[l];
+      collective::SparsePlacement p = materialize(predicted[l], owners_[l], node_of_, t, slots_[l]);
       layer_counts.assign(loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l) * n_ * E_),
                           loads.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(l + 1) * n_ * E_));
       DispatchResult d;
@@ -181,15 +179,16 @@ class Fssdp final : public Strategy {
       LayerPlan& plan = plans_[l];
       // The forward spAG moves the predicted plan; calibration copies travel in their own task.
       plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.spag = graph_.network().coflow_time(plan.spag_flows);
+      plan.spag_latency = collective::sparse_finish(plan.spag_flows, p, ctx_.topo, node_of_, k_.broadcast, false);
+      plan.spag = graph_.network().coflow_time(plan.spag_flows) + plan.spag_latency;
       calibration_extra_[l] = {};
       plan.calibration_spag = 0;
+      plan.calibration_latency = 0;
       plan.calibration_flows.clear();
       if (k_.calibrate) {
-        // Remaining free slots per GPU after the predicted plan.
-        std::vector<int> free_slots(n_, m_cap_);
-        for (int e = 0; e < E_; ++e)
-          for (int g : p.replicas[e]) --free_slots[g];
+        // Room per GPU after the predicted plan, within the memory cap.
+        std::vector<int> free_slots(n_, 0);
+        for (int g = 0; g < n_; ++g) free_slots[g] = calibration_room(g, l, p);
         collective::SparsePlacement q = p;
         if (extend_placement(q, actual[l], node_of_, std::max(t, 1), free_slots) > 0) {
           DispatchResult dq;
@@ -199,7 +198,9 @@ class Fssdp final : public Strategy {
             std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
                                 std::back_inserter(extra.replicas[e]));
           auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast);
-          const double extra_spag = graph_.network().coflow_time(extra_flows);
+          const double extra_latency =
+              collective::sparse_finish(extra_flows, extra, ctx_.topo, node_of_, k_.broadcast, false);
+          const double extra_spag = graph_.network().coflow_time(extra_flows) + extra_latency;
           // Both plans charged what they leave exposed: the forward spAG's remainder after the
           // attention and router, plus (calibrated) the extra spAG after it, beyond the dispatch
           // all-to-all they may overlap (nothing overlaps them when one queue serializes them).
@@ -213,6 +214,7 @@ class Fssdp final : public Strategy {
             d = std::move(dq);
             plan.calibration_spag = extra_spag;
             plan.calibration_flows = std::move(extra_flows);
+            plan.calibration_latency = extra_latency;
             calibration_extra_[l] = std::move(extra);
             ++calibrations_accepted_;
           }
@@ -223,33 +225,20 @@ class Fssdp final : public Strategy {
       plan.received_tokens = std::move(d.received);
       // spRS returns the gradients of every copy, calibration ones included.
       plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.sprs = graph_.network().coflow_time(plan.sprs_flows);
+      plan.sprs_latency = collective::sparse_finish(plan.sprs_flows, p, ctx_.topo, node_of_, k_.broadcast, true);
+      plan.sprs = graph_.network().coflow_time(plan.sprs_flows) + plan.sprs_latency;
       std::vector<double> per_layer(n_, 0.0);
       for (int e = 0; e < E_; ++e)
         for (int g : p.replicas[e]) per_layer[g] += 1;
       plan.copy_bytes.assign(n_, 0.0);
       for (int g = 0; g < n_; ++g) plan.copy_bytes[g] = per_layer[g] * expert_bytes_;
       copies_[l] = static_cast<int>(std::accumulate(per_layer.begin(), per_layer.end(), 0.0));
-      for (int g = 0; g < n_; ++g) {
-        buffer_copies[g] += per_layer[g];
-        max_layer_copies[g] = std::max(max_layer_copies[g], per_layer[g]);
-      }
       placed_[l] = std::move(p);  // for last_plan()
     }
     for (int g = 0; g < n_; ++g) owned[g] = params_.dense + owned[g] * params_.per_expert;
     extras.optimizer_params = owned;
     IterationResult r = graph_.run(plans_, extras, take_timeline());
-    // Memory of the worst GPU.
-    const double per_copy = params_.per_expert * (m.precision.param_bytes + m.precision.grad_bytes);
-    double worst = -1;
-    for (int g = 0; g < n_; ++g) {
-      cost::MemoryBreakdown mb = owned_state(m, owned[g]);
-      mb.buffers = (k_.rematerialize ? max_layer_copies[g] : buffer_copies[g]) * per_copy;
-      double recv = 0;
-      for (int l = 0; l < L_; ++l) recv += plans_[l].received_tokens[g];
-      mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
-      if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
-    }
+    set_memory(r, owned);
     history_.push(actual);  // for the next prediction
     planned_iteration_ = iteration_;
     ++iteration_;
@@ -267,13 +256,120 @@ class Fssdp final : public Strategy {
     return worst + 2 * graph_.network().alltoallv_time(d.bytes, false) + 2 * graph_.network().alltoallv_time(d.bytes, true);
   }
 
-  // Overlap degree of layer l: the knob, or (auto) strategy/materialization.hpp's plan_overlap_degree
-  // against the attention forward that precedes the layer.
-  int overlap_degree(int l, const std::vector<double>& predicted) { return overlap_degree(predicted, owners_[l]); }
-  int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owners) {
+  // Overlap degree of a layer: the knob, or (auto) strategy/materialization.hpp's
+  // plan_overlap_degree against the attention forward that precedes the layer, for a plan within
+  // `slots` copies per GPU.
+  int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owners, std::span<const int> slots) {
     if (k_.overlap_degree >= 0) return k_.overlap_degree;
-    return plan_overlap_degree(predicted, owners, node_of_, m_cap_, expert_bytes_, k_.broadcast, graph_.network(),
+    return plan_overlap_degree(predicted, owners, node_of_, slots, expert_bytes_, k_.broadcast, graph_.network(),
                                t_window_);
+  }
+  int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owners, int m) {
+    return overlap_degree(predicted, owners, std::vector<int>(n_, m));
+  }
+
+  // Bytes GPU g may give to copy buffers (params + gradient buffers at their peak): the
+  // memory_budget knob, or its memory less what it holds anyway.
+  double copy_budget(int g, double owned_experts) const {
+    if (k_.memory_budget >= 0) return k_.memory_budget;
+    const double owned = (params_.dense + owned_experts * params_.per_expert) * ctx_.model.precision.state_bytes_per_param();
+    return gpu_memory_ - owned - resident_[g] - nccl_[g] - cost::kRuntimeReserveBytes;
+  }
+
+  // The memory cap of this iteration, per GPU and layer (FSSDP's m, heterogeneous): every layer's
+  // plan at its overlap degree with no memory limit gives the copies it wants on each GPU; per GPU
+  // the largest level such that every layer keeping min(wanted, level) copies fits in the GPU's
+  // copy budget under the copies' lifetimes (cost::copy_cap_level); a layer cut below what it
+  // wanted plans its overlap degree again within the cut (one left no slot keeps its t). Fills resolved_t_, level_, slots_, cut_.
+  void plan_copies(const std::vector<std::vector<double>>& predicted) {
+    std::vector<double> owned(n_, 0.0), budget(n_);
+    for (const auto& layer : owners_)
+      for (int g : layer) owned[g] += 1;
+    bool room = false;  // some GPU can hold one copy and its gradient buffer
+    for (int g = 0; g < n_; ++g) {
+      budget[g] = copy_budget(g, owned[g]);
+      room = room || budget[g] >= expert_bytes_ + copy_grad_bytes_;
+    }
+    // Without room anywhere the overlap degree is planned for no copies (timing full-replication
+    // plans for nothing costs as much as the rest of the iteration on a large cluster).
+    std::vector<std::vector<double>> wanted(n_, std::vector<double>(L_, 0.0));  // [gpu][layer]
+    resolved_t_.assign(L_, 0);
+    for (int l = 0; l < L_; ++l) {
+      resolved_t_[l] = overlap_degree(predicted[l], owners_[l], room ? E_ : 0);
+      const auto p = materialize(predicted[l], owners_[l], node_of_, resolved_t_[l], E_);
+      for (const auto& r : p.replicas)
+        for (int g : r) wanted[g][l] += 1;
+    }
+    level_.assign(n_, E_);
+    for (int g = 0; g < n_; ++g)
+      level_[g] = cost::copy_cap_level(wanted[g], budget[g], expert_bytes_, copy_grad_bytes_, life_, E_);
+    cap_min_ = *std::min_element(level_.begin(), level_.end());
+    slots_.assign(L_, std::vector<int>(n_, 0));
+    cut_.assign(L_, 0);
+    for (int l = 0; l < L_; ++l) {
+      for (int g = 0; g < n_; ++g) {
+        slots_[l][g] = std::min(static_cast<int>(wanted[g][l]), level_[g]);
+        cut_[l] += static_cast<int>(wanted[g][l]) - slots_[l][g];
+      }
+      // With no slot anywhere no copy is made whatever t is: the layer keeps the t it wanted.
+      if (cut_[l] > 0 && std::any_of(slots_[l].begin(), slots_[l].end(), [](int s) { return s > 0; }))
+        resolved_t_[l] = overlap_degree(predicted[l], owners_[l], slots_[l]);
+    }
+  }
+
+  // Copies the calibration stage may add to layer l on GPU g beyond `p`: up to the cap level, and
+  // within the copy budget with the layers before l as planned and those after at their slots.
+  int calibration_room(int g, int l, const collective::SparsePlacement& p) const {
+    double have = 0, owned = 0;
+    for (const auto& r : p.replicas) have += std::count(r.begin(), r.end(), g);
+    for (const auto& layer : owners_) owned += static_cast<double>(std::count(layer.begin(), layer.end(), g));
+    std::vector<double> copies(L_);
+    for (int j = 0; j < L_; ++j)
+      copies[j] = j < l ? plans_[j].copy_bytes[g] / expert_bytes_ : static_cast<double>(slots_[j][g]);
+    const double budget = copy_budget(g, owned);
+    auto fits = [&](int extra) {
+      copies[l] = have + extra;
+      return cost::copy_buffer_peak(copies, expert_bytes_, copy_grad_bytes_, life_).total() <= budget;
+    };
+    int lo = 0, hi = std::max(0, level_[g] - static_cast<int>(have));
+    if (!fits(0)) return 0;
+    if (fits(hi)) return hi;
+    while (hi - lo > 1) {  // fits(lo), !fits(hi)
+      const int mid = lo + (hi - lo) / 2;
+      if (fits(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  // Memory of every GPU (the worst kept): owned state, NCCL, the copies each layer placed on it
+  // with their lifetimes, activations and all-to-all buffers; without re-materialization also the
+  // same plan under re-materialization's lifetimes, for the verdict. Updates resident_ for the
+  // next iteration's cap.
+  void set_memory(IterationResult& r, const std::vector<double>& owned_params) {
+    const auto& m = ctx_.model;
+    std::vector<double> copies(L_);
+    auto base = [&](int g, const cost::CopyLifetime& life) {
+      cost::MemoryBreakdown b = owned_state(m, owned_params[g]);
+      b.nccl = nccl_[g];
+      for (int l = 0; l < L_; ++l) copies[l] = plans_[l].copy_bytes[g] / expert_bytes_;
+      const cost::CopyPeak peak = cost::copy_buffer_peak(copies, expert_bytes_, copy_grad_bytes_, life);
+      b.copy_params = peak.params;
+      b.copy_grads = peak.grads;
+      return b;
+    };
+    set_worst_memory(r, plans_, n_, m, [&](int g) { return base(g, life_); });
+    if (!k_.rematerialize) {
+      IterationResult alt;
+      set_worst_memory(alt, plans_, n_, m, [&](int g) { return base(g, {true, life_.grads_overlap_next}); });
+      r.memory_rematerialized = alt.memory;
+    }
+    const std::vector<double> a2a = a2a_buffer_bytes(plans_, n_, m.grad_accum);
+    for (int g = 0; g < n_; ++g) {
+      double recv = 0;
+      for (const auto& p : plans_) recv += p.received_tokens[g];
+      resident_[g] = std::max(uniform_resident_, cost::activation_bytes(m, recv / m.grad_accum) + a2a[g]);
+    }
   }
 
   // Layer l's moves from the current owners to `next`: each expert's parameters and optimizer state.
@@ -294,12 +390,12 @@ class Fssdp final : public Strategy {
     std::vector<double> counts(static_cast<size_t>(n_) * E_);
     for (int g = 0; g < n_; ++g)
       for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(g) * E_ + e] = predicted[e] / n_;
-    const int t = overlap_degree(predicted, owners);
+    const int t = overlap_degree(predicted, owners, cap_min_);
     double sum = 0;
     int k = 0;
     for (int tt = std::max(0, t - 1); tt <= t; ++tt, ++k) {
       DispatchResult d;
-      dispatch(counts, n_, materialize(predicted, owners, node_of_, tt, m_cap_), node_of_, k_.dispatch, token_bytes, d);
+      dispatch(counts, n_, materialize(predicted, owners, node_of_, tt, cap_min_), node_of_, k_.dispatch, token_bytes, d);
       sum += layer_estimate(d);
     }
     return sum / k;
@@ -372,7 +468,17 @@ class Fssdp final : public Strategy {
   double t_window_ = 0;      // attention forward: what the forward spAG hides behind
   double router_time_ = 0;   // router + permute after it, before the dispatch
   int formula_t_ = 0;        // the paper's floor(T_attn x bw / expert bytes), for comparison
-  int m_cap_ = 0;
+  // Memory: one copy's gradient buffer, the copies' lifetimes, the GPU's memory, per GPU NCCL
+  // buffers and the activations + all-to-all buffers the cap leaves room for (uniform load at first).
+  double copy_grad_bytes_ = 0, gpu_memory_ = 0, uniform_resident_ = 0;
+  cost::CopyLifetime life_;
+  std::vector<double> nccl_, resident_;
+  // This iteration's memory cap (plan_copies): per GPU the level, per layer the slots per GPU and
+  // the copies it cut from the plan; the smallest level.
+  std::vector<int> level_;
+  std::vector<std::vector<int>> slots_;
+  std::vector<int> cut_;
+  int cap_min_ = 0;
   std::vector<int> resolved_t_, copies_;
   int moved_ = 0;
   std::vector<int> node_of_;

@@ -8,7 +8,12 @@
 //      by this simulator for the chosen broadcast (latencies included), fits in the attention
 //      forward before the layer (materialization.hpp, plan_overlap_degree; the paper's formula
 //      floor(T_attention * bw / expert_bytes) is reported beside it for comparison); memory
-//      capacity m = extra experts that fit in free memory (or `memory_budget`); materialize;
+//      cap m per GPU and layer: each GPU's copy budget is its memory less its owned state,
+//      activations and all-to-all buffers (uniform load at first, then the last iteration's),
+//      NCCL buffers and the reserve (or `memory_budget`); the copies every layer's plan wants are
+//      water-filled into it under the copies' lifetimes (cost::copy_cap_level: a layer that wants
+//      more than the level gets the level, one that wants less keeps its copies), and a layer cut
+//      plans its overlap degree again within its slots; materialize within the slots;
 //   3. SparseAllGather the copies during the attention before the layer (sparse stream), dispatch
 //      tokens topology-aware (local copy, same-node copy, else any holder), compute, and in backward
 //      SparseReduceScatter the copies' gradients into the owners during the attention backward;
@@ -18,7 +23,10 @@
 //      exposed beyond the dispatch (all of it with one queue) beats the current plan's; the extra
 //      copies gate the expert GEMMs, not the dispatch;
 //   5. optional re-materialization (`rematerialize`): copies are freed after forward and gathered
-//      again during the attention backward before the layer; only one layer's buffer is resident;
+//      again during the attention backward before the layer; the layer in use and the one being
+//      gathered are resident (cost::copy_buffer_peak). Without it, the run also evaluates the
+//      same plan's memory with re-materialization's lifetimes, so the report can say whether
+//      rematerialize=on would fit;
 //   6. heterogeneous sharding (`heterogeneous`): first once `window` iterations of loads are known,
 //      then every `reshard_every` iterations, only when the plan changes (strategy/sharding.hpp,
 //      which keeps an expert with its owner unless moving it relieves more than 10% of a GPU's mean

@@ -1,5 +1,7 @@
 #include "strategy/load_history.hpp"
 
+#include "cost/memory_model.hpp"
+
 namespace hs::strategy {
 
 std::vector<std::vector<double>> global_loads(const std::vector<double>& loads, int L, int n, int E) {
@@ -26,37 +28,9 @@ std::vector<double> LoadHistory::mean(int layer, int experts) const {
   return m;
 }
 
-std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus) {
-  int best = -1;
-  double worst = -1;
-  for (int g = 0; g < gpus; ++g) {
-    double recv = 0;
-    for (const auto& p : plans) recv += p.received_tokens[g];
-    if (recv > worst) worst = recv, best = g;
-  }
-  return {best, worst};
-}
-
-void set_routed_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus,
-                       const cost::MemoryBreakdown& owned, const workload::ModelSpec& m) {
-  const auto [gpu, tokens] = busiest_gpu(plans, gpus);
-  r.memory_gpu = gpu;
-  r.memory = owned;
-  r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
-}
-
 double balanced_owned_params(const workload::ModelSpec& m, int gpus) {
   const auto p = cost::count_params(m);
   return p.dense + p.per_expert * m.moe_layers() * static_cast<double>(m.experts) / gpus;
-}
-
-cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
-  cost::MemoryBreakdown b;
-  b.params = params * m.precision.param_bytes;
-  b.grads = params * m.precision.grad_bytes;
-  b.optimizer = params * (m.precision.master_bytes + m.precision.optimizer_bytes());
-  b.reserve = cost::kRuntimeReserveBytes;
-  return b;
 }
 
 }  // namespace hs::strategy

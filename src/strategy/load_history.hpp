@@ -1,14 +1,11 @@
 // Per-iteration loads seen by strategies that plan ahead (FSSDP, SmartMoE): the global per-expert
-// counts of an iteration, a sliding window of them, and its mean (the load prediction), plus the
-// per-GPU quantities a plan implies for the memory model.
+// counts of an iteration, a sliding window of them, and its mean (the load prediction).
 #pragma once
 
 #include <deque>
-#include <span>
 #include <vector>
 
-#include "cost/memory_model.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "workload/model_spec.hpp"
 
 namespace hs::strategy {
 
@@ -28,16 +25,7 @@ class LoadHistory {
   std::vector<std::deque<std::vector<double>>> h_;
 };
 
-// The GPU that computes the most routed tokens over all layers, and that total (per iteration).
-std::pair<int, double> busiest_gpu(std::span<const LayerPlan> plans, int gpus);
-// Sets r's peak memory to `owned` plus the activations of the GPU that computes the most routed tokens.
-void set_routed_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus,
-                       const cost::MemoryBreakdown& owned, const workload::ModelSpec& m);
-
 // Parameters a GPU owns when experts are spread evenly: dense + E/N experts of every MoE layer.
 double balanced_owned_params(const workload::ModelSpec& m, int gpus);
-
-// Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
-cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
 
 }  // namespace hs::strategy

@@ -85,14 +85,28 @@ std::vector<int> proportional_counts(const std::vector<double>& load, const std:
 
 collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
                                         const std::vector<int>& node_of, int t, int m) {
+  return materialize(load, owner, node_of, t, std::vector<int>(node_of.size(), m));
+}
+
+collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
+                                        const std::vector<int>& node_of, int t, std::span<const int> slots) {
   const int E = static_cast<int>(load.size());
   const int n = static_cast<int>(node_of.size());
   collective::SparsePlacement p{owner, std::vector<std::vector<int>>(E)};
   t = std::clamp(t, 0, E);
-  m = std::clamp(m, 0, t);
-  if (t == 0 || m == 0 || n < 2) return p;
+  if (t == 0 || n < 2) return p;
   const auto order = ranked(load);
-  if (t <= m) {
+  // need[g]: top-t experts GPU g does not own.
+  std::vector<int> need(n, t), free_slots(n);
+  for (int i = 0; i < t; ++i) --need[owner[order[i]]];
+  bool everywhere = true, any = false;
+  for (int g = 0; g < n; ++g) {
+    free_slots[g] = std::clamp(slots[g], 0, t);
+    everywhere = everywhere && free_slots[g] >= need[g];
+    any = any || free_slots[g] > 0;
+  }
+  if (!any) return p;
+  if (everywhere) {
     for (int i = 0; i < t; ++i) {
       const int e = order[i];
       for (int g = 0; g < n; ++g)
@@ -100,7 +114,6 @@ collective::SparsePlacement materialize(const std::vector<double>& load, const s
     }
     return p;
   }
-  std::vector<int> free_slots(n, m);
   extend_placement(p, load, node_of, t, free_slots);
   return p;
 }
@@ -172,12 +185,12 @@ void dispatch(const std::vector<double>& counts, int n, const collective::Sparse
 }
 
 int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
-                        double window) {
+                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
+                        collective::AnalyticNetwork& net, double window) {
   const int E = static_cast<int>(load.size());
   auto fits = [&](int t) {
     if (t == 0) return true;
-    const auto p = materialize(load, owner, node_of, t, m);
+    const auto p = materialize(load, owner, node_of, t, slots);
     return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo)) <= window;
   };
   int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
@@ -188,6 +201,12 @@ int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>&
     else hi = mid;
   }
   return lo;
+}
+
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
+                        double window) {
+  return plan_overlap_degree(load, owner, node_of, std::vector<int>(node_of.size(), m), expert_bytes, algo, net, window);
 }
 
 }  // namespace hs::strategy

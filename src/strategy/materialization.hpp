@@ -10,6 +10,10 @@
 //     remainder, at most N-1 copies each); each expert's copies go first to nodes that do not hold it
 //     yet (relieving the inter-node all-to-all), the node with the most free slots first, then to any
 //     GPU with a free slot; within a node, the GPU with the most free slots. Ties: lowest id.
+// materialize(load, owner, node_of, t, slots) is the same with a cap per GPU (the memory cap of one
+// layer, cost::copy_cap_level): when every GPU has a slot for each top-t expert it does not own,
+// the top t are replicated everywhere; else the top t share min(slots[g], t) slots on each GPU as
+// above. With slots[g] = m everywhere it is materialize(..., m).
 // Loads are ranked by value, ties by expert id, so the plan is deterministic.
 //
 // extend(...) is the calibration stage's variant: given actual loads, the current placement and
@@ -20,6 +24,7 @@
 // across the chosen holders. The `even` rule splits across all holders regardless of topology.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "collective/analytic_network.hpp"
@@ -29,6 +34,8 @@ namespace hs::strategy {
 
 collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
                                         const std::vector<int>& node_of, int t, int m);
+collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
+                                        const std::vector<int>& node_of, int t, std::span<const int> slots);
 
 // Adds copies for the `t` most-loaded experts within `free_slots` (per GPU, decremented). Returns
 // the number of copies added.
@@ -43,7 +50,10 @@ int extend_placement(collective::SparsePlacement& p, const std::vector<double>& 
 // full bandwidth with no latency, on the one link bw names; on a node with several NICs or an
 // NVSwitch it overestimates t (spAGs of 1.8-3x the attention on the bundled presets). Binary search
 // assuming the spAG grows with t; only a t that was timed and fits is returned, and t + 1 was timed
-// and does not fit (unless t = E).
+// and does not fit (unless t = E). `slots`: the per-GPU cap materialize(..., slots) plans with.
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
+                        collective::AnalyticNetwork& net, double window);
 int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
                         int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
                         double window);

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "collective/all_reduce.hpp"
+#include "collective/all_to_all.hpp"
 #include "collective/ring.hpp"
 
 namespace hs::strategy {
@@ -478,16 +479,13 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
         worst_a2a = std::max(t_fwd, t_tr);
         res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
       }
-      collective::Coflow fwd, tr;
-      for (int s = 0; s < n_; ++s)
-        for (int d = 0; d < n_; ++d) {
-          const double b = scratch[static_cast<size_t>(s) * n_ + d];
-          if (b > 0 && s != d) fwd.push_back({s, d, b}), tr.push_back({d, s, b});
-        }
-      for (const auto& a : a2a_[l]) flow_->assign(a.task, a.transposed ? tr : fwd);
-      for (auto t : spag_[l]) flow_->assign(t, p.spag_flows);
-      for (auto t : sprs_[l]) flow_->assign(t, p.sprs_flows);
-      for (auto t : calib_[l]) flow_->assign(t, p.calibration_flows);
+      double extra_fwd = 0, extra_tr = 0;
+      const collective::Coflow fwd = collective::alltoallv_flows(net_.topology(), scratch, false, extra_fwd);
+      const collective::Coflow tr = collective::alltoallv_flows(net_.topology(), scratch, true, extra_tr);
+      for (const auto& a : a2a_[l]) flow_->assign(a.task, a.transposed ? tr : fwd, a.transposed ? extra_tr : extra_fwd);
+      for (auto t : spag_[l]) flow_->assign(t, p.spag_flows, p.spag_latency);
+      for (auto t : sprs_[l]) flow_->assign(t, p.sprs_flows, p.sprs_latency);
+      for (auto t : calib_[l]) flow_->assign(t, p.calibration_flows, p.calibration_latency);
     } else {
       // Analytic tier: each coflow's link loads, shared with whatever runs beside it.
       const double t_fwd = net_.alltoallv_loads(scratch, false, loads_);
@@ -501,15 +499,15 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
         res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
       }
       for (const auto& a : a2a_[l]) coflow_->assign(a.task, a.transposed ? id_tr : id_fwd);
-      auto define = [&](const collective::Coflow& flows, const std::vector<engine::TaskId>& tasks) {
+      auto define = [&](const collective::Coflow& flows, double latency, const std::vector<engine::TaskId>& tasks) {
         if (tasks.empty()) return;
-        net_.loads(flows, 0.0, loads_);
+        net_.loads(flows, latency, loads_);
         const int id = coflow_->define(loads_);
         for (auto t : tasks) coflow_->assign(t, id);
       };
-      define(p.spag_flows, spag_[l]);
-      define(p.sprs_flows, sprs_[l]);
-      define(p.calibration_flows, calib_[l]);
+      define(p.spag_flows, p.spag_latency, spag_[l]);
+      define(p.sprs_flows, p.sprs_latency, sprs_[l]);
+      define(p.calibration_flows, p.calibration_latency, calib_[l]);
     }
   }
   if (reshard_ != engine::kNoTask) {

@@ -79,6 +79,8 @@ struct LayerPlan {
   // FSSDP only).
   double spag = 0, sprs = 0, calibration_spag = 0;
   collective::Coflow spag_flows, sprs_flows, calibration_flows;
+  // Latency each adds beyond its largest route latency (a chain's hops: collective::sparse_finish).
+  double spag_latency = 0, sprs_latency = 0, calibration_latency = 0;
   std::vector<double> copy_bytes;  // [gpu] parameter bytes of the copies it holds (empty = none)
   // FasterMoE: [gpu] -> tokens of each expert (all E) it computes locally as a shadow (empty = none);
   // spag_flows / sprs_flows then carry the shadows' broadcast and gradient reduce.

@@ -53,6 +53,9 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
       out.peak_memory = r.memory;
       out.peak_memory_gpu = r.memory_gpu;
     }
+    if (r.memory_rematerialized &&
+        (!out.peak_memory_rematerialized || r.memory_rematerialized->total() > out.peak_memory_rematerialized->total()))
+      out.peak_memory_rematerialized = r.memory_rematerialized;
   }
   double sum = 0;
   for (double t : out.times) sum += t;

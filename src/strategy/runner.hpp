@@ -1,6 +1,7 @@
 // Runs a strategy over a number of iterations of a trace and summarizes the results.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct RunSummary {
   cost::MemoryBreakdown peak_memory;                // of the worst iteration's worst GPU
   int peak_memory_gpu = -1;
   bool fits_memory = true;
+  // FSSDP without re-materialization: the worst iteration's memory with re-materialization's copy
+  // lifetimes (IterationResult::memory_rematerialized); unset otherwise.
+  std::optional<cost::MemoryBreakdown> peak_memory_rematerialized;
   int bottleneck_gpu = -1;          // most frequent per-iteration bottleneck GPU
   topology::LinkId bottleneck_link = -1;
   int simulated_iterations = 0;     // distinct simulations (repeated records are re-used when stateless)

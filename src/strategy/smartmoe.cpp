@@ -7,6 +7,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/fssdp.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/materialization.hpp"
@@ -28,6 +29,7 @@ class SmartMoe final : public Strategy {
     owners_ = homogeneous_owners(L_, E_, n_);
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     static_ = owned_state(m, balanced_owned_params(m, n_));
+    nccl_ = ep_nccl_bytes(ctx.topo, n_, false);
   }
 
   static MoeGraphOptions options(const Context& ctx) {
@@ -90,10 +92,7 @@ class SmartMoe final : public Strategy {
       plans_[l].received_tokens = std::move(d.received);
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
-    const auto [gpu, tokens] = busiest_gpu(plans_, n_);
-    r.memory_gpu = gpu;
-    r.memory = static_;
-    r.memory.activations = cost::activation_bytes(m, tokens / m.grad_accum);
+    set_worst_memory(r, plans_, n_, m, static_, nccl_);
     history_.push(actual);
     ++iteration_;
     return r;
@@ -116,6 +115,7 @@ class SmartMoe final : public Strategy {
   Owners owners_;
   std::vector<int> node_of_;
   cost::MemoryBreakdown static_;
+  std::vector<double> nccl_;  // per GPU
   int iteration_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ struct IterationResult {
   topology::LinkId bottleneck_link = -1;  // most loaded link of the slowest all-to-all
   cost::MemoryBreakdown memory;       // peak memory of the most loaded GPU in this iteration
   int memory_gpu = -1;
+  // FSSDP without re-materialization: the worst GPU's memory for the same plan with
+  // re-materialization's copy lifetimes (a second evaluation of the memory model, not a second
+  // simulation), for the verdict "fits with rematerialize=on". Unset for every other strategy.
+  std::optional<cost::MemoryBreakdown> memory_rematerialized;
 };
 
 struct Knob {

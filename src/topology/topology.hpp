@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/nccl_config.hpp"
 #include "util/units.hpp"
 
 namespace hs::topology {
@@ -101,6 +102,8 @@ class Topology {
   // Intra-node switches reduce in the switch (NVLink SHARP): NCCL's NVLS all-reduce is available
   // to groups inside one node.
   bool nvls() const { return nvls_; }
+  // NCCL's point-to-point configuration on this machine (topology/nccl_config.hpp).
+  const NcclConfig& nccl() const { return nccl_; }
 
   // Route between two GPUs (src != dst). Precomputed; O(1).
   Route route(int src_gpu, int dst_gpu) const {
@@ -144,6 +147,7 @@ class Topology {
   std::vector<uint8_t> route_hop_count_;
   std::vector<char> may_bind_;
   bool nvls_ = false;
+  NcclConfig nccl_;
 };
 
 }  // namespace hs::topology

@@ -528,6 +528,7 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
   TopologyBuilder b(s.name, s.gpu);
   b.set_adjust(adjust);
   b.set_nvls(s.nvls && s.intra_kind == "nvswitch");
+  b.set_nccl(s.nccl);
   std::vector<VertexId> nics;  // node-major
   for (int node = 0; node < s.nodes; ++node) {
     std::vector<VertexId> gpus;

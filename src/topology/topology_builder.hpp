@@ -47,6 +47,7 @@ class TopologyBuilder {
   VertexId find(const std::string& name) const;  // -1 if absent
   void set_description(std::string d) { topo_.description = std::move(d); }
   void set_nvls(bool on) { topo_.nvls_ = on; }
+  void set_nccl(const NcclConfig& c) { topo_.nccl_ = c; }
   // Every link added afterwards whose class is adjusted gets the calibrated bandwidth and latency.
   void set_adjust(const TopologyAdjust* a) { adjust_ = a; }
   // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
@@ -95,6 +96,7 @@ struct CompactSpec {
   int nodes_per_leaf = 4;               // fat-tree only
   int spines = 0;                       // 0 = as many as needed for the oversubscription (min 1)
   Seconds switch_latency{0};
+  NcclConfig nccl;                      // NCCL's point-to-point configuration (`nccl:`)
 };
 
 // NVLinks between the 8 GPUs of a DGX-1 with V100 (and AWS p3dn.24xlarge, same hybrid cube-mesh):

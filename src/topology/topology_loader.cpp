@@ -96,9 +96,10 @@ LinkParams read_link_params(const YAML::Node& n, const std::string& path, YamlCo
 }
 
 Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gpu, YamlContext& ctx,
-                       const TopologyAdjust* adjust) {
+                       const TopologyAdjust* adjust, const NcclConfig& nccl) {
   TopologyBuilder b(name, gpu);
   b.set_adjust(adjust);
+  b.set_nccl(nccl);
   YAML::Node gpus = r.child("gpus");
   YAML::Node switches = r.child("switches", false);
   YAML::Node nics = r.child("nics", false);
@@ -160,6 +161,32 @@ Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gp
   return b.build(r.where());
 }
 
+// `nccl:` (topologies/README.md): NCCL's point-to-point configuration; absent keys keep NCCL's
+// defaults (topology/nccl_config.hpp).
+NcclConfig read_nccl(MapReader& parent, YamlContext& ctx) {
+  NcclConfig c;
+  if (!parent.has("nccl")) return c;
+  MapReader r(parent.child("nccl"), "nccl", ctx);
+  auto pow2 = [&](const char* key, int lo, int hi, int fallback) {
+    const auto v = r.integer(key, false, lo, hi);
+    if (!v) return fallback;
+    if ((*v & (*v - 1)) != 0)
+      r.error(key, fmt::format("{} is not a power of two (NCCL rounds its point-to-point channel counts up to "
+                               "one; write the count NCCL ends up with)", *v));
+    return static_cast<int>(*v);
+  };
+  c.p2p_channels = pow2("p2p_channels", 1, 64, c.p2p_channels);
+  c.channels_per_net_peer = pow2("channels_per_net_peer", 1, 64, 0);
+  for (auto [key, out] : {std::pair{"net_channel_bandwidth", &c.net_channel_bandwidth},
+                          std::pair{"nvlink_channel_bandwidth", &c.nvlink_channel_bandwidth}})
+    if (auto b = r.quantity(key, Dimension::kBandwidth, false)) {
+      if (*b > 0) *out = Bandwidth(*b);
+      else r.error(key, "must be a positive bandwidth (bytes/s of one channel)");
+    }
+  r.finish();
+  return c;
+}
+
 }  // namespace
 
 Topology load_topology(const std::string& text, const std::string& file, const TopologyAdjust* adjust) {
@@ -179,11 +206,12 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   if (adjust && adjust->communication_slowdown) gpu.communication_slowdown = *adjust->communication_slowdown;
   // A calibration the topology names (a path relative to the topology file); applied by the caller.
   const std::string calibration = r.has("calibration") ? r.str("calibration", false).value_or("") : "";
+  const NcclConfig nccl = read_nccl(r, ctx);
   const bool explicit_form = r.has("links");
   if (explicit_form) {
     for (const char* k : {"nodes", "gpus_per_node", "intra_node", "nics_per_node", "nic", "fabric", "pcie"})
       if (r.has(k)) r.error(k, "the explicit form (links:) cannot be mixed with compact-form keys");
-    Topology t = load_explicit(r, name, gpu, ctx, adjust);
+    Topology t = load_explicit(r, name, gpu, ctx, adjust, nccl);
     r.finish();
     diags.throw_if_errors();
     t.calibration_file = calibration;
@@ -192,6 +220,7 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   CompactSpec s;
   s.name = name;
   s.gpu = gpu;
+  s.nccl = nccl;
   s.nodes = static_cast<int>(r.integer("nodes", true, 1, 1 << 16).value_or(1));
   s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", true, 1, 1024).value_or(1));
   if (static_cast<long long>(s.nodes) * s.gpus_per_node > kMaxGpus)

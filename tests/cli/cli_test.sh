@@ -175,6 +175,30 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['tr
 "${run[@]}" --report "$tmp/r.html" > /dev/null 2>&1
 if [ "$(grep -o '<svg' "$tmp/r.html" | wc -l)" -eq 3 ] && ! grep -q '<script' "$tmp/r.html" && grep -q '<td>overlap_degree</td>' "$tmp/r.html"; then echo "ok: html report (charts, resolved settings)"; else echo "FAIL: html report"; fails=$((fails+1)); fi
 
+# Memory verdict. 4 MoE layers of large experts on a 9 GiB GPU: every copy kept through the
+# iteration (memory_budget lifts the cap) does not fit, re-materialization's two layers would; with
+# the automatic cap the same plan is cut to fit. Text, JSON and HTML say so.
+"$sim" trace gen --model "$fx/tiny-model.yaml" --set layers=4 --sources 8 --iterations 2 --preset uniform -o "$tmp/t4.json" 2>/dev/null
+sed 's/memory: 80GiB/memory: 9GiB/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/h100-9g.yaml"
+mem=("$sim" run "$tmp/h100-9g.yaml" "$tmp/t4.json" --model "$fx/tiny-model.yaml" --set layers=4 --set d_ffn=131072
+     --strategy fssdp:overlap_degree=8:memory_budget=1TiB,fssdp:overlap_degree=8)
+expect 0 -- "${mem[@]}" --report "$tmp/mem.html"
+verdict='fssdp:overlap_degree=8:memory_budget=1TiB: does not fit in 9 GiB \(peak [0-9.]+ GiB, largest term: copy params\); fits with rematerialize=on \(peak [0-9.]+ GiB\)'
+if grep -qE "^$verdict\$" "$tmp/out" && grep -qE '^fssdp:overlap_degree=8 .* yes  gpu' "$tmp/out" \
+   && grep -qE '^  copies_cut_by_memory +[1-9]' "$tmp/out" && grep -qE "<b>$verdict</b>" "$tmp/mem.html"; then
+  echo "ok: memory verdict (does not fit, fits with rematerialize=on; the automatic cap fits)"
+else echo "FAIL: memory verdict"; grep -E "fit|copies_cut" "$tmp/out" | sed 's/^/  | /'; fails=$((fails+1)); fi
+"${mem[@]}" --format json > "$tmp/mem.json" 2>/dev/null
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d['strategies']
+assert not a['fits_memory'] and a['memory_verdict'].startswith(a['name'] + ': does not fit in 9 GiB')
+assert a['peak_memory_rematerialized_bytes'] < 9 * 2**30 < a['peak_memory_bytes']
+assert b['fits_memory'] and b['memory_verdict'] is None
+for s in (a, b): assert abs(sum(s['peak_memory_composition_bytes'].values()) - s['peak_memory_bytes']) <= 1e-6 * s['peak_memory_bytes']
+" "$tmp/mem.json" && echo "ok: memory verdict in JSON, composition adds up" || { echo "FAIL: memory verdict in JSON"; fails=$((fails+1)); }
+
 # sweep: same files for any --jobs; a killed run resumes to the same bytes; shards merge to the same
 # bytes; bad sweep files exit 2 with file:line.
 simabs="$(cd "$(dirname "$sim")" && pwd)/$(basename "$sim")"

@@ -45,12 +45,12 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   return topology::build_compact(s, {"test", 0, 0});
 }
 
-// 2 MoE blocks, d_model 512, d_ffn 1024 experts, 8 heads; `experts` experts, top-k routing,
-// micro_batch x seq_len tokens per GPU.
+// `layers` MoE blocks (2 unless given), d_model 512, d_ffn 1024 experts, 8 heads; `experts`
+// experts, top-k routing, micro_batch x seq_len tokens per GPU.
 inline workload::ModelSpec small_moe_model(const std::string& name, int experts, int top_k, int seq_len,
-                                           int micro_batch) {
-  return workload::load_model("schema: hecate-sim/model@1\nname: " + name +
-                                  "\nlayers: 2\nd_model: 512\nd_ffn: 1024\nexperts: " + std::to_string(experts) +
+                                           int micro_batch, int layers = 2) {
+  return workload::load_model("schema: hecate-sim/model@1\nname: " + name + "\nlayers: " + std::to_string(layers) +
+                                  "\nd_model: 512\nd_ffn: 1024\nexperts: " + std::to_string(experts) +
                                   "\ntop_k: " + std::to_string(top_k) + "\nheads: 8\nseq_len: " +
                                   std::to_string(seq_len) + "\nmicro_batch: " + std::to_string(micro_batch) + "\n",
                               name + ".yaml");

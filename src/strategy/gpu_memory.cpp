@@ -1,0 +1,105 @@
+#include "strategy/gpu_memory.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "collective/ring.hpp"
+
+namespace hs::strategy {
+
+cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
+  cost::MemoryBreakdown b;
+  b.params = params * m.precision.param_bytes;
+  b.grads = params * m.precision.grad_bytes;
+  b.optimizer = params * (m.precision.master_bytes + m.precision.optimizer_bytes());
+  b.reserve = cost::kRuntimeReserveBytes;
+  return b;
+}
+
+std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum) {
+  std::vector<double> most(gpus, 0.0), bytes(gpus);
+  for (const auto& p : plans) {
+    if (p.dispatch_bytes.empty()) continue;
+    bool crosses = false;
+    std::fill(bytes.begin(), bytes.end(), 0.0);
+    for (int s = 0; s < gpus; ++s)
+      for (int d = 0; d < gpus; ++d) {
+        const double b = p.dispatch_bytes[static_cast<size_t>(s) * gpus + d];
+        crosses = crosses || (s != d && b > 0);
+        bytes[s] += b;  // sent
+        bytes[d] += b;  // received
+      }
+    if (!crosses) continue;
+    for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
+  }
+  for (double& b : most) b /= grad_accum;
+  return most;
+}
+
+void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
+                      const std::function<cost::MemoryBreakdown(int)>& base) {
+  double worst = -1;
+  const std::vector<double> a2a = a2a_buffer_bytes(plans, gpus, m.grad_accum);
+  for (int g = 0; g < gpus; ++g) {
+    cost::MemoryBreakdown mb = base(g);
+    double recv = 0;
+    for (const auto& p : plans) recv += p.received_tokens[g];
+    mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
+    mb.comm_buffers = a2a[g];
+    if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
+  }
+}
+
+void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
+                      const cost::MemoryBreakdown& owned, std::span<const double> nccl) {
+  set_worst_memory(r, plans, gpus, m, [&](int g) {
+    cost::MemoryBreakdown b = owned;
+    b.nccl = nccl[g];
+    return b;
+  });
+}
+
+cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<const int> group, int g, bool ring,
+                                         bool p2p) {
+  cost::NcclCommunicator c;
+  c.channels = collective::default_ring_channels(t, group);
+  c.ring = ring && group.size() > 1;
+  c.p2p = p2p && group.size() > 1;
+  for (int peer : group) {
+    if (peer == g) continue;
+    if (t.node_of(peer) == t.node_of(g)) ++c.intra_peers;
+    else ++c.inter_peers;
+  }
+  return c;
+}
+
+std::vector<double> ep_nccl_bytes(const topology::Topology& t, int ep, bool ep_ring) {
+  const int n = t.num_gpus();
+  std::vector<int> world(n);
+  std::iota(world.begin(), world.end(), 0);
+  std::vector<double> bytes(n, 0.0);
+  std::vector<int> group;
+  for (int g = 0; g < n; ++g) {
+    bytes[g] += cost::nccl_buffer_bytes(nccl_communicator(t, world, g, true, false));
+    group.clear();
+    for (int k = g / ep * ep; k < (g / ep + 1) * ep; ++k) group.push_back(k);
+    bytes[g] += cost::nccl_buffer_bytes(nccl_communicator(t, group, g, ep_ring, true));
+    if (ep < n) {
+      group.clear();
+      for (int k = g % ep; k < n; k += ep) group.push_back(k);
+      bytes[g] += cost::nccl_buffer_bytes(nccl_communicator(t, group, g, true, false));
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> world_nccl_bytes(const topology::Topology& t, bool p2p) {
+  const int n = t.num_gpus();
+  std::vector<int> world(n);
+  std::iota(world.begin(), world.end(), 0);
+  std::vector<double> bytes(n);
+  for (int g = 0; g < n; ++g) bytes[g] = cost::nccl_buffer_bytes(nccl_communicator(t, world, g, true, p2p));
+  return bytes;
+}
+
+}  // namespace hs::strategy

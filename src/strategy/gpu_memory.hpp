@@ -1,0 +1,52 @@
+// What a strategy's plan implies for the per-GPU memory model (cost/memory_model.hpp): the state a
+// GPU owns, its activations and all-to-all buffers from the tokens it sends and computes, and the
+// NCCL communicators a strategy opens. Every strategy fills IterationResult::memory through
+// set_worst_memory, so "peak memory" means the same GPU-by-GPU maximum everywhere.
+//
+// NCCL communicators per strategy (one per process group, as PyTorch creates them):
+//   * EP-style (ep, oracle, smartmoe, flexmoe, fastermoe): the all-to-all over the GPU's EP group
+//     (point-to-point to every peer of the group; FasterMoE's shadow broadcasts and reduces add
+//     rings on it), the dense gradient all-reduce over every GPU (rings), and with ep_size < N the
+//     expert-gradient all-reduce over the GPUs holding the same experts (rings). FlexMoE's replica
+//     all-reduces are counted in the world rings.
+//   * FSSDP and FSDP: one communicator over every GPU (Hecate's single queue) with rings for the
+//     dense all-reduce and point-to-point for the all-to-all and the spAG/spRS chains.
+//   * bound: the dense all-reduce's rings only.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "cost/memory_model.hpp"
+#include "strategy/moe_iteration.hpp"
+
+namespace hs::strategy {
+
+// Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
+cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
+
+// All-to-all buffers of every GPU (cost/memory_model.hpp): per micro-batch, the largest over layers
+// of the bytes it sends plus the bytes it receives, its own chunk included (the dispatcher's buffers
+// hold every routed token). A layer that moves no token between GPUs issues no all-to-all: 0.
+std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum);
+
+// Sets r.memory / r.memory_gpu to the GPU with the largest total: base(g) (owned state, copies,
+// NCCL) plus the activations of the routed tokens it computes and its all-to-all buffers. Ties:
+// the lowest GPU id.
+void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
+                      const std::function<cost::MemoryBreakdown(int)>& base);
+// The same with base(g) = `owned` (the same on every GPU) and NCCL buffers nccl[g].
+void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
+                      const cost::MemoryBreakdown& owned, std::span<const double> nccl);
+
+// GPU g's view of a communicator over `group` (g must be in it).
+cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<const int> group, int g, bool ring,
+                                         bool p2p);
+// Per GPU: NCCL buffer bytes of the EP-style communicators (see above); `ep_ring`: collectives on
+// the EP group too (FasterMoE).
+std::vector<double> ep_nccl_bytes(const topology::Topology& t, int ep, bool ep_ring);
+// Per GPU: one communicator over every GPU, rings plus (with `p2p`) point-to-point to every peer.
+std::vector<double> world_nccl_bytes(const topology::Topology& t, bool p2p);
+
+}  // namespace hs::strategy

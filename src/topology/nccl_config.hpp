@@ -1,0 +1,29 @@
+// How NCCL runs point-to-point traffic on this machine: the part of NCCL's configuration that decides
+// how fast one send/receive connection can go (collective/p2p_channels.hpp turns it into per-
+// connection rate caps and scheduling rounds). The defaults are NCCL 2.28's own figures; a topology
+// file may override them (`nccl:` in topologies/README.md), e.g. with NCCL_* variables a site sets.
+#pragma once
+
+#include "util/units.hpp"
+
+namespace hs::topology {
+
+struct NcclConfig {
+  // p2pnChannels: channels (thread blocks) a rank's grouped send/receive calls run on. NCCL takes the
+  // communicator's collective channel count capped at NCCL_MAX_P2P_NCHANNELS and rounds it up to a
+  // power of two (src/graph/paths.cc, ncclTopoComputeP2pChannels); 32 is NCCL's channel limit before
+  // 2.20 and what 8-GPU NVSwitch nodes reach.
+  int p2p_channels = 32;
+  // Channels per network peer; 0 = NCCL's rule (2, halved while 2 x ranks > 4 x p2p_channels, i.e.
+  // NCCL_NCHANNELS_PER_NET_PEER unset in NCCL <= 2.28.9, src/graph/paths.cc ncclTopoGetNchannels).
+  int channels_per_net_peer = 0;
+  // Bandwidth one channel moves over the network: NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s by default
+  // (NCCL 2.29, which sizes its network channel counts with it).
+  Bandwidth net_channel_bandwidth{14e9};
+  // Bandwidth one channel moves over NVLink; 0 = the highest per-channel speed NCCL's intra-node
+  // graph search tries for the GPU's architecture (src/graph/search.cc: speedArrayIntra 40 GB/s before
+  // sm90, sm90SpeedArrayIntra 60 GB/s on Hopper, sm100SpeedArrayIntra 90 GB/s on Blackwell).
+  Bandwidth nvlink_channel_bandwidth{0};
+};
+
+}  // namespace hs::topology
