@@ -9,6 +9,7 @@
 
 #include "collective/all_reduce.hpp"
 #include "collective/analytic_network.hpp"
+#include "collective/ring.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
 #include "support/test_platforms.hpp"
@@ -305,8 +306,8 @@ TEST_CASE("uniform all-to-all on one hybrid cube-mesh node: latency + max link l
 
 TEST_CASE("flow tier equals analytic tier on the as-built p3dn and p4d presets when nothing contends") {
   // One coflow alone: the uniform all-to-all over every GPU, the one inside node 0 (relays on the
-  // p3dn's mesh), a relayed pair and an inter-node pair (host-staged on p3dn, through the PCIe
-  // switch on p4d). Links left out of the max-min problem (may_bind) change no rate.
+  // p3dn's mesh), a relayed pair, an inter-node pair (host-staged on p3dn, through the PCIe switch
+  // on p4d) and ring all-reduces (below). Links left out of the max-min problem (may_bind) change no rate.
   for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node"}) {
     CAPTURE(name);
     const auto t = preset(name);
@@ -322,8 +323,17 @@ TEST_CASE("flow tier equals analytic tier on the as-built p3dn and p4d presets w
           all.push_back({s, d, 4e6});
           if (t->node_of(s) == 0 && t->node_of(d) == 0) node0.push_back({s, d, 4e6});
         }
+    // And ring all-reduces, in node 0 (p3dn: 6 rings over the mesh's direct NVLinks) and over every GPU.
+    std::vector<int> gpus0, every;
+    for (int g = 0; g < t->num_gpus(); ++g) {
+      every.push_back(g);
+      if (t->node_of(g) == 0) gpus0.push_back(g);
+    }
+    double extra = 0;
+    const auto ring0 = collective::ring_flows(*t, gpus0, 256e6, collective::RingOp::kAllReduce, extra);
+    const auto ring_all = collective::ring_flows(*t, every, 256e6, collective::RingOp::kAllReduce, extra);
     collective::AnalyticNetwork a(*t);
-    for (const auto& c : {all, node0, collective::Coflow{{0, 5, 64e6}}, collective::Coflow{{0, 9, 64e6}}})
+    for (const auto& c : {all, node0, collective::Coflow{{0, 5, 64e6}}, collective::Coflow{{0, 9, 64e6}}, ring0, ring_all})
       CHECK(run_flow(*t, {c})[0] == doctest::Approx(a.coflow_time(c)).epsilon(1e-9));
   }
 }
