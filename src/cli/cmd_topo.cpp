@@ -1,5 +1,7 @@
 // hecate-sim topo show|validate TOPOLOGY: what the simulator understood of a topology.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -12,6 +14,70 @@
 namespace hs::cli {
 
 namespace {
+
+// The vertices a route passes, "a -> b -> c"; where ECMP splits it, the split is named instead.
+std::string route_path(const topology::Topology& t, int a, int b) {
+  const auto r = t.route(a, b);
+  topology::VertexId v = t.gpu_vertex(a);
+  std::string out = t.vertices()[v].name;
+  for (int step = 0; step < r.hop_count && v != t.gpu_vertex(b); ++step) {
+    std::vector<topology::VertexId> next;
+    for (const auto& h : r.hops)
+      if (t.link(h.link).from == v) next.push_back(t.link(h.link).to);
+    if (next.size() != 1) return out + fmt::format(" -> (split evenly over {} next hops)", next.size());
+    v = next[0];
+    out += " -> " + t.vertices()[v].name;
+  }
+  return out;
+}
+
+// nvidia-smi topo -m for node 0 when its GPUs have NVLinks of their own (a hybrid cube-mesh or
+// explicit GPU-GPU links): NV<k> = k times the node's thinnest GPU-GPU link, "via g" = relayed
+// through GPU g (several: the bytes split evenly).
+std::string nvlink_matrix(const topology::Topology& t) {
+  const auto gpus = t.node_gpus(0);
+  const auto& vs = t.vertices();
+  double thinnest = 0;
+  for (const auto& l : t.links())
+    if (vs[l.from].kind == topology::VertexKind::kGpu && vs[l.to].kind == topology::VertexKind::kGpu &&
+        vs[l.from].node == 0)
+      thinnest = thinnest == 0 ? l.line_rate.value() : std::min(thinnest, l.line_rate.value());
+  if (thinnest == 0 || gpus.size() > 16) return "";
+  std::string o;
+  auto it = std::back_inserter(o);
+  fmt::format_to(it, "GPU-GPU paths in node 0 (NV<k>: k x {} line; via g: relayed through GPU g over two NVLinks):\n        ",
+                 format_bandwidth(Bandwidth(thinnest)));
+  for (int b : gpus) fmt::format_to(it, "{:>9}", fmt::format("gpu{}", b));
+  fmt::format_to(it, "\n");
+  for (int a : gpus) {
+    fmt::format_to(it, "  {:<6}", fmt::format("gpu{}", a));
+    for (int b : gpus) {
+      std::string cell = "-";
+      if (a != b) {
+        std::vector<int> via;
+        const topology::Link* direct = nullptr;
+        for (const auto& h : t.route(a, b).hops) {
+          const auto& l = t.link(h.link);
+          if (l.from == t.gpu_vertex(a) && l.to == t.gpu_vertex(b)) direct = &l;
+          else if (l.from == t.gpu_vertex(a) && vs[l.to].kind == topology::VertexKind::kGpu)
+            for (int g : gpus)
+              if (t.gpu_vertex(g) == l.to) via.push_back(g);
+        }
+        if (direct) {
+          cell = fmt::format("NV{:g}", std::round(direct->line_rate.value() / thinnest * 10) / 10);
+        } else if (!via.empty()) {
+          cell = "via ";
+          for (size_t i = 0; i < via.size(); ++i) cell += (i ? "," : "") + std::to_string(via[i]);
+        } else {
+          cell = t.link(t.route(a, b).hops[0].link).link_class;
+        }
+      }
+      fmt::format_to(it, "{:>9}", cell);
+    }
+    fmt::format_to(it, "\n");
+  }
+  return o;
+}
 
 std::string show(const topology::Topology& t, const std::string& source) {
   std::string o;
@@ -60,7 +126,9 @@ std::string show(const topology::Topology& t, const std::string& source) {
     auto r2 = t.route(a, c);
     fmt::format_to(it, "  inter-node gpu{} -> gpu{}: {:>11}  {}  {} hops (different rail)\n", a, c,
                    format_bandwidth(t.route_bandwidth(a, c)), format_time(r2.latency), r2.hop_count);
+    fmt::format_to(it, "  route gpu{} -> gpu{}: {}\n", a, b, route_path(t, a, b));
   }
+  if (t.num_gpus() > 1) o += nvlink_matrix(t);
   return o;
 }
 

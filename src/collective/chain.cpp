@@ -14,8 +14,7 @@ Coflow broadcast_flows(const topology::Topology& topo, std::span<const int> grou
   const int channels = default_ring_channels(topo, group);
   Coflow out;
   double alpha = 0;
-  for (int c = 0; c < channels; ++c) {
-    auto order = ring_order(topo, group, c);
+  for (auto& order : ring_orders(topo, group, channels)) {
     const auto it = std::find(order.begin(), order.end(), root);
     if (it == order.end()) return {};  // root not in the group
     std::rotate(order.begin(), it, order.end());

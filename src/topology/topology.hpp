@@ -6,10 +6,13 @@
 // built (TopologyBuilder::build): routes are computed then, so lookups on the simulator's hot path
 // are array reads.
 //
-// Routing: shortest paths by hop count. Where several equal-cost next hops exist (ECMP: spines of a
-// leaf/spine fabric), a transfer's bytes are split evenly over them at every branching point, the
-// fluid limit of per-flow hashing; a Route is therefore a list of (link, fraction of the bytes).
-// This keeps the analytic tier invariant under relabelling GPUs.
+// Routing: shortest paths, each link costing about 1 / its bandwidth (high-bandwidth paths win).
+// Where several equal-cost next hops exist (ECMP: spines of a leaf/spine fabric), a transfer's bytes
+// are split evenly over them at every branching point, the fluid limit of per-flow hashing; a Route
+// is therefore a list of (link, fraction of the bytes). This keeps the analytic tier invariant under
+// relabelling GPUs. GPUs do not forward, except as NCCL relays between NVLink-connected GPUs: a pair
+// of GPUs without an NVLink of its own (a hybrid cube-mesh) goes through one intermediate GPU of the
+// node over two NVLink hops (TopologyBuilder::build has the rule and its source).
 #pragma once
 
 #include <cstdint>

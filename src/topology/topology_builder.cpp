@@ -267,10 +267,20 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   for (int g = 0; g < n; ++g) t.node_gpus_[t.gpu_node_[g]].push_back(g);
 
   // Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's
-  // distance to dst (GPUs other than dst are not expanded: GPUs never forward); the links on
-  // shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each source's
-  // route walks that DAG splitting bytes evenly at every branching (ECMP). Per-destination routes
-  // are then laid out by (src, dst) pair. Cost O(n (L log V + n path)), memory O(routes).
+  // distance to dst (GPUs other than dst are not expanded: a GPU never forwards on a switched path);
+  // the links on shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each
+  // source's route walks that DAG splitting bytes evenly at every branching (ECMP). Per-destination
+  // routes are then laid out by (src, dst) pair. Cost O(n (L log V + n path)), memory O(routes).
+  //
+  // The one exception, GPU relaying (NCCL's PATH_NVB, NVIDIA/nccl src/graph/paths.cc,
+  // ncclTopoSetPaths: "allow routing through a GPU only as 1 hop"): a source GPU with no NVLink to
+  // the destination but NVLinks to a GPU of its node that has one may send through that GPU, two
+  // NVLink hops (the sender writes into a buffer on the intermediate GPU, which the receiver reads).
+  // The relay is taken when it costs less than the switched path (on a hybrid cube-mesh it always
+  // does: the alternative is the PCIe detour through the host); equal-cost intermediates share the
+  // bytes evenly (the fluid limit; NCCL picks one intermediate per pair). Only GPUs joined by
+  // direct GPU-GPU NVLink links (hybrid-cube-mesh, or explicit links) can relay, so every other
+  // topology routes exactly as without this rule.
   const size_t nv = t.vertices_.size();
   Graph graph(nv);
   for (size_t i = 0; i < t.links_.size(); ++i) {
@@ -298,6 +308,14 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   std::vector<int> hop(nv, 0);
   std::vector<double> link_frac(t.links_.size(), 0.0);
   std::vector<LinkId> touched;
+  // nvl_out[g]: NVLink-class links from GPU g to another GPU of its node (the relay candidates).
+  std::vector<std::vector<LinkId>> nvl_out(nv);
+  for (size_t i = 0; i < t.links_.size(); ++i) {
+    const Link& l = t.links_[i];
+    if (is_gpu[l.from] && is_gpu[l.to] && l.link_class == "nvlink" && t.vertices_[l.from].node == t.vertices_[l.to].node)
+      nvl_out[l.from].push_back(static_cast<LinkId>(i));
+  }
+  std::vector<std::pair<LinkId, LinkId>> relays;  // cheapest (source -> relay, relay -> dst) pairs
   std::vector<VertexId> order;
   std::vector<uint32_t> in_order(nv, 0);
   uint32_t pair_stamp = 0;
@@ -314,7 +332,7 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
       auto [du, u] = pq.top();
       pq.pop();
       if (du != dist[u]) continue;
-      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward
+      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward (relays: below)
       for (auto [ei, ee] = boost::out_edges(static_cast<size_t>(u), rg); ei != ee; ++ei) {
         size_t w = boost::target(*ei, rg);
         int64_t nd = du + boost::get(weight, boost::get(boost::edge_underlying, rg, *ei));
@@ -340,6 +358,42 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
       if (s == d) continue;
       const size_t p = static_cast<size_t>(s) * n + d;
       const VertexId sv = t.gpu_vertex_[s];
+      relays.clear();
+      int64_t relay_cost = kInf;
+      for (LinkId l1 : nvl_out[sv]) {
+        const VertexId w = t.links_[l1].to;
+        if (w == dv) {  // a direct NVLink: never relayed
+          relays.clear();
+          break;
+        }
+        for (LinkId l2 : nvl_out[w]) {
+          if (t.links_[l2].to != dv) continue;
+          const int64_t c = cost[l1] + cost[l2];
+          if (c < relay_cost) relay_cost = c, relays.clear();
+          if (c == relay_cost) relays.emplace_back(l1, l2);
+        }
+      }
+      if (!relays.empty() && relay_cost < dist[sv]) {
+        touched.clear();
+        double latency = 0;
+        const double f = 1.0 / static_cast<double>(relays.size());
+        for (const auto& [l1, l2] : relays) {
+          for (LinkId li : {l1, l2}) {
+            if (link_frac[li] == 0.0) touched.push_back(li);
+            link_frac[li] += f;
+          }
+          latency = std::max(latency, t.links_[l1].latency.value() + t.links_[l2].latency.value());
+        }
+        std::sort(touched.begin(), touched.end());
+        for (LinkId li : touched) {
+          out.push_back({li, link_frac[li]});
+          link_frac[li] = 0.0;
+        }
+        count[p] = static_cast<uint32_t>(touched.size());
+        t.route_latency_[p] = static_cast<float>(latency);
+        t.route_hop_count_[p] = 2;
+        continue;
+      }
       if (dist[sv] >= kInf) {
         diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s,
                                                 t.vertices_[sv].name, d, t.vertices_[dv].name));
@@ -420,34 +474,84 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   return std::move(topo_);
 }
 
+namespace {
+
+// One node's PCIe side (see CompactSpec): its GPUs' links to PCIe switches, the host or the NICs,
+// and its NICs (appended to `nics`).
+void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std::vector<VertexId>& gpus,
+                   std::vector<VertexId>& nics) {
+  const int g = s.gpus_per_node, k = s.nics_per_node, per_nic = g / k;
+  LinkParams p = s.pcie;
+  p.link_class = "pcie";
+  const int per_switch = s.gpus_per_pcie_switch;
+  if (per_switch == 0 && s.gpudirect_rdma) {  // each GPU's own PCIe link straight to its NIC
+    for (int n = 0; n < k; ++n) {
+      nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
+      for (int i = n * per_nic; i < (n + 1) * per_nic; ++i) b.add_duplex_link(gpus[i], nics.back(), p);
+    }
+    return;
+  }
+  const VertexId host = b.add_switch(fmt::format("node{}.host", node), node);
+  // Where GPU i's PCIe path meets the rest of the node: its switch, or the host.
+  std::vector<VertexId> attach(static_cast<size_t>(g), host);
+  if (per_switch > 0) {
+    for (int j = 0; j < g / per_switch; ++j) {
+      const VertexId sw = b.add_switch(fmt::format("node{}.pcie{}", node, j), node);
+      b.add_duplex_link(sw, host, p);
+      for (int i = j * per_switch; i < (j + 1) * per_switch; ++i) attach[i] = sw;
+    }
+  }
+  for (int i = 0; i < g; ++i) b.add_duplex_link(gpus[i], attach[i], p);
+  for (int n = 0; n < k; ++n) {
+    nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
+    // On its GPUs' switch if they share one and the NIC reads GPU memory directly; else on the host.
+    const VertexId first = attach[n * per_nic], last = attach[(n + 1) * per_nic - 1];
+    b.add_duplex_link(nics.back(), s.gpudirect_rdma && first == last ? first : host, p);
+  }
+}
+
+}  // namespace
+
 Topology build_compact(const CompactSpec& s, const SourceLocation& where, const TopologyAdjust* adjust) {
+  const int g = s.gpus_per_node;
+  const bool cube_mesh = s.intra_kind == "hybrid-cube-mesh";
+  if (cube_mesh && g != 8)
+    throw InputError(where, "intra_node.kind",
+                     fmt::format("hybrid-cube-mesh is the 8-GPU NVLink layout of a DGX-1 / p3dn.24xlarge: needs "
+                                 "gpus_per_node: 8, got {}", g));
+  if (s.nodes > 1 && (s.nics_per_node < 1 || g % s.nics_per_node != 0))
+    throw InputError(where, "nics_per_node", fmt::format("gpus_per_node {} must be a positive multiple of "
+                                                         "nics_per_node {}", g, s.nics_per_node));
+  if (s.gpus_per_pcie_switch < 0 || (s.gpus_per_pcie_switch > 0 && g % s.gpus_per_pcie_switch != 0))
+    throw InputError(where, "pcie.gpus_per_switch", fmt::format("gpus_per_node {} must be a multiple of "
+                                                                "gpus_per_switch {}", g, s.gpus_per_pcie_switch));
   TopologyBuilder b(s.name, s.gpu);
   b.set_adjust(adjust);
   b.set_nvls(s.nvls && s.intra_kind == "nvswitch");
   b.set_nccl(s.nccl);
-  const int g = s.gpus_per_node;
   std::vector<VertexId> nics;  // node-major
   for (int node = 0; node < s.nodes; ++node) {
-    const VertexId sw = b.add_switch(fmt::format("node{}.{}", node, s.intra_kind), node);
     std::vector<VertexId> gpus;
-    for (int i = 0; i < g; ++i) {
-      gpus.push_back(b.add_gpu(fmt::format("node{}.gpu{}", node, i), node));
-      LinkParams p = s.intra;
-      p.link_class = s.intra_kind == "pcie" ? "pcie" : "nvlink";
-      b.add_duplex_link(gpus.back(), sw, p);
-    }
-    if (s.nodes > 1) {
-      for (int k = 0; k < s.nics_per_node; ++k) {
-        const VertexId nic = b.add_nic(fmt::format("node{}.nic{}", node, k), node);
-        nics.push_back(nic);
-        const int per = g / s.nics_per_node;
-        for (int i = k * per; i < (k + 1) * per; ++i) {
-          LinkParams p = s.pcie;
-          p.link_class = "pcie";
-          b.add_duplex_link(gpus[i], nic, p);
-        }
+    LinkParams p = s.intra;
+    p.link_class = s.intra_kind == "pcie" ? "pcie" : "nvlink";
+    if (cube_mesh) {
+      // GPU-GPU NVLinks only; a bonded pair (NV2) is one link of twice the per-link bandwidth.
+      for (int i = 0; i < g; ++i) gpus.push_back(b.add_gpu(fmt::format("node{}.gpu{}", node, i), node));
+      for (int a = 0; a < g; ++a)
+        for (int c = a + 1; c < g; ++c)
+          if (const int links = kHybridCubeMesh[a][c]; links > 0) {
+            LinkParams q = p;
+            q.line_rate = p.line_rate * links;
+            b.add_duplex_link(gpus[a], gpus[c], q);
+          }
+    } else {
+      const VertexId sw = b.add_switch(fmt::format("node{}.{}", node, s.intra_kind), node);
+      for (int i = 0; i < g; ++i) {
+        gpus.push_back(b.add_gpu(fmt::format("node{}.gpu{}", node, i), node));
+        b.add_duplex_link(gpus.back(), sw, p);
       }
     }
+    if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics);
   }
   if (s.nodes > 1) {
     LinkParams nicp = s.nic;

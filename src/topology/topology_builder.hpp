@@ -61,19 +61,36 @@ class TopologyBuilder {
 };
 
 // Compact-form generator shared by the YAML loader and code: `nodes` nodes of `gpus_per_node` GPUs
-// behind one intra-node switch each, `nics_per_node` NICs (NIC i serves GPUs
+// joined inside a node by one intra-node switch each (or, for `hybrid-cube-mesh`, by the DGX-1V /
+// p3dn.24xlarge NVLink matrix, kHybridCubeMesh), `nics_per_node` NICs (NIC i serves GPUs
 // [i*g/k, (i+1)*g/k)), and a fabric joining the NICs.
+//
+// The PCIe side of a node (built when there is more than one node):
+//   * gpus_per_pcie_switch 0 (default): GPU i has a PCIe link of its own straight to its NIC, or,
+//     without GPUDirect RDMA, to the node's host.
+//   * gpus_per_pcie_switch p: GPUs [j*p, (j+1)*p) hang off PCIe switch j by a link each; every switch
+//     has an uplink to the host (the CPU root complex and its memory). A NIC whose GPUs all sit
+//     behind one switch is attached to that switch (its GPUs share the switch-to-NIC link, as on a
+//     DGX-1 or a p4d); a NIC serving GPUs of several switches, or any NIC without GPUDirect RDMA,
+//     is attached to the host.
+//   * gpudirect_rdma false: the NIC moves data from and to pinned host memory (NCCL's net transport
+//     without GDR), so a GPU's inter-node traffic crosses its PCIe path up to the host, then the
+//     host's link to the NIC: every NIC hangs off the host.
+// Every PCIe link (GPU-switch, switch-host, switch-NIC, host-NIC, GPU-NIC, GPU-host) has `pcie`'s
+// bandwidth and latency and link class "pcie".
 struct CompactSpec {
   std::string name;
   GpuModel gpu;
   int nodes = 1;
   int gpus_per_node = 8;
-  std::string intra_kind = "nvswitch";  // nvswitch | nvlink-mesh | pcie
+  std::string intra_kind = "nvswitch";  // nvswitch | nvlink-mesh | hybrid-cube-mesh | pcie
   bool nvls = false;                    // NVSwitch with in-switch reduction (NVLink SHARP, H100+)
-  LinkParams intra;                     // per GPU, per direction
+  LinkParams intra;                     // per GPU, per direction; per NVLink for hybrid-cube-mesh
   int nics_per_node = 0;
   LinkParams nic;                       // per NIC, per direction
-  LinkParams pcie;                      // GPU <-> NIC
+  LinkParams pcie;                      // every PCIe link (see above)
+  int gpus_per_pcie_switch = 0;         // 0: no PCIe switch level
+  bool gpudirect_rdma = true;           // false: inter-node data staged through host memory
   std::string fabric_kind = "single-switch";  // single-switch | fat-tree | rail-optimized
   double oversubscription = 1.0;
   int nodes_per_leaf = 4;               // fat-tree only
@@ -81,6 +98,14 @@ struct CompactSpec {
   Seconds switch_latency{0};
   NcclConfig nccl;                      // NCCL's point-to-point configuration (`nccl:`)
 };
+
+// NVLinks between the 8 GPUs of a DGX-1 with V100 (and AWS p3dn.24xlarge, same hybrid cube-mesh):
+// kHybridCubeMesh[a][b] bonded NVLink2 links between GPU a and GPU b (0: none), each GPU using all
+// six of its links. From `nvidia-smi topo -m` on a DGX-1V (NV1 / NV2 entries), as recorded in
+// microsoft/msccl-tools tests/test_topologies.py (test_nvlink_only) and Microway's nvidia-smi guide.
+inline constexpr int kHybridCubeMesh[8][8] = {
+    {0, 1, 1, 2, 2, 0, 0, 0}, {1, 0, 2, 1, 0, 2, 0, 0}, {1, 2, 0, 2, 0, 0, 1, 0}, {2, 1, 2, 0, 0, 0, 0, 1},
+    {2, 0, 0, 0, 0, 1, 1, 2}, {0, 2, 0, 0, 1, 0, 2, 1}, {0, 0, 1, 0, 1, 2, 0, 2}, {0, 0, 0, 1, 2, 1, 2, 0}};
 
 Topology build_compact(const CompactSpec& spec, const SourceLocation& where, const TopologyAdjust* adjust = nullptr);
 

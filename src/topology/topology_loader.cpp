@@ -232,17 +232,38 @@ Topology load_topology(const std::string& text, const std::string& file, const T
     s.intra = read_link_params(in, "intra_node", ctx, {"kind", "nvls"});
     if (in.IsDefined() && in.IsMap()) {
       MapReader k(in, "intra_node", ctx);
-      s.intra_kind = k.choice("kind", {"nvswitch", "nvlink-mesh", "pcie"}).value_or("nvswitch");
+      s.intra_kind = k.choice("kind", {"nvswitch", "nvlink-mesh", "hybrid-cube-mesh", "pcie"}).value_or("nvswitch");
       s.nvls = k.boolean("nvls", false).value_or(false);
       if (s.nvls && s.intra_kind != "nvswitch")
         k.error("nvls", fmt::format("NVLink SHARP (nvls: true) needs kind: nvswitch, not {}", s.intra_kind));
+      if (s.intra_kind == "hybrid-cube-mesh" && s.gpus_per_node != 8)
+        k.error("kind", fmt::format("hybrid-cube-mesh is the 8-GPU NVLink layout of a DGX-1 / p3dn.24xlarge (bandwidth "
+                                    "per NVLink): needs gpus_per_node: 8, got {}", s.gpus_per_node));
     }
   }
   s.nics_per_node = static_cast<int>(r.integer("nics_per_node", s.nodes > 1, 1, 1024).value_or(0));
-  if (s.nodes > 1 || r.has("nic")) s.nic = read_link_params(r.child("nic", s.nodes > 1), "nic", ctx, {});
+  if (s.nodes > 1 || r.has("nic")) {
+    YAML::Node nic = r.child("nic", s.nodes > 1);
+    s.nic = read_link_params(nic, "nic", ctx, {"gpudirect_rdma"});
+    if (nic.IsDefined() && nic.IsMap()) {
+      MapReader k(nic, "nic", ctx);
+      s.gpudirect_rdma = k.boolean("gpudirect_rdma", false).value_or(true);
+    }
+  }
   s.pcie.line_rate = Bandwidth(64e9);  // PCIe gen5 x16 per direction (~64 GB/s); override with pcie:
   s.pcie.latency = Seconds(1e-6);
-  if (r.has("pcie")) s.pcie = read_link_params(r.child("pcie"), "pcie", ctx, {});
+  if (r.has("pcie")) {
+    YAML::Node pcie = r.child("pcie");
+    s.pcie = read_link_params(pcie, "pcie", ctx, {"gpus_per_switch"});
+    if (pcie.IsMap()) {
+      MapReader k(pcie, "pcie", ctx);
+      s.gpus_per_pcie_switch = static_cast<int>(k.integer("gpus_per_switch", false, 1, 1024).value_or(0));
+      if (s.gpus_per_pcie_switch > 0 && s.gpus_per_node % s.gpus_per_pcie_switch != 0)
+        k.error("gpus_per_switch", fmt::format("gpus_per_node {} must be a multiple of gpus_per_switch {} (every "
+                                               "PCIe switch holds the same number of GPUs)",
+                                               s.gpus_per_node, s.gpus_per_pcie_switch));
+    }
+  }
   if (s.nodes > 1 || r.has("fabric")) {
     YAML::Node f = r.child("fabric", s.nodes > 1);
     MapReader fr(f, "fabric", ctx);
@@ -263,6 +284,19 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   t.calibration_file = calibration;
   t.description = fmt::format("{} node(s) x {} GPUs, {} inside a node, {} NIC(s) per node, fabric {}", s.nodes,
                               s.gpus_per_node, s.intra_kind, s.nics_per_node, s.nodes > 1 ? s.fabric_kind : "none");
+  if (s.intra_kind == "hybrid-cube-mesh")
+    t.description += "\n  NVLink hybrid cube-mesh (DGX-1V / p3dn): GPU-GPU links, NV2 pairs bonded; pairs without "
+                     "an NVLink relay through one GPU (NCCL's PATH_NVB)";
+  if (s.nodes > 1 && (s.gpus_per_pcie_switch > 0 || !s.gpudirect_rdma)) {
+    const int per_switch = s.gpus_per_pcie_switch, per_nic = s.gpus_per_node / s.nics_per_node;
+    const std::string pcie = per_switch > 0 ? fmt::format("{} switch(es) per node, {} GPU(s) each, uplinked to the host",
+                                                          s.gpus_per_node / per_switch, per_switch)
+                                            : std::string("each GPU linked to the host");
+    const char* nics = !s.gpudirect_rdma ? "on the host: no GPUDirect RDMA, inter-node data staged through host memory"
+                       : per_switch % per_nic == 0 ? "on their GPUs' switch (GPUDirect RDMA)"
+                                                   : "on the host (their GPUs sit behind several switches)";
+    t.description += fmt::format("\n  PCIe: {}; NIC(s) {}", pcie, nics);
+  }
   return t;
 }
 

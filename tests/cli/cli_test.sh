@@ -38,6 +38,13 @@ sed 's/^nodes: 4/nodes: 65536/' "$root/topologies/dgx-h100-4node.yaml" > "$tmp/h
 expect 2 "huge.yaml:4:8" "at most 4096" -- "$sim" topo show "$tmp/huge.yaml"
 sed 's/kind: nvswitch/kind: nvlink-mesh/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/nvls-mesh.yaml"
 expect 2 "nvls-mesh.yaml:6:" "intra_node.nvls" "needs kind: nvswitch" -- "$sim" topo validate "$tmp/nvls-mesh.yaml"
+sed 's/^gpus_per_node: 8/gpus_per_node: 4/' "$root/topologies/aws-p3dn-v100-2node.yaml" > "$tmp/mesh4.yaml"
+expect 2 "mesh4.yaml:6:" "intra_node.kind" "needs gpus_per_node: 8" -- "$sim" topo validate "$tmp/mesh4.yaml"
+sed 's/gpus_per_switch: 2/gpus_per_switch: 3/' "$root/topologies/aws-p3dn-v100-2node.yaml" > "$tmp/pcie3.yaml"
+expect 2 "pcie3.yaml:9:" "pcie.gpus_per_switch" "multiple of gpus_per_switch 3" -- "$sim" topo validate "$tmp/pcie3.yaml"
+if "$sim" topo show aws-p3dn-v100-2node | grep -q "gpu0 .* NV1 .* NV2 .* via 1,4 .* via 4 .* via 4" \
+  && "$sim" topo show aws-p3dn-v100-2node | grep -q "node0.pcie0 -> node0.host -> node0.nic0"; then
+  echo "ok: topo show: the p3dn NVLink matrix with relays, the host-staged route"; else echo "FAIL: topo show p3dn"; fails=$((fails+1)); fi
 sed 's/bandwidth: 450GB\/s/bandwidth: 0GB\/s/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/zero.yaml"
 expect 2 "zero.yaml:6:" "positive bandwidth" -- "$sim" topo validate "$tmp/zero.yaml"
 printf '\177ELF\002\001\000\377\376"{[: \n\t-- ]]}' > "$tmp/garbage.bin"

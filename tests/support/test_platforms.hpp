@@ -20,6 +20,9 @@ struct ClusterShape {
   std::string fabric = "single-switch";
   double oversubscription = 1.0;
   bool nvls = false;                           // NVSwitch reduces in the switch (NVLS)
+  std::string intra_kind = "nvswitch";         // or hybrid-cube-mesh (intra_bw then per NVLink)
+  int gpus_per_pcie_switch = 0;                // PCIe switches (0: GPU-NIC links)
+  bool gpudirect_rdma = true;                  // false: NICs on the host, traffic staged through it
   double peak_flops = 1e15, hbm = 3e12;
 };
 
@@ -36,6 +39,9 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   s.fabric_kind = c.fabric;
   s.oversubscription = c.oversubscription;
   s.nvls = c.nvls;
+  s.intra_kind = c.intra_kind;
+  s.gpus_per_pcie_switch = c.gpus_per_pcie_switch;
+  s.gpudirect_rdma = c.gpudirect_rdma;
   return topology::build_compact(s, {"test", 0, 0});
 }
 

@@ -1,13 +1,20 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "collective/all_reduce.hpp"
 #include "collective/analytic_network.hpp"
+#include "collective/ring.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
 #include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
+#include "topology/topology_loader.hpp"
 #include "util/rng.hpp"
 
 using namespace hs;
@@ -36,6 +43,39 @@ std::vector<double> run_flow(const topology::Topology& t, const std::vector<coll
   for (auto id : ids) out.push_back(sim.end_time(id));
   if (stats) *stats = net.stats();
   return out;
+}
+// Max-min rates of a skewed all-to-all over every GPU pair, solved with every hop and with only the
+// hops Topology::may_bind keeps: checks they agree flow by flow; returns the hops left out.
+int pruning_changes_no_rate(const topology::Topology& t) {
+  solver::MaxMinSolver full, pruned;
+  for (const auto& l : t.links()) full.add_link(l.bandwidth.value()), pruned.add_link(l.bandwidth.value());
+  int dropped = 0;
+  std::vector<std::pair<int, int>> ids;
+  for (int s = 0; s < t.num_gpus(); ++s)
+    for (int d = 0; d < t.num_gpus(); ++d) {
+      if (s == d) continue;
+      std::vector<solver::Element> a, b;
+      for (const auto& h : t.route(s, d).hops) {
+        a.push_back({h.link, h.fraction});
+        if (t.may_bind(h.link)) b.push_back({h.link, h.fraction});
+        else ++dropped;
+      }
+      const double w = 1 + (s * 5 + d * 3) % 7;  // unequal weights: a skewed mix of classes
+      ids.push_back({full.add_flow(a, w), pruned.add_flow(b, w)});
+    }
+  full.solve();
+  pruned.solve();
+  for (auto [a, b] : ids) CHECK(pruned.rate(b) == doctest::Approx(full.rate(a)).epsilon(1e-12));
+  return dropped;
+}
+
+// A bundled topology preset, read from the source tree (HECATE_SOURCE_ROOT); nullopt without it.
+std::optional<topology::Topology> preset(const std::string& name) {
+  const char* root = std::getenv("HECATE_SOURCE_ROOT");
+  if (!root) return std::nullopt;
+  const std::string path = std::string(root) + "/topologies/" + name + ".yaml";
+  std::ifstream in(path);
+  return topology::load_topology(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), path);
 }
 }  // namespace
 
@@ -175,29 +215,10 @@ TEST_CASE("leaving never-binding links out of the max-min problem changes no rat
     c.nodes = 4, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.pcie_bw = pcie, c.fabric = "rail-optimized";
     c.oversubscription = ovs;
     auto t = test::make_cluster(c);
-    solver::MaxMinSolver full, pruned;
-    for (const auto& l : t.links()) full.add_link(l.bandwidth.value()), pruned.add_link(l.bandwidth.value());
-    int dropped = 0;
-    std::vector<std::pair<int, int>> ids;
-    for (int s = 0; s < 16; ++s)
-      for (int d = 0; d < 16; ++d) {
-        if (s == d) continue;
-        std::vector<solver::Element> a, b;
-        for (const auto& h : t.route(s, d).hops) {
-          a.push_back({h.link, h.fraction});
-          if (t.may_bind(h.link)) b.push_back({h.link, h.fraction});
-          else ++dropped;
-        }
-        const double w = 1 + (s * 5 + d * 3) % 7;  // unequal weights: a skewed mix of classes
-        ids.push_back({full.add_flow(a, w), pruned.add_flow(b, w)});
-      }
-    full.solve();
-    pruned.solve();
-    CHECK(dropped > 0);
+    CHECK(pruning_changes_no_rate(t) > 0);
     int fabric_kept = 0;
     for (int l = 0; l < t.num_links(); ++l) fabric_kept += t.link(l).link_class == "fabric" && t.may_bind(l);
     CHECK((fabric_kept == 0) == (ovs == 1.0));
-    for (auto [a, b] : ids) CHECK(pruned.rate(b) == doctest::Approx(full.rate(a)).epsilon(1e-12));
   }
 }
 
@@ -247,4 +268,72 @@ TEST_CASE("property: classes (flows sharing their binding links, solved as one w
   network::FlowStats st;
   run_flow(per_gpu, {c}, 0, &st);
   CHECK(st.classes == st.flows);
+}
+
+TEST_CASE("uniform all-to-all on one hybrid cube-mesh node: latency + max link load / bandwidth, on both tiers") {
+  // 8 GPUs joined as a DGX-1V (kHybridCubeMesh), 25 GB/s per NVLink (efficiency 1 here): NV1 pairs
+  // 25 GB/s, NV2 pairs 50 GB/s, 3 us per hop. Every ordered pair exchanges S. Adjacent pairs (4 per
+  // GPU) go direct; each of a GPU's 3 others shares exactly two neighbours with it and goes through
+  // the cheaper (sum of 1 / bandwidth), half through each on a tie. Link 0 -> 4 (NV2) carries its
+  // own S; relayed from GPU 0: to 5 (via 1 or 4, a tie: S/2), to 6 (via 4, NV2 + NV1, beats via 2,
+  // NV1 + NV1: S), to 7 (via 4, NV2 + NV2, beats via 3, NV2 + NV1: S); relayed into GPU 4 through 0:
+  // from 1 (via 0 or 5, a tie: S/2), from 2 (via 0, NV1 + NV2, beats via 6, NV1 + NV1: S), from 3
+  // (via 0, NV2 + NV2, beats via 7, NV1 + NV2: S). Total 6S on 50 GB/s, the same on 4 -> 0, 1 -> 5
+  // and 5 -> 1 by symmetry; every NV1 link carries 2S on 25 GB/s and every other NV2 link 2S on 50,
+  // so those four bind: time = 2 x 3 us (the relayed routes' latency) + 6S / 50 GB/s; with S = 10 MB,
+  // 6 us + 1.2 ms. (The 150 GB/s-per-GPU switch the mesh used to be modelled as: 7S / 150 GB/s.)
+  test::ClusterShape c;
+  c.intra_kind = "hybrid-cube-mesh", c.intra_bw = 25e9, c.intra_lat = 3e-6;
+  auto t = test::make_cluster(c);
+  const double S = 10e6;
+  std::vector<double> m(64, S);
+  for (int g = 0; g < 8; ++g) m[g * 8 + g] = 0;
+  collective::AnalyticNetwork a(t);
+  CHECK(a.alltoallv_time(m) == doctest::Approx(6e-6 + 6 * S / 50e9).epsilon(1e-12));
+  const auto& bottleneck = t.link(a.last_bottleneck());
+  const std::string binding = t.vertices()[bottleneck.from].name + " -> " + t.vertices()[bottleneck.to].name;
+  CAPTURE(binding);
+  CHECK((binding == "node0.gpu0 -> node0.gpu4" || binding == "node0.gpu4 -> node0.gpu0" ||
+         binding == "node0.gpu1 -> node0.gpu5" || binding == "node0.gpu5 -> node0.gpu1"));
+  // Alone on the flow tier: every flow through a binding link gets its max-min share until the end,
+  // so the same time.
+  collective::Coflow co;
+  for (int s = 0; s < 8; ++s)
+    for (int d = 0; d < 8; ++d)
+      if (s != d) co.push_back({s, d, S});
+  CHECK(run_flow(t, {co})[0] == doctest::Approx(a.coflow_time(co)).epsilon(1e-9));
+}
+
+TEST_CASE("flow tier equals analytic tier on the as-built p3dn and p4d presets when nothing contends") {
+  // One coflow alone: the uniform all-to-all over every GPU, the one inside node 0 (relays on the
+  // p3dn's mesh), a relayed pair, an inter-node pair (host-staged on p3dn, through the PCIe switch
+  // on p4d) and ring all-reduces (below). Links left out of the max-min problem (may_bind) change no rate.
+  for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node"}) {
+    CAPTURE(name);
+    const auto t = preset(name);
+    if (!t) {
+      MESSAGE("HECATE_SOURCE_ROOT not set: presets not checked");
+      return;
+    }
+    CHECK(pruning_changes_no_rate(*t) > 0);
+    collective::Coflow all, node0;
+    for (int s = 0; s < t->num_gpus(); ++s)
+      for (int d = 0; d < t->num_gpus(); ++d)
+        if (s != d) {
+          all.push_back({s, d, 4e6});
+          if (t->node_of(s) == 0 && t->node_of(d) == 0) node0.push_back({s, d, 4e6});
+        }
+    // And ring all-reduces, in node 0 (p3dn: 6 rings over the mesh's direct NVLinks) and over every GPU.
+    std::vector<int> gpus0, every;
+    for (int g = 0; g < t->num_gpus(); ++g) {
+      every.push_back(g);
+      if (t->node_of(g) == 0) gpus0.push_back(g);
+    }
+    double extra = 0;
+    const auto ring0 = collective::ring_flows(*t, gpus0, 256e6, collective::RingOp::kAllReduce, extra);
+    const auto ring_all = collective::ring_flows(*t, every, 256e6, collective::RingOp::kAllReduce, extra);
+    collective::AnalyticNetwork a(*t);
+    for (const auto& c : {all, node0, collective::Coflow{{0, 5, 64e6}}, collective::Coflow{{0, 9, 64e6}}, ring0, ring_all})
+      CHECK(run_flow(*t, {c})[0] == doctest::Approx(a.coflow_time(c)).epsilon(1e-9));
+  }
 }

@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -53,7 +54,7 @@ TEST_CASE("compact form compiles to the expected graph and routes") {
   CHECK(up_to_spines == doctest::Approx(1.0));
 }
 
-TEST_CASE("GPUs never forward traffic and intra-node traffic stays on NVLink") {
+TEST_CASE("on NVSwitch nodes GPUs never forward traffic and intra-node traffic stays on NVLink") {
   Topology t = load_topology(kCompact, "t.yaml");
   for (int a = 0; a < t.num_gpus(); ++a)
     for (int b = 0; b < t.num_gpus(); ++b) {
@@ -219,4 +220,151 @@ TEST_CASE("links that can never bind are recognized (PCIe hop in front of a slow
       CHECK(pcie_kept == pcie_links);
     }
   }
+}
+
+namespace {
+// Two p3dn.24xlarge-like nodes: the DGX-1V NVLink hybrid cube-mesh (25 GB/s per NVLink x 0.8 = 20
+// GB/s effective; NV2 pairs 40), four PCIe switches of two GPUs per node, one NIC without GPUDirect
+// RDMA (so on the host), PCIe 16 GB/s x 0.75 = 12 GB/s per link.
+const char* kCubeMesh = R"(schema: hecate-sim/topology@1
+name: two cube-mesh nodes
+gpu: {model: V100, peak_bf16: 125TFLOPS, hbm_bandwidth: 0.9TB/s, memory: 32GiB}
+nodes: 2
+gpus_per_node: 8
+intra_node: {kind: hybrid-cube-mesh, bandwidth: 25GB/s, efficiency: 0.8, latency: 3us}
+nics_per_node: 1
+nic: {bandwidth: 100Gbps, efficiency: 1.0, latency: 10us, gpudirect_rdma: false}
+pcie: {bandwidth: 16GB/s, efficiency: 0.75, latency: 0.5us, gpus_per_switch: 2}
+fabric: {kind: single-switch, switch_latency: 5us}
+)";
+
+std::string name_of(const Topology& t, VertexId v) { return t.vertices()[v].name; }
+
+// `text` with its first `from` replaced by `to`.
+std::string with(std::string text, const std::string& from, const std::string& to) {
+  return text.replace(text.find(from), from.size(), to);
+}
+
+// Whether some hop of route(s, d) goes from vertex `from` to vertex `to` (by name).
+bool crosses(const Topology& t, int s, int d, const std::string& from, const std::string& to) {
+  for (const auto& h : t.route(s, d).hops)
+    if (name_of(t, t.link(h.link).from) == from && name_of(t, t.link(h.link).to) == to) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("hybrid cube-mesh: the DGX-1V NVLink matrix, NV2 twice NV1, one relay GPU for pairs without an NVLink") {
+  Topology t = load_topology(kCubeMesh, "t.yaml");
+  // Every GPU uses its six NVLinks: 6 x 25 GB/s of line rate out of it.
+  for (int g = 0; g < t.num_gpus(); ++g) {
+    double out = 0;
+    for (const auto& l : t.links())
+      if (l.from == t.gpu_vertex(g) && l.link_class == "nvlink") out += l.line_rate.value();
+    CHECK(out == doctest::Approx(150e9));
+  }
+  // Adjacent pairs go direct: GPU0-GPU1 is NV1 (one link, 25 x 0.8 = 20 GB/s), GPU0-GPU3 NV2 (two
+  // bonded links, 40 GB/s, twice as much); one hop of 3 us.
+  CHECK(t.route(0, 1).hop_count == 1);
+  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(20e9));
+  CHECK(t.route_bandwidth(0, 3).value() == doctest::Approx(2 * t.route_bandwidth(0, 1).value()));
+  CHECK(t.route(0, 3).latency.value() == doctest::Approx(3e-6));
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b && kHybridCubeMesh[a][b] > 0) CHECK(t.route(a, b).hop_count == 1);
+  // GPU0 -> GPU5 (no NVLink): through GPU1 (NV1 then NV2) or GPU4 (NV2 then NV1), equal cost, half
+  // the bytes each: four NVLink hops of fraction 1/2, two hops long (6 us). The route's bottleneck
+  // is an NV1 link carrying half: 20 / 0.5 = 40 GB/s (the fluid limit of the two paths; NCCL itself
+  // sends one pair through one GPU).
+  auto r = t.route(0, 5);
+  CHECK(r.hop_count == 2);
+  CHECK(r.latency.value() == doctest::Approx(6e-6));
+  REQUIRE(r.hops.size() == 4);
+  for (const auto& h : r.hops) {
+    CHECK(t.link(h.link).link_class == "nvlink");
+    CHECK(h.fraction == doctest::Approx(0.5));
+  }
+  CHECK(crosses(t, 0, 5, "node0.gpu0", "node0.gpu1"));
+  CHECK(crosses(t, 0, 5, "node0.gpu1", "node0.gpu5"));
+  CHECK(crosses(t, 0, 5, "node0.gpu0", "node0.gpu4"));
+  CHECK(crosses(t, 0, 5, "node0.gpu4", "node0.gpu5"));
+  CHECK(t.route_bandwidth(0, 5).value() == doctest::Approx(40e9));
+  // GPU0 -> GPU6: via GPU4 (NV2 + NV1, cost ~ 1/40 + 1/20) beats via GPU2 (NV1 + NV1, 1/20 + 1/20):
+  // all the bytes over 0 -> 4 -> 6, bottleneck the NV1 link 4 -> 6 at 20 GB/s.
+  REQUIRE(t.route(0, 6).hops.size() == 2);
+  CHECK(crosses(t, 0, 6, "node0.gpu0", "node0.gpu4"));
+  CHECK(crosses(t, 0, 6, "node0.gpu4", "node0.gpu6"));
+  CHECK(t.route_bandwidth(0, 6).value() == doctest::Approx(20e9));
+  // Inside a node every route is NVLink only, and a GPU forwards only between two NVLinks of its
+  // node, at most once per path (two hops).
+  for (int a = 0; a < t.num_gpus(); ++a)
+    for (int b = 0; b < t.num_gpus(); ++b) {
+      if (a == b || t.node_of(a) != t.node_of(b)) continue;
+      CHECK(t.route(a, b).hop_count <= 2);
+      for (const auto& h : t.route(a, b).hops) CHECK(t.link(h.link).link_class == "nvlink");
+    }
+}
+
+TEST_CASE("hybrid cube-mesh and PCIe switches: bad values are located errors") {
+  struct Bad {
+    const char *from, *to, *where, *field, *expected;
+  };
+  for (const Bad& b : {Bad{"gpus_per_node: 8", "gpus_per_node: 4", "t.yaml:6:", "intra_node.kind", "gpus_per_node: 8"},
+                       Bad{"gpus_per_switch: 2", "gpus_per_switch: 3", "t.yaml:9:", "pcie.gpus_per_switch",
+                           "multiple of gpus_per_switch 3"},
+                       Bad{"gpudirect_rdma: false", "gpudirect_rdma: maybe", "t.yaml:8:", "nic.gpudirect_rdma", ""}}) {
+    CAPTURE(b.to);
+    const auto e = errors_of(with(kCubeMesh, b.from, b.to));
+    CHECK(e.find(b.where) != std::string::npos);
+    CHECK(e.find(b.field) != std::string::npos);
+    CHECK(e.find(b.expected) != std::string::npos);
+  }
+  // Built in code with another GPU count: the same error.
+  CompactSpec s;
+  s.intra_kind = "hybrid-cube-mesh";
+  s.gpus_per_node = 4;
+  s.intra = {Bandwidth(25e9), 1.0, Seconds(0), ""};
+  CHECK_THROWS_AS(build_compact(s, {"code", 0, 0}), InputError);
+}
+
+TEST_CASE("without GPUDirect RDMA every inter-node route is staged through the host over PCIe") {
+  Topology t = load_topology(kCubeMesh, "t.yaml");
+  // GPU g of node n: node<n>.gpu<g> -> node<n>.pcie<g/2> -> node<n>.host -> node<n>.nic0 -> core ->
+  // node<m>.nic0 -> node<m>.host -> node<m>.pcie<h/2> -> node<m>.gpu<h>: 8 hops, every PCIe link at
+  // 16 x 0.75 = 12 GB/s (below the NIC's 12.5): latency 3 x 0.5 us + 2 x (10 + 5) us + 3 x 0.5 us.
+  for (int s = 0; s < 16; ++s)
+    for (int d = 0; d < 16; ++d) {
+      if (t.node_of(s) == t.node_of(d)) continue;
+      CAPTURE(s);
+      CAPTURE(d);
+      const int ns = t.node_of(s), nd = t.node_of(d), gs = s % 8, gd = d % 8;
+      const auto in = [](int n, const std::string& v) { return fmt::format("node{}.{}", n, v); };
+      CHECK(crosses(t, s, d, in(ns, fmt::format("gpu{}", gs)), in(ns, fmt::format("pcie{}", gs / 2))));
+      CHECK(crosses(t, s, d, in(ns, fmt::format("pcie{}", gs / 2)), in(ns, "host")));
+      CHECK(crosses(t, s, d, in(ns, "host"), in(ns, "nic0")));
+      CHECK(crosses(t, s, d, in(nd, "nic0"), in(nd, "host")));
+      CHECK(crosses(t, s, d, in(nd, "host"), in(nd, fmt::format("pcie{}", gd / 2))));
+      CHECK(t.route(s, d).hop_count == 8);
+      CHECK(t.route(s, d).latency.value() == doctest::Approx(33e-6));
+      CHECK(t.route_bandwidth(s, d).value() == doctest::Approx(12e9));
+      for (const auto& h : t.route(s, d).hops) CHECK(t.link(h.link).link_class != "nvlink");
+    }
+  // GPUs 0 and 1 share PCIe switch 0's uplink to the host, as on the machine.
+  CHECK(crosses(t, 0, 8, "node0.pcie0", "node0.host"));
+  CHECK(crosses(t, 1, 9, "node0.pcie0", "node0.host"));
+  CHECK_FALSE(crosses(t, 2, 10, "node0.pcie0", "node0.host"));
+
+  // With GPUDirect RDMA and one NIC per switch (p4d: 2 GPUs and 1 NIC per PCIe switch) the NIC sits
+  // on its GPUs' switch: GPU -> switch -> NIC, never the host; both GPUs share the switch-NIC link.
+  Topology p4d = load_topology(with(with(kCubeMesh, "nics_per_node: 1", "nics_per_node: 4"), "gpudirect_rdma: false",
+                                     "gpudirect_rdma: true"), "t.yaml");
+  CHECK(p4d.route(0, 8).hop_count == 6);
+  CHECK(crosses(p4d, 0, 8, "node0.pcie0", "node0.nic0"));
+  CHECK(crosses(p4d, 1, 9, "node0.pcie0", "node0.nic0"));
+  CHECK(crosses(p4d, 2, 10, "node0.pcie1", "node0.nic1"));
+  for (int s = 0; s < 8; ++s)
+    for (const auto& h : p4d.route(s, 8 + s).hops) CHECK(name_of(p4d, p4d.link(h.link).to).find("host") == std::string::npos);
+  // With GPUDirect RDMA but one NIC for all four switches, the NIC hangs off the host (the path
+  // from a GPU crosses the CPU, as NCCL's PHB distance).
+  CHECK(crosses(load_topology(with(kCubeMesh, "gpudirect_rdma: false", "gpudirect_rdma: true"), "t.yaml"), 0, 8,
+                "node0.host", "node0.nic0"));
 }
