@@ -128,7 +128,11 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("--calibration", o->calibration,
                  "calibration file from `hecate-sim calibrate` (default: the one the topology names, if any)");
   std::string names;
-  for (const auto& info : strategy::registry()) names += fmt::format("\n    {:<8} {}", info.name, info.help);
+  for (const auto& info : strategy::registry()) {
+    names += fmt::format("\n    {:<9} {}", info.name, info.help);
+    for (const auto& k : info.knobs)  // every knob with its default and domain, as checked
+      names += fmt::format("\n        :{}={}  ({}) {}", k.name, k.value, k.domain.describe(), k.help);
+  }
   sub.add_option("--strategy", o->strategies,
                  "comma-separated NAME[:KNOB=VALUE...] (default: every strategy):" + names);
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")

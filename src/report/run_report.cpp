@@ -1,5 +1,6 @@
 #include "report/run_report.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "util/hecate_version.hpp"
@@ -62,11 +63,15 @@ std::string render_table(const RunReport& r) {
                  r.topo ? r.topo->num_nodes() : 0, r.inputs.model_name, r.inputs.iterations, r.inputs.network);
   if (!r.inputs.calibration_file.empty())
     fmt::format_to(it, "calibration {} (fnv1a64 {})\n", r.inputs.calibration_file, r.inputs.calibration_hash);
-  fmt::format_to(it, "\n{:<28} {:>10} {:>10} {:>10} {:>8} {:>10} {:>5}  {}\n", "strategy", "mean ms", "p50 ms",
+  // The name column fits the longest strategy spec (at least 28 wide), so long knob lists keep the
+  // columns aligned.
+  size_t w = 28;
+  for (const auto& s : r.strategies) w = std::max(w, s.name.size());
+  fmt::format_to(it, "\n{:<{}} {:>10} {:>10} {:>10} {:>8} {:>10} {:>5}  {}\n", "strategy", w, "mean ms", "p50 ms",
                  "p99 ms", "vs EP", "peak GiB", "fits", "bottleneck GPU");
   for (const auto& s : r.strategies) {
     std::string speed = ep ? fmt::format("{:.2f}x", ep->mean / s.mean) : "-";
-    fmt::format_to(it, "{:<28} {:>10.2f} {:>10.2f} {:>10.2f} {:>8} {:>10.2f} {:>5}  {}\n", s.name, s.mean * 1e3,
+    fmt::format_to(it, "{:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>8} {:>10.2f} {:>5}  {}\n", s.name, w, s.mean * 1e3,
                    s.p50 * 1e3, s.p99 * 1e3, speed, s.peak_memory.total() / (1024.0 * 1024 * 1024),
                    s.fits_memory ? "yes" : "NO", gpu_name(r, s.bottleneck_gpu));
   }
@@ -78,24 +83,24 @@ std::string render_table(const RunReport& r) {
       if (&s != &b) fmt::format_to(it, " {} {:.2f}x", s.name, s.mean / b.mean);
     o += '\n';
   }
-  fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<28}", "strategy");
+  fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<{}}", "strategy", w);
   for (int c = 0; c < strategy::kNumComponents; ++c)
     fmt::format_to(it, " {:>15}", strategy::component_name(static_cast<strategy::Component>(c)));
   o += '\n';
   for (const auto& s : r.strategies) {
-    fmt::format_to(it, "{:<28}", s.name);
+    fmt::format_to(it, "{:<{}}", s.name, w);
     for (int c = 0; c < strategy::kNumComponents; ++c) fmt::format_to(it, " {:>15.2f}", s.breakdown[c] * 1e3);
     o += '\n';
   }
   fmt::format_to(it, "\ncommunication hidden behind compute (ms per iteration, not in the breakdown's sum)\n");
-  for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {:.2f}\n", s.name, s.hidden_comm * 1e3);
+  for (const auto& s : r.strategies) fmt::format_to(it, "{:<{}} {:.2f}\n", s.name, w, s.hidden_comm * 1e3);
   const double G = 1024.0 * 1024 * 1024;
   const auto labels = cost::MemoryBreakdown{}.terms();
   fmt::format_to(it, "\npeak memory per GPU (GiB):");
   for (size_t k = 0; k < labels.size(); ++k) fmt::format_to(it, "{} {}", k ? " /" : "", labels[k].label);
   o += '\n';
   for (const auto& s : r.strategies) {
-    fmt::format_to(it, "{:<28}", s.name);
+    fmt::format_to(it, "{:<{}}", s.name, w);
     const auto terms = s.peak_memory.terms();
     for (size_t k = 0; k < terms.size(); ++k) fmt::format_to(it, "{}{:.2f}", k ? " / " : " ", terms[k].bytes / G);
     o += s.fits_memory ? "\n" : "   DOES NOT FIT\n";
@@ -104,7 +109,7 @@ std::string render_table(const RunReport& r) {
     if (const std::string v = memory_verdict(s, r.topo ? r.topo->gpu_model().memory.value() : 0); !v.empty())
       fmt::format_to(it, "{}\n", v);
   fmt::format_to(it, "\nbusiest link of the slowest all-to-all\n");
-  for (const auto& s : r.strategies) fmt::format_to(it, "{:<28} {}\n", s.name, link_name(r, s.bottleneck_link));
+  for (const auto& s : r.strategies) fmt::format_to(it, "{:<{}} {}\n", s.name, w, link_name(r, s.bottleneck_link));
   fmt::format_to(it, "\nresolved settings (automatic knobs and derived choices, as of the last iteration)\n");
   for (const auto& s : r.strategies) {
     fmt::format_to(it, "{}\n", s.name);

@@ -88,7 +88,7 @@ const std::vector<StrategyInfo>& registry() {
         {"alpha", "auto", "expert hidden size / d_model in the policy's model (FMOE_FASTER_GLBPLC_ALPHA; auto: d_ffn / d_model)", KnobDomain::number(1e-6, 1e6, true)},
         {"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}},
        make_fastermoe},
-      {"bound", "lower bound: every GPU computes the mean expert work, no token leaves its GPU, nothing else moves but the dense all-reduce (no strategy can be faster; how far each one is from the best possible)",
+      {"bound", "lower bound: the larger of a compute floor (every GPU computes the mean expert work, no token leaves its GPU) and a traffic floor (the least bytes any placement must move, at the fabric's full capacity); no strategy can be faster: how far each one is from the best possible",
        {}, make_bound},
   };
   return kTable;

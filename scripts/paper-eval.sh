@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The evaluation a reader of the Hecate paper (arXiv 2502.02581, §6) would run, in simulation:
+#   models   gpt-moe-s, gpt-moe-l, bert-moe, bert-moe-deep
+#   clusters 16 GPUs / 32 experts on aws-p3dn-v100-2node; 32 GPUs / 64 experts on aws-p3dn-v100-4node
+#            and aws-p4d-a100-4node
+#   loads    a skewed synthetic trace per (model, experts, GPUs) from the generator (PRESET, default
+#            `concentrated`: Gini 0.3-0.45, max/mean 4-7 at 64 experts; traces/README.md)
+#   systems  every strategy, FSSDP with and without re-materialization, the balanced oracle and the
+#            lower bound (references, not systems)
+#   batch    the paper's rule: the largest micro-batch (sequences per GPU) with which no system runs
+#            out of GPU memory, found from the memory model (`fits` of every system, oracle and bound
+#            excluded) over CANDIDATES, largest first
+#   tiers    the analytic and the flow-level network (NETWORKS)
+# and writes, per tier: speedup vs EP, peak memory vs EP, re-materialization's time and memory vs
+# FSSDP, per-MoE-layer speedup (from the last iteration's timeline: forward router..unpermute plus
+# backward unpermute..router windows, per micro-batch) and the critical-path breakdown.
+#
+# Usage: scripts/paper-eval.sh [OUT_DIR]          (default paper-eval/; results and report.md there)
+# Environment: ITERATIONS (20), PRESET (concentrated), NETWORKS ("analytic flow"), SEED (1),
+#              CANDIDATES ("128 96 ... 2 1"), MODELS, PLATFORMS ("topology:gpus:experts ...").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-paper-eval}"
+iters="${ITERATIONS:-20}"
+preset="${PRESET:-concentrated}"
+networks="${NETWORKS:-analytic flow}"
+seed="${SEED:-1}"
+candidates="${CANDIDATES:-128 96 64 48 32 24 16 12 8 6 4 3 2 1}"
+models="${MODELS:-gpt-moe-s gpt-moe-l bert-moe bert-moe-deep}"
+platforms="${PLATFORMS:-aws-p3dn-v100-2node:16:32 aws-p3dn-v100-4node:32:64 aws-p4d-a100-4node:32:64}"
+strategies="ep,oracle,fssdp,fssdp:rematerialize=true,smartmoe,flexmoe,fsdp,fastermoe,bound"
+
+scripts/install-deps.sh
+if [ ! -f build-release/build.ninja ]; then meson setup build-release --buildtype=release >/dev/null; fi
+ninja -C build-release src/cli/hecate-sim >/dev/null
+sim=build-release/src/cli/hecate-sim
+mkdir -p "$out/traces" "$out/runs" "$out/timelines"
+
+fits_all() {  # JSON result on stdin: 0 when every system (not oracle, not bound) fits
+  python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if all(s["fits_memory"] for s in d["strategies"] if s["name"] not in ("oracle", "bound")) else 1)'
+}
+
+: > "$out/batches.tsv"
+for platform in $platforms; do
+  IFS=: read -r topo gpus experts <<< "$platform"
+  for model in $models; do
+    trace="$out/traces/$model-e$experts-g$gpus-$preset.json.gz"
+    [ -f "$trace" ] || $sim trace gen --model "$model" --set "experts=$experts" --sources "$gpus" \
+        --iterations "$iters" --preset "$preset" --seed "$seed" -o "$trace" 2>/dev/null
+    # The memory model needs a few iterations (planners fill their windows); 3 suffice to see a
+    # configuration's peak under this trace's skew.
+    batch=""
+    for mb in $candidates; do
+      if $sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --set "micro_batch=$mb" \
+          --iterations 3 --strategy "$strategies" --format json 2>/dev/null | fits_all; then
+        batch=$mb; break
+      fi
+    done
+    if [ -z "$batch" ]; then
+      echo "$model on $topo: no candidate micro-batch fits every system; skipped" >&2
+      printf '%s\t%s\t%s\t%s\t-\n' "$topo" "$gpus" "$experts" "$model" >> "$out/batches.tsv"
+      continue
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\n' "$topo" "$gpus" "$experts" "$model" "$batch" >> "$out/batches.tsv"
+    for net in $networks; do
+      name="$topo--$model--$net"
+      start=$(date +%s.%N)
+      $sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --set "micro_batch=$batch" \
+          --iterations "$iters" --strategy "$strategies" --network "$net" --format json \
+          --out "$out/runs/$name.json" --timeline "$out/timelines/$name.json" 2>/dev/null
+      end=$(date +%s.%N)
+      awk -v n="$name" -v mb="$batch" -v a="$start" -v b="$end" \
+          'BEGIN { printf "%-55s micro_batch %-3s %6.1f s\n", n, mb, b - a }' >&2
+    done
+  done
+done
+python3 scripts/paper_eval_report.py "$out" > "$out/report.md.tmp" && mv "$out/report.md.tmp" "$out/report.md"
+cat "$out/report.md"

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Tables of scripts/paper-eval.sh's results (Markdown on stdout).
+
+Reads OUT/batches.tsv, OUT/runs/TOPO--MODEL--NET.json (hecate-sim run --format json) and
+OUT/timelines/TOPO--MODEL--NET.json (the last iteration of every strategy, Chrome trace format).
+"""
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+SYSTEMS_ORDER = ["ep", "oracle", "fssdp", "fssdp:rematerialize=true", "smartmoe", "flexmoe", "fsdp",
+                 "fastermoe", "bound"]
+SHORT = {"fssdp:rematerialize=true": "fssdp+RM"}
+GIB = 2.0 ** 30
+
+
+def short(name):
+    return SHORT.get(name, name)
+
+
+def layer_times(timeline):
+    """Per strategy (process name): {layer: seconds}, the MoE layer's forward windows (first
+    router+permute start to last unpermute end, across GPUs, per micro-batch) plus backward windows
+    (first unpermute_bwd start to last router_bwd end)."""
+    events = timeline["traceEvents"] if isinstance(timeline, dict) else timeline
+    names = {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            names[e["pid"]] = e["args"]["name"]
+    # (pid, kind, layer, tid) -> [(start, end)] in time order: the k-th is micro-batch k.
+    spans = defaultdict(list)
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        n = e["name"]
+        for kind in ("router+permute", "unpermute", "unpermute_bwd", "router_bwd"):
+            prefix = kind + " L"
+            if n.startswith(prefix) and n[len(prefix):].isdigit():
+                spans[(e["pid"], kind, int(n[len(prefix):]), e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    per = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))  # pid -> layer -> kind -> [per mb lists]
+    for (pid, kind, layer, _tid), s in spans.items():
+        s.sort()
+        lists = per[pid][layer][kind]
+        while len(lists) < len(s):
+            lists.append([])
+        for k, x in enumerate(s):
+            lists[k].append(x)
+    out = {}
+    for pid, layers in per.items():
+        res = {}
+        for layer, kinds in layers.items():
+            total = 0.0
+            for first, last in (("router+permute", "unpermute"), ("unpermute_bwd", "router_bwd")):
+                for a, b in zip(kinds.get(first, []), kinds.get(last, [])):
+                    total += max(x[1] for x in b) - min(x[0] for x in a)
+            res[layer] = total * 1e-6  # Chrome traces are in microseconds
+        out[names.get(pid, str(pid))] = res
+    return out
+
+
+def main():
+    root = sys.argv[1]
+    rows = []
+    with open(os.path.join(root, "batches.tsv")) as f:
+        for line in f:
+            topo, gpus, experts, model, batch = line.rstrip("\n").split("\t")
+            rows.append((topo, int(gpus), int(experts), model, batch))
+    nets = sorted({n.rsplit("--", 1)[1][:-5] for n in os.listdir(os.path.join(root, "runs"))},
+                  key=lambda n: (n != "analytic", n))
+    print("# hecate-sim: the Hecate paper's evaluation in simulation\n")
+    print("Batch size per configuration (the largest micro-batch, in sequences per GPU, with which no "
+          "system runs out of memory):\n")
+    print("| model | topology | GPUs | experts | micro_batch |\n|---|---|---|---|---|")
+    for topo, gpus, experts, model, batch in rows:
+        print(f"| {model} | {topo} | {gpus} | {experts} | {batch} |")
+    for net in nets:
+        results = {}
+        for topo, gpus, experts, model, batch in rows:
+            path = os.path.join(root, "runs", f"{topo}--{model}--{net}.json")
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                run = json.load(f)
+            tl_path = os.path.join(root, "timelines", f"{topo}--{model}--{net}.json")
+            layers = {}
+            if os.path.exists(tl_path):
+                with open(tl_path) as f:
+                    layers = layer_times(json.load(f))
+            results[(model, topo)] = ({s["name"]: s for s in run["strategies"]}, layers)
+        if not results:
+            continue
+        systems = [s for s in SYSTEMS_ORDER if any(s in r[0] for r in results.values())]
+        print(f"\n## {net} network tier\n")
+        print("### Mean iteration time (ms) and speedup vs EP\n")
+        print("| model | topology | " + " | ".join(short(s) for s in systems) + " |")
+        print("|---|---|" + "---|" * len(systems))
+        for (model, topo), (st, _) in results.items():
+            ep = st["ep"]["iteration_time_s"]["mean"]
+            cells = []
+            for s in systems:
+                if s not in st:
+                    cells.append("-")
+                    continue
+                t = st[s]["iteration_time_s"]["mean"]
+                cells.append(f"{t * 1e3:.1f} ({ep / t:.2f}x)")
+            print(f"| {model} | {topo} | " + " | ".join(cells) + " |")
+        print("\n### Peak memory per GPU (GiB) and ratio to EP\n")
+        print("| model | topology | " + " | ".join(short(s) for s in systems) + " |")
+        print("|---|---|" + "---|" * len(systems))
+        for (model, topo), (st, _) in results.items():
+            ep = st["ep"]["peak_memory_bytes"]
+            cells = []
+            for s in systems:
+                if s not in st:
+                    cells.append("-")
+                    continue
+                m = st[s]["peak_memory_bytes"]
+                fit = "" if st[s]["fits_memory"] else " OOM"
+                cells.append(f"{m / GIB:.2f} ({m / ep:.2f}){fit}")
+            print(f"| {model} | {topo} | " + " | ".join(cells) + " |")
+        print("\n### Re-materialization vs FSSDP (time and peak memory, RM / FSSDP)\n")
+        print("| model | topology | time | memory | copy params GiB FSSDP / RM |\n|---|---|---|---|---|")
+        for (model, topo), (st, _) in results.items():
+            a, b = st.get("fssdp"), st.get("fssdp:rematerialize=true")
+            if not a or not b:
+                continue
+            ca = a["peak_memory_composition_bytes"].get("copy_params", 0) / GIB
+            cb = b["peak_memory_composition_bytes"].get("copy_params", 0) / GIB
+            print(f"| {model} | {topo} | {b['iteration_time_s']['mean'] / a['iteration_time_s']['mean']:.3f} | "
+                  f"{b['peak_memory_bytes'] / a['peak_memory_bytes']:.3f} | {ca:.2f} / {cb:.2f} |")
+        print("\n### Per-MoE-layer speedup vs EP (last iteration; min / median / max over layers)\n")
+        layer_systems = [s for s in systems if s not in ("ep", "bound")]
+        print("| model | topology | " + " | ".join(short(s) for s in layer_systems) + " |")
+        print("|---|---|" + "---|" * len(layer_systems))
+        for (model, topo), (_, layers) in results.items():
+            ep = layers.get("ep", {})
+            cells = []
+            for s in layer_systems:
+                mine = layers.get(s, {})
+                ratios = [ep[l] / mine[l] for l in ep if l in mine and mine[l] > 0]
+                cells.append(f"{min(ratios):.2f} / {statistics.median(ratios):.2f} / {max(ratios):.2f}"
+                             if ratios else "-")
+            print(f"| {model} | {topo} | " + " | ".join(cells) + " |")
+        print("\n### Critical-path breakdown (ms, mean iteration)\n")
+        comps = None
+        for (model, topo), (st, _) in results.items():
+            for s in systems:
+                if s in st:
+                    comps = list(st[s]["breakdown_s"].keys())
+                    break
+            if comps:
+                break
+        print("| model | topology | system | " + " | ".join(comps) + " |")
+        print("|---|---|---|" + "---|" * len(comps))
+        for (model, topo), (st, _) in results.items():
+            for s in systems:
+                if s not in st:
+                    continue
+                b = st[s]["breakdown_s"]
+                print(f"| {model} | {topo} | {short(s)} | " + " | ".join(f"{b[c] * 1e3:.1f}" for c in comps) + " |")
+
+
+if __name__ == "__main__":
+    main()
