@@ -7,7 +7,8 @@
 
 namespace hs::collective {
 
-std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of) {
+std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of,
+                             int channel) {
   const int nodes = node_of.empty() ? 1 : *std::max_element(node_of.begin(), node_of.end()) + 1;
   const int home = node_of.empty() ? 0 : node_of[owner];
   std::vector<int> order{owner};
@@ -27,17 +28,48 @@ std::vector<int> chain_order(int owner, const std::vector<int>& holders, const s
   auto pos = [&](int g) {
     if (node_of.empty()) return g;
     const int k = per_node[node_of[g]];
-    return ((local[g] - local[owner]) % k + k) % k;
+    return ((local[g] - local[owner] - channel) % k + k) % k;
   };
   std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) {
     return rank(a) != rank(b) ? rank(a) < rank(b) : pos(a) < pos(b);
   });
+  // A channel whose ring would leave the owner's node from the owner itself (the owner has the
+  // largest position there) runs as NCCL's ring broadcast does from a root inside the ring: the
+  // owner sends to the next node first and its node's other holders receive last, from the final
+  // node. So every channel leaves the owner's node from a different GPU (NIC).
+  const auto home_end = std::find_if(rest.begin(), rest.end(), [&](int g) { return rank(g) != 0; });
+  const bool owner_exits = !node_of.empty() && home_end != rest.begin() && home_end != rest.end() &&
+                           pos(owner) > pos(*(home_end - 1));
+  if (owner_exits) std::rotate(rest.begin(), home_end, rest.end());
   order.insert(order.end(), rest.begin(), rest.end());
   return order;
 }
 
+namespace {
+
+// Channels chunk e's chain runs on: `channels` when its holders (and owner) span nodes, else 1.
+int chunk_channels(const SparsePlacement& p, std::size_t e, const std::vector<int>& node_of, int channels) {
+  if (channels <= 1 || node_of.empty()) return 1;
+  for (int g : p.replicas[e])
+    if (node_of[g] != node_of[p.owner[e]]) return channels;
+  return 1;
+}
+
+}  // namespace
+
+int chain_channels(const topology::Topology& topo) {
+  if (topo.num_nodes() < 2) return 1;
+  int nics = 0;
+  for (const auto& v : topo.vertices())
+    if (v.kind == topology::VertexKind::kNic && v.node == 0) ++nics;
+  // One channel per GPU of a node (as the rings, collective/ring.hpp), so that rotating the entry
+  // GPU by one per channel spreads the channels evenly over NICs shared by several GPUs (p4d: 2 GPUs
+  // per NIC); with one NIC per node channels cannot spread, and one chain is the same load.
+  return nics > 1 ? std::clamp(topo.gpus_in_node(0), 1, 8) : 1;
+}
+
 Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                        BroadcastAlgo algo) {
+                        BroadcastAlgo algo, int channels) {
   Coflow c;
   for (std::size_t e = 0; e < p.owner.size(); ++e) {
     if (p.replicas[e].empty()) continue;
@@ -46,21 +78,24 @@ Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std:
         if (g != p.owner[e]) c.push_back({p.owner[e], g, chunk_bytes});
       continue;
     }
-    const auto order = chain_order(p.owner[e], p.replicas[e], node_of);
-    for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes});
+    const int ch = chunk_channels(p, e, node_of, channels);
+    for (int k = 0; k < ch; ++k) {
+      const auto order = chain_order(p.owner[e], p.replicas[e], node_of, k);
+      for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes / ch});
+    }
   }
   return c;
 }
 
 Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                             BroadcastAlgo algo) {
-  Coflow c = sparse_allgather(p, chunk_bytes, node_of, algo);
+                             BroadcastAlgo algo, int channels) {
+  Coflow c = sparse_allgather(p, chunk_bytes, node_of, algo, channels);
   for (auto& t : c) std::swap(t.src, t.dst);
   return c;
 }
 
 double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
-                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce) {
+                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels) {
   if (c.empty()) return 0.0;
   const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
   double alpha = 0;
@@ -72,10 +107,13 @@ double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topolo
   } else {
     for (std::size_t e = 0; e < p.owner.size(); ++e) {
       if (p.replicas[e].empty()) continue;
-      const auto order = chain_order(p.owner[e], p.replicas[e], node_of);
-      double sum = 0;
-      for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
-      chain = std::max(chain, sum);
+      const int ch = chunk_channels(p, e, node_of, channels);
+      for (int k = 0; k < ch; ++k) {
+        const auto order = chain_order(p.owner[e], p.replicas[e], node_of, k);
+        double sum = 0;
+        for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
+        chain = std::max(chain, sum);
+      }
     }
   }
   if (cap_reduce > 0)

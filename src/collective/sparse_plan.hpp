@@ -33,12 +33,21 @@ struct SparsePlacement {
 
 // spAG(P0, P1): per chunk, its broadcast from the owner to the holders (one transfer per copy).
 // node_of maps GPU -> node (for the chain order); may be empty with kDirect.
+// `channels` (kChain): a chain whose holders span nodes runs as that many chains, each carrying
+// chunk / channels and entering every node at a different holder (chain_order's `channel`), as
+// NCCL's broadcast splits its buffer over channels whose rings cross nodes on different NICs
+// (chain_channels); a chain inside one node stays one. 1 gives the logical plan: one transfer per
+// copy (what plan files list and the backend executes, whole chunks along the same hops).
 Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                        BroadcastAlgo algo = BroadcastAlgo::kChain);
+                        BroadcastAlgo algo = BroadcastAlgo::kChain, int channels = 1);
 // spRS(P1, P0): the mirror: every transfer of spAG reversed (a chain reduce into the owner, or every
 // holder sending its gradient to the owner); the owner ends with the sum.
 Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                             BroadcastAlgo algo = BroadcastAlgo::kChain);
+                             BroadcastAlgo algo = BroadcastAlgo::kChain, int channels = 1);
+// Channels a chain spanning nodes runs on: with several NICs per node, one per GPU of a node (at
+// most 8, as the rings: every NIC gets an equal share, NCCL gives each NIC its rings); 1 with one
+// NIC per node or on one node.
+int chain_channels(const topology::Topology& topo);
 // What NCCL adds to a sparse collective's transfers on a topology, beyond their link loads; sets the
 // transfers' rate caps and returns the latency to add to the coflow's largest route latency.
 // - kDirect: every send is a point-to-point connection of the whole-machine communicator, capped by
@@ -48,11 +57,18 @@ Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const
 //   latency is returned. (The chain runs on a ring broadcast's channels: no per-connection cap.)
 // - `reduce` (spRS): the receiver also sums what arrives with what it holds, reading two operands and
 //   writing one per byte, so no transfer outruns the GPU's HBM bandwidth / 3.
+// `channels` as given to sparse_allgather (each channel's chain pays its own hops' sum).
 double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
-                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce);
+                     const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels = 1);
 
-// The order in which a chunk's broadcast chain visits its holders, starting at the owner.
-std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of);
+// The order in which a chunk's broadcast chain visits its holders, starting at the owner: the
+// owner's node first, then the nodes cyclically after it; inside a node, holders by local index
+// counted from the owner's plus `channel` (channel 0 enters a node on the owner's rail when that GPU
+// holds a copy, as NCCL's rings do; channel c enters c rails further). Where the owner's node would
+// be left from the owner itself, its other holders come last (NCCL's ring broadcast from a root in
+// the middle of the ring: they receive from the last node), so channels leave on different NICs.
+std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of,
+                             int channel = 0);
 
 // Bytes each GPU sends and receives in a coflow (for tests and reports).
 struct GpuVolumes {

@@ -73,6 +73,7 @@ class FasterMoe final : public Strategy {
     shadow_rings_ = ep_nccl_bytes(ctx.topo, ep, true);
     for (int g = 0; g < n_; ++g) shadow_rings_[g] -= nccl_[g];
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    channels_ = collective::chain_channels(ctx.topo);
     // The policy's model parameters: the knobs, or derived from the topology and the cost model.
     bandwidth_ = k.bandwidth > 0 ? k.bandwidth : auto_bandwidth(ctx.topo, ep);
     alpha_ = k.alpha > 0 ? k.alpha : static_cast<double>(m.d_ffn) / m.d_model;
@@ -164,12 +165,12 @@ class FasterMoe final : public Strategy {
       }
     }
     route_ep_layer(layer.data(), n_, E_, ep_, token_bytes, mask, p);
-    p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_);
-    p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_,
-                                               collective::BroadcastAlgo::kChain, false);
-    p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_);
-    p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_,
-                                               collective::BroadcastAlgo::kChain, true);
+    // FastMoE's ncclBcast / ncclReduce over the EP group: chains on the communicator's channels.
+    const auto chain = collective::BroadcastAlgo::kChain;
+    p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_, chain, channels_);
+    p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_, chain, false, channels_);
+    p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_, chain, channels_);
+    p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_, chain, true, channels_);
     p.copy_bytes.assign(n_, 0.0);
     for (size_t c = 0; c < shadows.owner.size(); ++c)
       for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
@@ -219,6 +220,7 @@ class FasterMoe final : public Strategy {
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_, shadow_rings_;  // per GPU: EP's NCCL buffers; the EP group's rings
   std::vector<int> node_of_;
+  int channels_ = 1;  // chains spanning nodes: collective::chain_channels
   double expert_bytes_ = 0, grad_bytes_ = 0;
   double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;
   ShadowCostModel cost_;

@@ -79,6 +79,7 @@ class Fssdp final : public Strategy {
     expert_bytes_ = params_.per_expert * m.precision.param_bytes;
     state_bytes_ = params_.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    channels_ = collective::chain_channels(ctx.topo);
     owners_ = homogeneous_owners(L_, E_, n_);
     t_window_ = ctx.compute.attention_forward().value();
     bw_ = sparse_bandwidth(ctx.topo);
@@ -187,8 +188,9 @@ class Fssdp final : public Strategy {
       dispatch(seen, n_, p, node_of_, k_.dispatch, token_bytes, d);
       LayerPlan& plan = plans_[l];
       // The forward spAG moves the predicted plan; calibration copies travel in their own task.
-      plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.spag_latency = collective::sparse_finish(plan.spag_flows, p, ctx_.topo, node_of_, k_.broadcast, false);
+      plan.spag_flows = collective::sparse_allgather(p, expert_bytes_, node_of_, k_.broadcast, channels_);
+      plan.spag_latency =
+          collective::sparse_finish(plan.spag_flows, p, ctx_.topo, node_of_, k_.broadcast, false, channels_);
       plan.spag = graph_.network().coflow_time(plan.spag_flows) + plan.spag_latency;
       calibration_extra_[l] = {};
       plan.calibration_spag = 0;
@@ -206,9 +208,9 @@ class Fssdp final : public Strategy {
           for (int e = 0; e < E_; ++e)
             std::set_difference(q.replicas[e].begin(), q.replicas[e].end(), p.replicas[e].begin(), p.replicas[e].end(),
                                 std::back_inserter(extra.replicas[e]));
-          auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast);
+          auto extra_flows = collective::sparse_allgather(extra, expert_bytes_, node_of_, k_.broadcast, channels_);
           const double extra_latency =
-              collective::sparse_finish(extra_flows, extra, ctx_.topo, node_of_, k_.broadcast, false);
+              collective::sparse_finish(extra_flows, extra, ctx_.topo, node_of_, k_.broadcast, false, channels_);
           const double extra_spag = graph_.network().coflow_time(extra_flows) + extra_latency;
           // Both plans charged what they leave exposed: the forward spAG's remainder after the
           // attention and router, plus (calibrated) the extra spAG after it, beyond the dispatch
@@ -239,8 +241,9 @@ class Fssdp final : public Strategy {
       else route(layer_counts(loads.total, l, n_, E_), plan);
       route_micro_batches(loads, l, n_, E_, plan, route);
       // spRS returns the gradients of every copy, calibration ones included.
-      plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast);
-      plan.sprs_latency = collective::sparse_finish(plan.sprs_flows, p, ctx_.topo, node_of_, k_.broadcast, true);
+      plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast, channels_);
+      plan.sprs_latency =
+          collective::sparse_finish(plan.sprs_flows, p, ctx_.topo, node_of_, k_.broadcast, true, channels_);
       plan.sprs = graph_.network().coflow_time(plan.sprs_flows) + plan.sprs_latency;
       std::vector<double> per_layer(n_, 0.0);
       for (int e = 0; e < E_; ++e)
@@ -497,6 +500,7 @@ class Fssdp final : public Strategy {
   std::vector<int> resolved_t_, copies_;
   int moved_ = 0;
   std::vector<int> node_of_;
+  int channels_ = 1;  // chains spanning nodes: collective::chain_channels
   Owners owners_;
   int iteration_ = 0, reshards_ = 0, calibrations_accepted_ = 0, layers_kept_ = 0, reshards_skipped_ = 0;
   double predicted_gain_ = 0;  // summed over re-shards: predicted MoE time saved per iteration

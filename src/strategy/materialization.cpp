@@ -191,7 +191,8 @@ int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>&
   auto fits = [&](int t) {
     if (t == 0) return true;
     const auto p = materialize(load, owner, node_of, t, slots);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo)) <= window;
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo,
+                                                        collective::chain_channels(net.topology()))) <= window;
   };
   int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
   if (fits(hi)) return hi;

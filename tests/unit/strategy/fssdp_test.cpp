@@ -54,6 +54,44 @@ TEST_CASE("spAG / spRS plans: hand-worked chains and byte volumes") {
   }
 }
 
+TEST_CASE("chains spanning nodes run on every NIC's channel: hand-worked on 2 nodes x 4 GPUs, a NIC per GPU") {
+  // Expert 0 (owner GPU 0) copied to every GPU of node 1 (4..7). Channel c enters node 1 at GPU 4 + c
+  // (holders by local index counted from the owner's + c) and leaves node 0 at the last holder of
+  // node 0 (only the owner here), so the 4 channels' inter-node hops are 0 -> 4, 0 -> 5, 0 -> 6, 0 -> 7:
+  // each a different destination NIC, chunk / 4 each.
+  SparsePlacement p{{0}, {{4, 5, 6, 7}}};
+  CHECK(collective::chain_order(0, {4, 5, 6, 7}, kNodeOf, 0) == std::vector<int>{0, 4, 5, 6, 7});
+  CHECK(collective::chain_order(0, {4, 5, 6, 7}, kNodeOf, 2) == std::vector<int>{0, 6, 7, 4, 5});
+  const double S = 400;
+  auto ag = collective::sparse_allgather(p, S, kNodeOf, collective::BroadcastAlgo::kChain, 4);
+  REQUIRE(ag.size() == 16);  // 4 channels x 4 hops, 100 B each
+  for (const auto& t : ag) CHECK(t.bytes == 100);
+  // Every holder receives the whole chunk once over its channels: 4 x 100 B.
+  auto v = collective::volumes(ag, 8);
+  for (int g = 4; g < 8; ++g) CHECK(v.received[g] == 400);
+  // Time on a cluster with a 25 GB/s NIC per GPU, the owner's node also holding copies on 1..3:
+  // one channel pushes 400 MB through one NIC pair (16 ms). Four channels: channel c orders node 0
+  // from local c (exit at c - 1): channels 0, 2, 3 leave from GPUs 3, 1, 2; channel 1 would leave
+  // from the owner, so it does (0 -> 5 -> 6 -> 7 -> 4) and GPUs 1..3 receive it last from GPU 4:
+  // chain_order(0, 1..7, 1) = 0 5 6 7 4 1 2 3. Every NIC of each node then carries 100 MB out and
+  // 100 MB in (GPU 4's NIC also sends channel 1's way back, 100 MB): 4 ms.
+  test::ClusterShape c;
+  c.nodes = 2, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.nic_lat = 0, c.intra_lat = 0;
+  const auto t = test::make_cluster(c);
+  collective::AnalyticNetwork net(t);
+  CHECK(collective::chain_channels(t) == 4);
+  CHECK(collective::chain_order(0, {1, 2, 3, 4, 5, 6, 7}, kNodeOf, 1) == std::vector<int>{0, 5, 6, 7, 4, 1, 2, 3});
+  CHECK(collective::chain_order(0, {1, 2, 3, 4, 5, 6, 7}, kNodeOf, 0) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  SparsePlacement both{{0}, {{1, 2, 3, 4, 5, 6, 7}}};
+  const double one = net.coflow_time(collective::sparse_allgather(both, 400e6, kNodeOf, collective::BroadcastAlgo::kChain, 1));
+  const double four = net.coflow_time(collective::sparse_allgather(both, 400e6, kNodeOf, collective::BroadcastAlgo::kChain, 4));
+  CHECK(one == doctest::Approx(400e6 / 25e9).epsilon(1e-9));
+  CHECK(four == doctest::Approx(100e6 / 25e9).epsilon(1e-9));
+  // A chain inside one node keeps one channel.
+  SparsePlacement local{{0}, {{1, 2, 3}}};
+  CHECK(collective::sparse_allgather(local, S, kNodeOf, collective::BroadcastAlgo::kChain, 4).size() == 3);
+}
+
 TEST_CASE("materialization case t <= m: the top-t experts are replicated on every GPU") {
   // 8 experts, loads descending from expert 3; t = 2, m = 4 -> experts 3 and 5 everywhere.
   std::vector<double> load{1, 2, 3, 90, 4, 80, 5, 6};
@@ -300,7 +338,8 @@ TEST_CASE("automatic overlap degree: the spAG it plans fits behind the attention
         const int m = 1 + static_cast<int>(rng.below(E));
         const int td = plan_overlap_degree(load, owner, node_of, m, bytes, algo, net, window);
         auto spag = [&](int k) {
-          return net.coflow_time(collective::sparse_allgather(materialize(load, owner, node_of, k, m), bytes, node_of, algo));
+          return net.coflow_time(collective::sparse_allgather(materialize(load, owner, node_of, k, m), bytes, node_of, algo,
+                                                              collective::chain_channels(t)));
         };
         CHECK(spag(td) <= window);
         if (td < E) CHECK(spag(td + 1) > window);
