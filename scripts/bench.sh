@@ -20,6 +20,8 @@ $b/network_bench -p 1e-3 64 128 256
 $b/network_bench -p 1e-2 128 256
 echo "-- 1,024 GPUs (about a million flows), one run each"
 $b/network_bench -r 1 -p 1e-2 1024
+echo "-- uniform all-to-all, 1,024 GPUs: one solve, so per-flow set-up"
+$b/network_bench -u 1024
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-3 1024
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes
@@ -33,6 +35,11 @@ $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1 flow 1e-2
 fi
+echo "== analytic tier at scale: gpt-moe-s with 1,024 experts, EP on 1,024 GPUs, loads split from a --global trace"
+tmpg=$(mktemp -d)
+build-release/src/cli/hecate-sim trace gen --model gpt-moe-s --set experts=1024 --sources 1024 --iterations 3 --preset aux_loss --global -o "$tmpg/g.json" 2>/dev/null
+$b/iteration_bench --trace "$tmpg/g.json" --set experts=1024 topologies/dgx-h100-128node.yaml models/gpt-moe-s.yaml 3 ep 3
+rm -rf "$tmpg"
 echo "== reading a large trace (gpt-moe-s, 32 sources, 1,000 records)"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 build-release/src/cli/hecate-sim trace gen --model gpt-moe-s --sources 32 --iterations 1000 --preset aux_loss -o "$tmp/big.json" 2>/dev/null

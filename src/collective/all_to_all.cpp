@@ -31,7 +31,7 @@ Coflow alltoallv_flows(const topology::Topology& topo, std::span<const double> m
       const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
       if (b <= 0 || s == d) continue;
       out.push_back({s, d, b, p2p.cap(s, d)});
-      alpha = std::max(alpha, topo.route(s, d).latency.value());
+      alpha = std::max(alpha, topo.route_latency(s, d).value());
     }
   extra_latency = alpha * (p2p.rounds() - 1);
   return out;

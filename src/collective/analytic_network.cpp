@@ -11,12 +11,13 @@ AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo)
 
 void AnalyticNetwork::add(int src, int dst, double bytes, double cap) {
   if (src == dst || bytes <= 0) return;
-  const auto r = topo_.route(src, dst);
-  alpha_ = std::max(alpha_, r.latency.value());
+  alpha_ = std::max(alpha_, topo_.route_latency(src, dst).value());
   if (cap > 0) floor_ = std::max(floor_, bytes / cap);
   double* load = load_.data();
   double* count = count_.data();
-  for (const auto& h : r.hops) {
+  // Links that can never bind carry no more than their capacity whenever the binding ones do, so
+  // the most loaded link relative to its capacity is among these (Topology::binding_hops).
+  for (const auto& h : topo_.binding_hops(src, dst)) {
     load[h.link] += bytes * h.fraction;
     count[h.link] += h.fraction;
   }
@@ -70,15 +71,50 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
   sends_.assign(n, 0);
   recvs_.assign(n, 0);
   double max_local = 0, max_net = 0;
-  for (int s = 0; s < n; ++s) {
-    const int ns = topo_.node_of(s);
-    for (int d = 0; d < n; ++d) {
-      const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
-      if (b <= 0 || s == d) continue;
-      add(s, d, b);
-      ++sends_[s], ++recvs_[d];
-      if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
-      else max_net = std::max(max_net, b);
+  if (topo_.endpoint_separable()) {
+    // Loads are row and column sums per locality (Topology::endpoint_separable), read row by row
+    // whichever way the matrix is taken: entry (r, c) is a transfer r -> c, or c -> r transposed.
+    sums_.assign(static_cast<size_t>(n) * 8, 0.0);  // per GPU: [out, in] x [local, net] x [bytes, count]
+    double alpha = 0;
+    for (int r = 0; r < n; ++r) {
+      const int nr = topo_.node_of(r);
+      const double* row = m.data() + static_cast<size_t>(r) * n;
+      for (int c = 0; c < n; ++c) {
+        const double b = row[c];
+        if (b <= 0 || r == c) continue;
+        const int src = transpose ? c : r, dst = transpose ? r : c;
+        const size_t k = topo_.node_of(c) != nr ? 1 : 0;
+        double* so = sums_.data() + static_cast<size_t>(src) * 8 + k * 2;
+        double* di = sums_.data() + static_cast<size_t>(dst) * 8 + 4 + k * 2;
+        so[0] += b, so[1] += 1, di[0] += b, di[1] += 1;
+        ++sends_[src], ++recvs_[dst];
+        alpha = std::max(alpha, topo_.route_latency(r, c).value());  // symmetric latencies
+        if (k) max_net = std::max(max_net, b);
+        else max_local = std::max(max_local, b);
+      }
+    }
+    alpha_ = std::max(alpha_, alpha);
+    double* load = load_.data();
+    double* count = count_.data();
+    for (int g = 0; g < n; ++g)
+      for (int k = 0; k < 2; ++k) {
+        const double* so = sums_.data() + static_cast<size_t>(g) * 8 + k * 2;
+        if (so[1] > 0)
+          for (const auto& h : topo_.egress_hops(g, k == 1)) load[h.link] += so[0] * h.fraction, count[h.link] += so[1] * h.fraction;
+        if (so[5] > 0)
+          for (const auto& h : topo_.ingress_hops(g, k == 1)) load[h.link] += so[4] * h.fraction, count[h.link] += so[5] * h.fraction;
+      }
+  } else {
+    for (int s = 0; s < n; ++s) {
+      const int ns = topo_.node_of(s);
+      for (int d = 0; d < n; ++d) {
+        const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
+        if (b <= 0 || s == d) continue;
+        add(s, d, b);
+        ++sends_[s], ++recvs_[d];
+        if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
+        else max_net = std::max(max_net, b);
+      }
     }
   }
   P2pGroupShape shape;

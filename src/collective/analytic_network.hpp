@@ -6,6 +6,11 @@
 // a coflow alone; in a simulation the coflows' link loads (loads()) go to network/coflow_network.hpp,
 // where concurrent coflows share the links they have in common.
 //
+// Only the links that may bind (Topology::binding_hops) are loaded: the others never carry more than
+// their capacity while these carry no more than theirs, so the time is the same. On an
+// endpoint-separable topology (Topology::endpoint_separable) an all-to-all's loads are its byte
+// matrix's row and column sums, in one sequential pass over it.
+//
 // Closed form checked in the tests: a uniform all-to-all of S bytes per GPU inside one NVSwitch node
 // of n GPUs puts (n-1)/n*S on every GPU's uplink: time = latency + (n-1)/n * S / B.
 //
@@ -50,6 +55,7 @@ class AnalyticNetwork {
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
   std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
+  std::vector<double> sums_;        // scratch: row and column sums of an all-to-all (separable topologies)
   double alpha_ = 0;
   double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;

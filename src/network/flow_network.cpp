@@ -68,7 +68,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   for (size_t i = 0; i < co.size(); ++i) {
     const auto& tr = co[i];
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
-    alpha = std::max(alpha, topo_.route(tr.src, tr.dst).latency.value());
+    alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
     binding_elements(tr.src, tr.dst);
     const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
     uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits) and the rate cap
@@ -200,8 +200,7 @@ void FlowNetwork::settle() {
 
 void FlowNetwork::binding_elements(int src, int dst) {
   scratch_.clear();
-  for (const auto& h : topo_.route(src, dst).hops)
-    if (topo_.may_bind(h.link)) scratch_.push_back({h.link, h.fraction});
+  for (const auto& h : topo_.binding_hops(src, dst)) scratch_.push_back({h.link, h.fraction});
 }
 
 void FlowNetwork::pop_stale() {

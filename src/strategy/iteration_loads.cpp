@@ -77,13 +77,23 @@ void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vec
   const int S = trace_.per_source() ? trace_.sources : 1;
   out.assign(size(), 0.0);
   if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
-    std::vector<double> p(n_, 1.0 / n_);
-    std::vector<uint64_t> draw(n_);
+    // Experts in blocks of kBlock, so that the per-expert draws (one column of out each) are
+    // written a row of the block at a time rather than one strided element at a time.
+    constexpr int kBlock = 16;
+    std::vector<uint64_t> draw(static_cast<size_t>(n_) * kBlock);
     for (int l = 0; l < L; ++l)
-      for (int e = 0; e < E; ++e) {
-        Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
-        rng.multinomial(counts[static_cast<size_t>(l) * E + e], p, draw);
-        for (int j = 0; j < n_; ++j) out[(static_cast<size_t>(l) * n_ + j) * E + e] = scale_ * static_cast<double>(draw[j]);
+      for (int e0 = 0; e0 < E; e0 += kBlock) {
+        const int w = std::min(kBlock, E - e0);
+        for (int k = 0; k < w; ++k) {
+          const int e = e0 + k;
+          Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
+          rng.uniform_multinomial(counts[static_cast<size_t>(l) * E + e],
+                                  std::span<uint64_t>(draw.data() + static_cast<size_t>(k) * n_, n_));
+        }
+        for (int j = 0; j < n_; ++j) {
+          double* row = out.data() + (static_cast<size_t>(l) * n_ + j) * E + e0;
+          for (int k = 0; k < w; ++k) row[k] = scale_ * static_cast<double>(draw[static_cast<size_t>(k) * n_ + j]);
+        }
       }
     return;
   }

@@ -112,6 +112,9 @@ class Topology {
     return Route{std::span<const RouteHop>(route_hops_.data() + b, e - b), Seconds(route_latency_[p]),
                  route_hop_count_[p]};
   }
+  Seconds route_latency(int src_gpu, int dst_gpu) const {
+    return Seconds(route_latency_[static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu)]);
+  }
   // False when the link can never limit a flow, because either every route through it also crosses
   // a link m with capacity(m) x max over those routes of (fraction here / fraction on m) <=
   // capacity here (typical: the PCIe hop to a slower NIC), or the summed bound over the sources
@@ -122,6 +125,21 @@ class Topology {
   // (a max-min allocation of the relaxed problem that is feasible for the full one is the full
   // one's), and collectives on disjoint nodes become separate components.
   bool may_bind(LinkId l) const { return may_bind_[l] != 0; }
+  // The hops of route(src, dst) whose links may bind, in route order (precomputed; O(1)): all the
+  // flow tier gives the max-min solver, and all the analytic tier needs (a coflow's most loaded link
+  // relative to its capacity is always one of them, by the same argument).
+  std::span<const RouteHop> binding_hops(int src_gpu, int dst_gpu) const {
+    const size_t p = static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu);
+    return {bind_hops_.data() + bind_offset_[p], bind_offset_[p + 1] - bind_offset_[p]};
+  }
+  // Endpoint-separable binding hops: when every route's binding hops are its source's egress hops
+  // plus its destination's ingress hops, both fixed per GPU and per locality (cross_node: the pair
+  // is on different nodes) — one NIC per GPU behind a non-blocking fabric is like that — the loads
+  // of an all-to-all reduce to row and column sums of its byte matrix. Route latencies are then also
+  // required symmetric (latency(a, b) = latency(b, a)), so a transposed matrix needs no second table.
+  bool endpoint_separable() const { return separable_; }
+  std::span<const RouteHop> egress_hops(int gpu, bool cross_node) const { return endpoint_hops(gpu, cross_node, 0); }
+  std::span<const RouteHop> ingress_hops(int gpu, bool cross_node) const { return endpoint_hops(gpu, cross_node, 1); }
   // Bottleneck effective bandwidth of the route (min over links of bandwidth / fraction).
   Bandwidth route_bandwidth(int src_gpu, int dst_gpu) const;
 
@@ -146,6 +164,17 @@ class Topology {
   std::vector<float> route_latency_;
   std::vector<uint8_t> route_hop_count_;
   std::vector<char> may_bind_;
+  std::vector<uint32_t> bind_offset_;  // binding_hops in CSR form, as the routes
+  std::vector<RouteHop> bind_hops_;
+  // Endpoint hops: slot (gpu * 2 + cross_node) * 2 + ingress -> end_hops_[end_offset_[slot] ..
+  // end_offset_[slot + 1]).
+  std::span<const RouteHop> endpoint_hops(int gpu, bool cross_node, int ingress) const {
+    const size_t k = (static_cast<size_t>(gpu) * 2 + (cross_node ? 1 : 0)) * 2 + static_cast<size_t>(ingress);
+    return {end_hops_.data() + end_offset_[k], end_offset_[k + 1] - end_offset_[k]};
+  }
+  bool separable_ = false;
+  std::vector<uint32_t> end_offset_;
+  std::vector<RouteHop> end_hops_;
   bool nvls_ = false;
   NcclConfig nccl_;
 };

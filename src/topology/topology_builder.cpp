@@ -471,6 +471,7 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
   }
   diags.throw_if_errors();
   compute_may_bind(t);
+  compute_binding_hops(t);
   return std::move(topo_);
 }
 
@@ -511,6 +512,73 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
 }
 
 }  // namespace
+
+// Binding hops per pair (CSR), then the endpoint-separable split (Topology::endpoint_separable): a
+// binding link of a route belongs to its source when every route of that locality crossing it starts
+// at that source (else to its destination, when they all end there); the topology is separable when
+// every route's hops split so, into the same egress list for every destination of its source and the
+// same ingress list for every source of its destination, and route latencies are symmetric.
+void TopologyBuilder::compute_binding_hops(Topology& t) {
+  const int n = t.num_gpus();
+  const size_t pairs = static_cast<size_t>(n) * n;
+  t.bind_offset_.assign(pairs + 1, 0);
+  t.bind_hops_.clear();
+  for (size_t p = 0; p < pairs; ++p) {
+    t.bind_offset_[p] = static_cast<uint32_t>(t.bind_hops_.size());
+    for (uint32_t k = t.route_offset_[p]; k < t.route_offset_[p + 1]; ++k)
+      if (t.may_bind_[t.route_hops_[k].link]) t.bind_hops_.push_back(t.route_hops_[k]);
+  }
+  t.bind_offset_[pairs] = static_cast<uint32_t>(t.bind_hops_.size());
+  t.separable_ = false;
+  t.end_offset_.clear();
+  t.end_hops_.clear();
+  const size_t nl = t.links_.size();
+  constexpr int kNone = -1, kMany = -2;
+  // Per locality and link: the one source (destination) of the routes crossing it, or kMany.
+  std::vector<int> src_of(2 * nl, kNone), dst_of(2 * nl, kNone);
+  auto note = [](int& slot, int who) { slot = slot == kNone || slot == who ? who : kMany; };
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      if (s == d) continue;
+      const size_t k = t.gpu_node_[s] != t.gpu_node_[d] ? 1 : 0;
+      for (const auto& h : t.binding_hops(s, d)) note(src_of[k * nl + h.link], s), note(dst_of[k * nl + h.link], d);
+      if (t.route_latency_[static_cast<size_t>(s) * n + d] != t.route_latency_[static_cast<size_t>(d) * n + s]) return;
+    }
+  // Each GPU's egress and ingress hops per locality, from its first route of that locality; every
+  // other route must match them exactly.
+  std::vector<std::vector<RouteHop>> ends(static_cast<size_t>(n) * 4);
+  std::vector<char> seen(static_cast<size_t>(n) * 4, 0);
+  std::vector<RouteHop> eg, in;
+  auto same = [](const std::vector<RouteHop>& a, const std::vector<RouteHop>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].link != b[i].link || a[i].fraction != b[i].fraction) return false;
+    return true;
+  };
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      if (s == d) continue;
+      const size_t k = t.gpu_node_[s] != t.gpu_node_[d] ? 1 : 0;
+      eg.clear();
+      in.clear();
+      for (const auto& h : t.binding_hops(s, d)) {
+        if (src_of[k * nl + h.link] == s) eg.push_back(h);
+        else if (dst_of[k * nl + h.link] == d) in.push_back(h);
+        else return;
+      }
+      for (auto [slot, part] : {std::pair{(static_cast<size_t>(s) * 2 + k) * 2, &eg}, std::pair{(static_cast<size_t>(d) * 2 + k) * 2 + 1, &in}}) {
+        if (!seen[slot]) seen[slot] = 1, ends[slot] = *part;
+        else if (!same(ends[slot], *part)) return;
+      }
+    }
+  t.end_offset_.assign(ends.size() + 1, 0);
+  for (size_t slot = 0; slot < ends.size(); ++slot) {
+    t.end_offset_[slot] = static_cast<uint32_t>(t.end_hops_.size());
+    t.end_hops_.insert(t.end_hops_.end(), ends[slot].begin(), ends[slot].end());
+  }
+  t.end_offset_[ends.size()] = static_cast<uint32_t>(t.end_hops_.size());
+  t.separable_ = true;
+}
 
 Topology build_compact(const CompactSpec& s, const SourceLocation& where, const TopologyAdjust* adjust) {
   const int g = s.gpus_per_node;

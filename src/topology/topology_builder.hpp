@@ -55,6 +55,7 @@ class TopologyBuilder {
 
  private:
   static void compute_may_bind(Topology& t);
+  static void compute_binding_hops(Topology& t);
   static void prune_by_endpoint_bounds(Topology& t);
   Topology topo_;
   const TopologyAdjust* adjust_ = nullptr;

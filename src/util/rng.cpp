@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace hs {
 
@@ -94,6 +95,60 @@ void Rng::multinomial(uint64_t n, std::span<const double> p, std::span<uint64_t>
     out[i] = binomial(left, pi);
     left -= out[i];
     rest -= p[i];
+  }
+}
+
+void Rng::uniform_multinomial(uint64_t n, std::span<uint64_t> out) {
+  const size_t m = out.size();
+  if (m == 0) return;
+  if (m == 1 || n == 0) {
+    std::fill(out.begin(), out.end(), 0);
+    out[0] = n;
+    return;
+  }
+  const double lambda = static_cast<double>(n) / static_cast<double>(m);
+  // Poisson(lambda) probabilities up to lambda + 12 sd + 12 (the tail beyond is below the
+  // resolution of a uniform variate), from the mode outwards so that nothing underflows.
+  const auto top = static_cast<size_t>(lambda + 12 * std::sqrt(lambda) + 12);
+  if (top > 2 * m + 64) {
+    const std::vector<double> p(m, 1.0 / static_cast<double>(m));
+    multinomial(n, p, out);
+    return;
+  }
+  std::vector<double> cdf(top + 1);
+  const auto mode = static_cast<size_t>(lambda);
+  cdf[mode] = std::exp(-lambda + static_cast<double>(mode) * std::log(lambda) - std::lgamma(static_cast<double>(mode) + 1));
+  for (size_t k = mode; k > 0; --k) cdf[k - 1] = cdf[k] * static_cast<double>(k) / lambda;
+  for (size_t k = mode; k < top; ++k) cdf[k + 1] = cdf[k] * lambda / static_cast<double>(k + 1);
+  for (size_t k = 1; k <= top; ++k) cdf[k] += cdf[k - 1];
+  const double total = cdf[top];
+  for (auto& c : cdf) c /= total;
+  cdf[top] = 2.0;  // every u < 1 stops here
+  // Guide table: guide[j] = the first k with cdf[k] > j / G, so inversion starts one or two steps
+  // short of its answer.
+  const size_t g = top + 1;
+  std::vector<uint32_t> guide(g);
+  size_t k = 0;
+  for (size_t j = 0; j < g; ++j) {
+    while (cdf[k] <= static_cast<double>(j) / static_cast<double>(g)) ++k;
+    guide[j] = static_cast<uint32_t>(k);
+  }
+  uint64_t sum = 0, most = 0;
+  for (auto& x : out) {
+    const double u = uniform();
+    size_t i = guide[static_cast<size_t>(u * static_cast<double>(g))];
+    while (cdf[i] <= u) ++i;
+    x = i;
+    sum += i;
+    most = std::max<uint64_t>(most, i);
+  }
+  for (; sum < n; ++sum) ++out[below(m)];
+  for (; sum > n; --sum) {
+    // A draw chosen uniformly among the `sum`: category j with probability out[j] / sum, by
+    // rejection against the largest count (an upper bound while counts only fall).
+    size_t j;
+    do j = below(m); while (uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
+    --out[j];
   }
 }
 

@@ -23,6 +23,13 @@ class Rng {
   // Splits n draws over categories with probabilities p (sum 1) by conditional binomials;
   // out[i] sums to n exactly.
   void multinomial(uint64_t n, std::span<const double> p, std::span<uint64_t> out);
+  // The same with equal probabilities over out.size() categories, in about one uniform variate per
+  // category: independent Poisson(n / categories) counts X_i (inversion on a guide table), then
+  // the difference to n thrown in (or taken out) one draw at a time, uniformly. Exact: given their
+  // sum s, Poisson counts are multinomial(s, equal); adding n - s uniform draws, or removing s - n
+  // of the s draws at random, leaves multinomial(n, equal). Falls back to multinomial() when the
+  // Poisson table would be longer than the categories (few categories, many draws each).
+  void uniform_multinomial(uint64_t n, std::span<uint64_t> out);
   // An independent stream derived from this seed and a key (for per-layer / per-source streams).
   static Rng derive(uint64_t seed, uint64_t key);
 

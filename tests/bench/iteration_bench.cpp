@@ -1,12 +1,16 @@
 // Simulation speed: wall time of N iterations of a strategy on a preset topology and model, with
 // distinct skewed loads every iteration (so nothing is re-used), median of several repetitions.
-// Usage: iteration_bench TOPOLOGY.yaml MODEL.yaml [iterations=1000] [strategy=ep] [reps=5] [analytic|flow]
-//        [flow precision=1e-3]
+// Usage: iteration_bench [--trace TRACE] [--set FIELD=VALUE]... TOPOLOGY.yaml MODEL.yaml [iterations=1000]
+//        [strategy=ep] [reps=5] [analytic|flow] [flow precision=1e-3]
+// --trace takes the loads from an expert-load trace instead (as `run` does: a global-count trace is
+// split over the GPUs multinomially, seed 1, inside the timed loop, since a run pays for it every
+// iteration); --set overrides a model field (e.g. experts=1024).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fmt/format.h>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,12 +18,25 @@
 #include "strategy/runner.hpp"
 #include "strategy/strategy.hpp"
 #include "topology/topology_loader.hpp"
+#include "strategy/iteration_loads.hpp"
 #include "util/rng.hpp"
 #include "workload/model_spec.hpp"
+#include "workload/trace_io.hpp"
 
 using namespace hs;
 
-int main(int argc, char** argv) {
+int main(int argc_in, char** argv_in) {
+  std::string trace_file;
+  std::vector<std::string> sets;
+  std::vector<char*> args{argv_in[0]};
+  for (int i = 1; i < argc_in; ++i) {
+    const std::string a = argv_in[i];
+    if (a == "--trace" && i + 1 < argc_in) trace_file = argv_in[++i];
+    else if (a == "--set" && i + 1 < argc_in) sets.push_back(argv_in[++i]);
+    else args.push_back(argv_in[i]);
+  }
+  const int argc = static_cast<int>(args.size());
+  char** argv = args.data();
   if (argc < 3) {
     fmt::print(stderr, "usage: {} TOPOLOGY.yaml MODEL.yaml [iterations] [strategy] [reps]\n", argv[0]);
     return 2;
@@ -31,7 +48,7 @@ int main(int argc, char** argv) {
   const double precision = argc > 7 ? std::stod(argv[7]) : network::kDefaultFlowPrecision;
   try {
     auto topo = topology::load_topology_file(argv[1]);
-    auto model = workload::load_model_file(argv[2]);
+    auto model = workload::load_model_file(argv[2], sets);
     cost::resolve_attention(model, topo.gpu_model());
     const int n = topo.num_gpus(), E = model.experts, L = model.moe_layers();
     // Loads: log-normal popularity (sigma 1) with AR(1) drift, per-source shares equal; counts as
@@ -39,9 +56,9 @@ int main(int argc, char** argv) {
     Rng rng(42);
     std::vector<double> logp(static_cast<size_t>(L) * E);
     for (auto& x : logp) x = rng.normal();
-    std::vector<std::vector<double>> loads(iterations);
+    std::vector<std::vector<double>> loads(trace_file.empty() ? iterations : 0);
     const double tokens = static_cast<double>(model.tokens_per_gpu_iteration()) * model.top_k;
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < (trace_file.empty() ? iterations : 0); ++it) {
       for (auto& x : logp) x = 0.97 * x + 0.1 * rng.normal();
       auto& v = loads[it];
       v.assign(static_cast<size_t>(L) * n * E, 0.0);
@@ -53,6 +70,14 @@ int main(int argc, char** argv) {
             v[(static_cast<size_t>(l) * n + s) * E + e] = tokens * std::exp(logp[static_cast<size_t>(l) * E + e]) / z;
       }
     }
+    std::unique_ptr<workload::Trace> trace;
+    std::unique_ptr<strategy::IterationLoads> from_trace;
+    Diagnostics warnings;
+    if (!trace_file.empty()) {
+      trace = std::make_unique<workload::Trace>(workload::read_trace(trace_file));
+      from_trace = std::make_unique<strategy::IterationLoads>(*trace, model, n, trace_file, warnings);
+    }
+    std::vector<double> scratch;
     cost::ComputeCost cc(topo.gpu_model(), model);
     strategy::Context ctx{topo, model, cc, 1, flow, precision};
     ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
@@ -62,15 +87,24 @@ int main(int argc, char** argv) {
       auto s = strategy::make_strategy(strategy::parse_strategy_spec(strat), ctx);
       auto t0 = std::chrono::steady_clock::now();
       double sum = 0;
-      for (int it = 0; it < iterations; ++it) sum += s->simulate(loads[it]).time;
+      for (int it = 0; it < iterations; ++it) {
+        if (from_trace) {
+          from_trace->load(it % from_trace->num_records(), scratch);
+          sum += s->simulate(scratch).time;
+        } else {
+          sum += s->simulate(loads[it]).time;
+        }
+      }
       auto t1 = std::chrono::steady_clock::now();
       walls.push_back(std::chrono::duration<double>(t1 - t0).count());
       mean_iter = sum / iterations;
     }
     std::sort(walls.begin(), walls.end());
-    fmt::print("{} iterations of {} ({} on {} GPUs, {} tier): median {:.3f} s over {} runs (min {:.3f}, max {:.3f}); "
+    fmt::print("{} iterations of {} ({}{} on {} GPUs, {} tier{}): median {:.3f} s over {} runs (min {:.3f}, max {:.3f}); "
                "{:.1f} us per iteration; simulated mean iteration {:.3f} ms\n",
-               iterations, strat, model.name, n, flow ? fmt::format("flow (precision {:g})", precision) : "analytic", walls[walls.size() / 2], reps, walls.front(), walls.back(),
+               iterations, strat, model.name, model.experts != 0 ? fmt::format(", {} experts", model.experts) : "", n,
+               flow ? fmt::format("flow (precision {:g})", precision) : "analytic",
+               trace_file.empty() ? "" : ", loads split from a trace", walls[walls.size() / 2], reps, walls.front(), walls.back(),
                walls[walls.size() / 2] / iterations * 1e6, mean_iter * 1e3);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n", e.what());

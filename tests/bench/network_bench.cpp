@@ -2,7 +2,8 @@
 // on N/8 nodes of 8 GPUs (370 GB/s NVSwitch, one 46 GB/s NIC per GPU, non-blocking core), the
 // platform of the design notes' comparison with SimGrid and ASTRA-sim. Prints wall time, flows,
 // solver updates and the simulated time against the analytic tier's. Median of `reps` runs.
-// Usage: network_bench [-p PRECISION] [-r REPS] [N...]   (default -p 0.001 -r 3, N = 32 64 128)
+// Usage: network_bench [-p PRECISION] [-r REPS] [-u] [N...]   (default -p 0.001 -r 3, N = 32 64 128)
+// -u: a uniform all-to-all instead (1 MB per pair): one solve, so the per-flow set-up is what it times.
 // With -p 0 every completion is its own event (exact max-min); run both to see the error.
 #include <algorithm>
 #include <chrono>
@@ -23,10 +24,12 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   double precision = network::kDefaultFlowPrecision;
   int reps = 3;
+  bool uniform = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-p" && i + 1 < argc) precision = std::stod(argv[++i]);
     else if (a == "-r" && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else if (a == "-u") uniform = true;
     else sizes.push_back(std::stoi(a));
   }
   if (sizes.empty()) sizes = {32, 64, 128};
@@ -48,7 +51,7 @@ int main(int argc, char** argv) {
     collective::Coflow c;
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b)
-        if (a != b) c.push_back({a, b, 1e6 * std::exp(rng.normal())});
+        if (a != b) c.push_back({a, b, uniform ? 1e6 : 1e6 * std::exp(rng.normal())});
     collective::AnalyticNetwork an(topo);
     const double analytic = an.coflow_time(c);
     std::vector<double> walls;
@@ -72,9 +75,9 @@ int main(int argc, char** argv) {
       changed = net.solver_stats().rates_changed;
     }
     std::sort(walls.begin(), walls.end());
-    fmt::print("all-to-all-v {:>5} GPUs, precision {:g}: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of "
+    fmt::print("{} {:>5} GPUs, precision {:g}: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of "
                "{}; topology build {:.3f} s); simulated {:.6f} ms flow vs {:.6f} ms analytic\n",
-               n, precision, st.flows, st.solver_updates, walls[walls.size() / 2], reps, build, simulated * 1e3,
+               uniform ? "uniform all-to-all" : "all-to-all-v", n, precision, st.flows, st.solver_updates, walls[walls.size() / 2], reps, build, simulated * 1e3,
                analytic * 1e3);
     fmt::print("    {} completion events; {:.2f} elements per flow; per solve: {:.1f} rounds, {:.0f} elements frozen, {:.0f} rates changed\n",
                st.completion_events, double(st.elements) / st.flows, double(rounds) / st.solver_updates, double(elements) / st.solver_updates,

@@ -45,3 +45,30 @@ TEST_CASE("uniform stays in [0, 1) and normal has mean 0, sd 1") {
   CHECK(s / n == doctest::Approx(0.0).epsilon(0.03));
   CHECK(s2 / n == doctest::Approx(1.0).epsilon(0.05));
 }
+
+TEST_CASE("uniform_multinomial sums exactly to n with multinomial means and variances") {
+  // Equal probabilities 1/m: each count has mean n/m and variance n (1/m)(1 - 1/m). Checked for a
+  // sparse split (0.25 per category), a moderate one (8) and one that falls back to multinomial().
+  for (auto [n, m] : std::vector<std::pair<uint64_t, size_t>>{{256, 1024}, {8192, 1024}, {100000, 4}}) {
+    hs::Rng r(11);
+    std::vector<uint64_t> out(m);
+    double s1 = 0, s2 = 0;
+    const int reps = 400;
+    for (int i = 0; i < reps; ++i) {
+      r.uniform_multinomial(n, out);
+      uint64_t s = 0;
+      for (auto x : out) s += x, s1 += static_cast<double>(x), s2 += static_cast<double>(x) * static_cast<double>(x);
+      CHECK(s == n);
+    }
+    const double cells = static_cast<double>(reps) * static_cast<double>(m);
+    const double mean = s1 / cells, var = s2 / cells - mean * mean;
+    const double p = 1.0 / static_cast<double>(m);
+    CHECK(mean == doctest::Approx(static_cast<double>(n) * p));
+    CHECK(var == doctest::Approx(static_cast<double>(n) * p * (1 - p)).epsilon(0.1));
+  }
+  hs::Rng a(5), b(5);
+  std::vector<uint64_t> x(64), y(64);
+  a.uniform_multinomial(1000, x);
+  b.uniform_multinomial(1000, y);
+  CHECK(x == y);
+}
