@@ -613,10 +613,14 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
             b.add_duplex_link(gpus[a], gpus[c], q);
           }
     } else {
+      // intra_node.latency is GPU to GPU (NCCL's per-hop figure, 3.4 us for NVLink with the Simple
+      // protocol); a route through the switch crosses two links, so each carries half of it.
       const VertexId sw = b.add_switch(fmt::format("node{}.{}", node, s.intra_kind), node);
+      LinkParams half = p;
+      half.latency = p.latency * 0.5;
       for (int i = 0; i < g; ++i) {
         gpus.push_back(b.add_gpu(fmt::format("node{}.gpu{}", node, i), node));
-        b.add_duplex_link(gpus.back(), sw, p);
+        b.add_duplex_link(gpus.back(), sw, half);
       }
     }
     if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics);

@@ -77,12 +77,12 @@ TEST_CASE("bytes are conserved on every route and time is monotone in bandwidth"
 }
 
 TEST_CASE("ring all-reduce inside a node matches NCCL's model") {
-  // n = 8, S = 1 GB, B = 100 GB/s, per-step latency 2 x 1 us:
-  // 2(n-1) steps x (S/n / B + 2 us) = 14 x (1.25 ms + 2 us).
+  // n = 8, S = 1 GB, B = 100 GB/s, per-step latency 1 us (intra_node.latency is GPU to GPU: each of
+  // the route's two switch links carries half): 2(n-1) steps x (S/n / B + 1 us) = 14 x (1.25 ms + 1 us).
   Topology t = one_node(8, 100e9, 1e-6);
   AnalyticNetwork net(t);
   std::vector<int> g(8);
   std::iota(g.begin(), g.end(), 0);
-  CHECK(ring_time(net, g, 1e9, RingOp::kAllReduce) == doctest::Approx(14 * (1e9 / 8 / 100e9 + 2e-6)));
-  CHECK(ring_time(net, g, 1e9, RingOp::kAllGather) == doctest::Approx(7 * (1e9 / 8 / 100e9 + 2e-6)));
+  CHECK(ring_time(net, g, 1e9, RingOp::kAllReduce) == doctest::Approx(14 * (1e9 / 8 / 100e9 + 1e-6)));
+  CHECK(ring_time(net, g, 1e9, RingOp::kAllGather) == doctest::Approx(7 * (1e9 / 8 / 100e9 + 1e-6)));
 }
