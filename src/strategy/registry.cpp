@@ -57,7 +57,7 @@ const std::vector<StrategyInfo>& registry() {
        {{"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}}, make_oracle},
       {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
        {{"window", "5", "iterations in the sliding-window load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})},
-        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)", KnobDomain::integer(0, 1 << 20, true).tuned({"auto", "0", "1", "2", "4", "8", "16"})},
+        {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)", KnobDomain::integer(0, 1 << 20, true).tuned({"auto", "0", "1", "2", "4", "8", "16", "64", "256"})},
         {"memory_budget", "auto", "bytes per GPU for copies and their gradient buffers at their peak (auto: memory less owned state, activations, all-to-all and NCCL buffers, reserve); the memory cap per layer is water-filled into it", KnobDomain::size(true)},
         {"rematerialize", "false", "free copies after forward, gather again for backward (two layers' copies resident at a time)", KnobDomain::boolean()},
         {"calibrate", "false", "re-plan after the gate with actual loads when it pays off", KnobDomain::boolean()},
