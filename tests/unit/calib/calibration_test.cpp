@@ -12,6 +12,7 @@
 #include "util/diagnostics.hpp"
 #include "util/rng.hpp"
 #include "synthetic_log.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -102,14 +103,14 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
   for (const auto& l : t.links())
     if (l.link_class == "nic") {
       // 400 Gb/s x 0.95 x 0.7 = 33.25 GB/s; latency 6 us.
-      CHECK(l.bandwidth.value() == doctest::Approx(50e9 * 0.95 * 0.7));
-      CHECK(l.latency.value() == doctest::Approx(6e-6));
+      CHECK(l.bandwidth.value() == hs::test::approx(50e9 * 0.95 * 0.7));
+      CHECK(l.latency.value() == hs::test::approx(6e-6));
     }
-  CHECK(t.gpu_model().compute_slowdown == doctest::Approx(0.2));
+  CHECK(t.gpu_model().compute_slowdown == hs::test::approx(0.2));
   cost::ComputeParams p;
   calib::apply_compute(back, p);
-  CHECK(p.eta_max == doctest::Approx(0.71));
-  CHECK(p.eta_mem == doctest::Approx(0.9));
+  CHECK(p.eta_max == hs::test::approx(0.71));
+  CHECK(p.eta_mem == hs::test::approx(0.9));
   // Bad files: located errors.
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nlinks: {nic: {bandwidth_scale: -1}}\n", "b.yaml"),
                   InputError);

@@ -4,6 +4,7 @@
 
 #include "calib/nccl_tests_log.hpp"
 #include "util/diagnostics.hpp"
+#include "support/approx.hpp"
 
 using hs::calib::parse_nccl_tests_log;
 
@@ -55,16 +56,16 @@ TEST_CASE("nccl-tests output: header, ranks, hosts, both column groups") {
   CHECK(log.rows[0].bytes == 8);
   CHECK(log.rows[0].line == 12);
   CHECK(log.rows[3].bytes == 134217728);
-  CHECK(log.rows[3].time_us == doctest::Approx(3640.1));
-  CHECK(log.rows[3].busbw == doctest::Approx(55.31));
+  CHECK(log.rows[3].time_us == hs::test::approx(3640.1));
+  CHECK(log.rows[3].busbw == hs::test::approx(55.31));
   CHECK(log.rows[3].has_in_place);
-  CHECK(log.rows[3].in_time_us == doctest::Approx(3633.0));
+  CHECK(log.rows[3].in_time_us == hs::test::approx(3633.0));
   auto old = parse_nccl_tests_log(kOld, "old.log");
   CHECK(old.ranks == 2);
   CHECK(old.nodes == 1);
   REQUIRE(old.rows.size() == 2);
-  CHECK(old.rows[1].time_us == doctest::Approx(13.02));
-  CHECK(old.rows[1].in_time_us == doctest::Approx(12.90));
+  CHECK(old.rows[1].time_us == hs::test::approx(13.02));
+  CHECK(old.rows[1].in_time_us == hs::test::approx(12.90));
 }
 
 TEST_CASE("nccl-tests output: bad rows are errors naming file and line") {

@@ -4,6 +4,7 @@
 
 #include "collective/nccl_op.hpp"
 #include "topology/topology_builder.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using collective::NcclOp;
@@ -27,10 +28,10 @@ topology::Topology nvswitch_node(int n, double B, double a) {
 }  // namespace
 
 TEST_CASE("nccl-tests conventions: bus factors and op names") {
-  CHECK(collective::bus_factor(NcclOp::kAllReduce, 8) == doctest::Approx(1.75));  // 2(n-1)/n
-  CHECK(collective::bus_factor(NcclOp::kAllGather, 8) == doctest::Approx(0.875));  // (n-1)/n
-  CHECK(collective::bus_factor(NcclOp::kReduceScatter, 4) == doctest::Approx(0.75));
-  CHECK(collective::bus_factor(NcclOp::kAllToAll, 16) == doctest::Approx(15.0 / 16));
+  CHECK(collective::bus_factor(NcclOp::kAllReduce, 8) == hs::test::approx(1.75));  // 2(n-1)/n
+  CHECK(collective::bus_factor(NcclOp::kAllGather, 8) == hs::test::approx(0.875));  // (n-1)/n
+  CHECK(collective::bus_factor(NcclOp::kReduceScatter, 4) == hs::test::approx(0.75));
+  CHECK(collective::bus_factor(NcclOp::kAllToAll, 16) == hs::test::approx(15.0 / 16));
   CHECK(collective::bus_factor(NcclOp::kBroadcast, 8) == 1);
   CHECK(collective::bus_factor(NcclOp::kSendRecv, 8) == 1);
   CHECK(collective::nccl_op_in_name("logs/all_reduce_perf-2node.txt") == NcclOp::kAllReduce);

@@ -12,6 +12,7 @@
 #include "cost/memory_model.hpp"
 #include "topology/topology_loader.hpp"
 #include "workload/model_spec.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using workload::AttentionImpl;
@@ -82,7 +83,7 @@ TEST_CASE("standard attention: full-square score GEMMs plus the softmax/dropout 
   const double rate = p.eta_attn * 125e12, mem = p.eta_mem * 0.9e12, launch = p.launch.value();
   const double E = b * a * s * s;
   const double bmm = std::max(2 * b * s * s * d / rate, (E * ab + 2 * b * s * d * ab) / mem);
-  CHECK(bmm == doctest::Approx((E * ab + 2 * b * s * d * ab) / mem));  // memory-bound, as stated
+  CHECK(bmm == hs::test::approx((E * ab + 2 * b * s * d * ab) / mem));  // memory-bound, as stated
   const double proj = b * 8 * s * d * d / rate, norms = 12 * b * s * d * ab / mem;
   const double fwd = proj + 2 * bmm + 9 * E / mem + norms + 9 * launch;
   const double bwd = 2 * proj + 4 * bmm + 11 * E / mem + 2 * norms + 15 * launch;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cost/gemm_fit.hpp"
+#include "support/approx.hpp"
 
 using namespace hs::cost;
 
@@ -15,7 +16,7 @@ TEST_CASE("the GEMM efficiency fit recovers eta_max and t_half from exact points
   REQUIRE(f);
   CHECK(f->eta_max == doctest::Approx(0.8).epsilon(1e-12));
   CHECK(f->t_half == doctest::Approx(100).epsilon(1e-9));
-  CHECK(gemm_efficiency(*f, 100) == doctest::Approx(0.4));
+  CHECK(gemm_efficiency(*f, 100) == hs::test::approx(0.4));
 }
 
 TEST_CASE("the GEMM efficiency fit refuses what it cannot determine") {

@@ -5,6 +5,7 @@
 
 #include "engine/simulation.hpp"
 #include "util/rng.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using namespace hs::engine;
@@ -117,8 +118,8 @@ TEST_CASE("interference: compute beside communication progresses at 1 / (1 + s)"
   Simulation sim(o.g);
   sim.set_interference({1.0, 0.0});
   sim.run();
-  CHECK(sim.end_time(o.comm) == doctest::Approx(1.0));
-  CHECK(sim.end_time(o.compute) == doctest::Approx(2.5));
+  CHECK(sim.end_time(o.comm) == hs::test::approx(1.0));
+  CHECK(sim.end_time(o.compute) == hs::test::approx(2.5));
 }
 
 TEST_CASE("interference: communication beside compute is slowed the same way") {
@@ -128,8 +129,8 @@ TEST_CASE("interference: communication beside compute is slowed the same way") {
   Simulation sim(o.g);
   sim.set_interference({0.0, 1.0});
   sim.run();
-  CHECK(sim.end_time(o.comm) == doctest::Approx(2.0));
-  CHECK(sim.end_time(o.compute) == doctest::Approx(2.0));
+  CHECK(sim.end_time(o.comm) == hs::test::approx(2.0));
+  CHECK(sim.end_time(o.compute) == hs::test::approx(2.0));
 }
 
 TEST_CASE("interference: another device's communication does not slow this device's compute") {

@@ -8,6 +8,7 @@
 #include "network/flow_network.hpp"
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -64,9 +65,9 @@ TEST_CASE("analytic tier: two collectives on one link take twice as long togethe
   const double lat = t.route(0, 4).latency.value();
   auto alone = run_coflows(t, {a});
   auto both = run_coflows(t, {a, b});
-  CHECK(alone[0] - lat == doctest::Approx(4e-3));
-  CHECK(both[0] - lat == doctest::Approx(8e-3));
-  CHECK(both[1] - lat == doctest::Approx(8e-3));
+  CHECK(alone[0] - lat == hs::test::approx(4e-3));
+  CHECK(both[0] - lat == hs::test::approx(8e-3));
+  CHECK(both[1] - lat == hs::test::approx(8e-3));
 }
 
 TEST_CASE("analytic tier: coflows on disjoint links do not slow each other") {
@@ -87,8 +88,8 @@ TEST_CASE("analytic tier: a shared link is split by the transfers each coflow ha
   collective::Coflow a{{0, 4, 10e6}, {1, 5, 10e6}, {2, 6, 10e6}}, b{{3, 7, 10e6}};
   const double lat = t.route(0, 4).latency.value();
   auto both = run_coflows(t, {a, b});
-  CHECK(both[0] - lat == doctest::Approx(4e-3));
-  CHECK(both[1] - lat == doctest::Approx(4e-3));
+  CHECK(both[0] - lat == hs::test::approx(4e-3));
+  CHECK(both[1] - lat == hs::test::approx(4e-3));
   // The flow tier gives every transfer a quarter of the NIC: the same 4 ms.
 }
 
@@ -99,8 +100,8 @@ TEST_CASE("analytic tier: a late coflow slows one in flight only while they over
   collective::Coflow a{{0, 4, 40e6}}, b{{1, 5, 10e6}};
   const double lat = t.route(0, 4).latency.value();
   auto end = run_coflows(t, {a, b}, {0.0, 1e-3});
-  CHECK(end[1] - lat == doctest::Approx(3e-3));
-  CHECK(end[0] - lat == doctest::Approx(5e-3));
+  CHECK(end[1] - lat == hs::test::approx(3e-3));
+  CHECK(end[0] - lat == hs::test::approx(5e-3));
 }
 
 TEST_CASE("analytic tier agrees with the flow tier on concurrent single-bottleneck coflows") {

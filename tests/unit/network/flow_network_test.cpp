@@ -16,6 +16,7 @@
 #include "topology/topology_builder.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/rng.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -102,7 +103,7 @@ TEST_CASE("eight GPUs behind one NIC each get an eighth of it") {
   collective::Coflow c;
   for (int i = 0; i < 8; ++i) c.push_back({i, 8 + i, 100e6});
   const double lat = t.route(0, 8).latency.value();
-  CHECK(run_flow(t, {c})[0] == doctest::Approx(lat + 800e6 / 12.5e9));
+  CHECK(run_flow(t, {c})[0] == hs::test::approx(lat + 800e6 / 12.5e9));
 }
 
 TEST_CASE("incast onto one GPU, and two concurrent collectives slow each other down") {
@@ -111,12 +112,12 @@ TEST_CASE("incast onto one GPU, and two concurrent collectives slow each other d
   collective::Coflow incast;
   for (int s = 1; s < 8; ++s) incast.push_back({s, 0, 10e6});
   const double lat = t.route(1, 0).latency.value();
-  CHECK(run_flow(t, {incast})[0] == doctest::Approx(lat + 70e6 / 400e9));
+  CHECK(run_flow(t, {incast})[0] == hs::test::approx(lat + 70e6 / 400e9));
   // The same incast run twice concurrently (e.g. an all-to-all beside a sparse all-gather): both
   // share the downlink, so each takes twice as long; the analytic tier would say 1x for each.
   auto both = run_flow(t, {incast, incast});
-  CHECK(both[0] == doctest::Approx(lat + 140e6 / 400e9));
-  CHECK(both[1] == doctest::Approx(lat + 140e6 / 400e9));
+  CHECK(both[0] == hs::test::approx(lat + 140e6 / 400e9));
+  CHECK(both[1] == hs::test::approx(lat + 140e6 / 400e9));
 }
 
 TEST_CASE("time is monotone in bandwidth and in latency") {

@@ -12,6 +12,7 @@
 #include "support/test_platforms.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -67,8 +68,8 @@ TEST_CASE("channels per peer, caps and rounds follow NCCL 2.28's rules") {
   collective::P2pChannels p(t);
   CHECK(p.channels() == 32);
   CHECK(p.channels_per_peer() == 2);
-  CHECK(p.net_cap() == doctest::Approx(2 * 14e9));   // 2 x NCCL_P2P_PER_CHANNEL_NET_BW
-  CHECK(p.local_cap() == doctest::Approx(2 * 40e9)); // 2 x speedArrayIntra[0] (before sm90)
+  CHECK(p.net_cap() == hs::test::approx(2 * 14e9));   // 2 x NCCL_P2P_PER_CHANNEL_NET_BW
+  CHECK(p.local_cap() == hs::test::approx(2 * 40e9)); // 2 x speedArrayIntra[0] (before sm90)
   CHECK(p.cap(0, 1) == p.local_cap());
   CHECK(p.cap(0, 8) == p.net_cap());
   CHECK(p.rounds() == 1);  // ceil(31 / (4 x 32))
@@ -79,11 +80,11 @@ TEST_CASE("channels per peer, caps and rounds follow NCCL 2.28's rules") {
   // One node: only NVLink peers, c = min(32, pow2Up(40)) = 32: 32 x 40 GB/s, above any link here.
   collective::P2pChannels one(t, 8, false);
   CHECK(one.channels_per_peer() == 32);
-  CHECK(one.local_cap() == doctest::Approx(32 * 40e9));
+  CHECK(one.local_cap() == hs::test::approx(32 * 40e9));
   // NCCL_NCHANNELS_PER_NET_PEER=4: c = min(40, 4) = 4, 56 GB/s per network connection.
   collective::P2pChannels tuned(cluster(4, 4));
   CHECK(tuned.channels_per_peer() == 4);
-  CHECK(tuned.net_cap() == doctest::Approx(56e9));
+  CHECK(tuned.net_cap() == hs::test::approx(56e9));
 }
 
 TEST_CASE("a lone transfer to another node is held to its connection's channels, on both tiers") {
@@ -99,7 +100,7 @@ TEST_CASE("a lone transfer to another node is held to its connection's channels,
   double extra = -1;
   const auto flows = collective::alltoallv_flows(t, m, false, extra);
   REQUIRE(flows.size() == 1);
-  CHECK(flows[0].rate_cap == doctest::Approx(28e9));
+  CHECK(flows[0].rate_cap == hs::test::approx(28e9));
   CHECK(extra == 0);
   CHECK(flow_time(t, flows, extra) == doctest::Approx(lat + 100e6 / 28e9).epsilon(1e-9));
   CHECK(coflow_tier_time(t, m) == doctest::Approx(lat + 100e6 / 28e9).epsilon(1e-9));
@@ -132,7 +133,7 @@ TEST_CASE("nccl: in a topology file: values, defaults and errors") {
   const auto t = topology::load_topology(base, "t.yaml");
   CHECK(t.nccl().p2p_channels == 32);
   // H100 (9.0): 60 GB/s per NVLink channel by default.
-  CHECK(collective::P2pChannels(t).local_cap() == doctest::Approx(2 * 60e9));
+  CHECK(collective::P2pChannels(t).local_cap() == hs::test::approx(2 * 60e9));
   const auto u = topology::load_topology(
       base + "nccl: {p2p_channels: 16, channels_per_net_peer: 8, net_channel_bandwidth: 10GB/s, "
              "nvlink_channel_bandwidth: 30GB/s}\n",
@@ -140,8 +141,8 @@ TEST_CASE("nccl: in a topology file: values, defaults and errors") {
   collective::P2pChannels p(u);
   CHECK(p.channels() == 16);
   CHECK(p.channels_per_peer() == 8);  // min(16, 2 x 21 NVLinks' worth, 8)
-  CHECK(p.net_cap() == doctest::Approx(80e9));
-  CHECK(p.local_cap() == doctest::Approx(240e9));
+  CHECK(p.net_cap() == hs::test::approx(80e9));
+  CHECK(p.local_cap() == hs::test::approx(240e9));
   CHECK_THROWS_AS(topology::load_topology(base + "nccl: {p2p_channels: 24}\n", "t.yaml"), InputError);
   CHECK_THROWS_AS(topology::load_topology(base + "nccl: {net_channel_bandwidth: 0GB/s}\n", "t.yaml"), InputError);
   CHECK_THROWS_AS(topology::load_topology(base + "nccl: {channels: 4}\n", "t.yaml"), InputError);

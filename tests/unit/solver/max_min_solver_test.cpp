@@ -5,6 +5,7 @@
 
 #include "solver/max_min_solver.hpp"
 #include "util/rng.hpp"
+#include "support/approx.hpp"
 
 using hs::solver::Element;
 using hs::solver::MaxMinSolver;
@@ -15,19 +16,19 @@ TEST_CASE("two flows on one 400 Gbps link get 200 each; a third limited to 50 el
   Element on_big[] = {{big, 1.0}};
   const int a = s.add_flow(on_big), b = s.add_flow(on_big);
   s.solve();
-  CHECK(s.rate(a) == doctest::Approx(200));
-  CHECK(s.rate(b) == doctest::Approx(200));
+  CHECK(s.rate(a) == hs::test::approx(200));
+  CHECK(s.rate(b) == hs::test::approx(200));
   // Third flow crosses both: bottlenecked at 50 by the small link; 400 - 50 = 350 shared by a, b.
   Element both[] = {{big, 1.0}, {small, 1.0}};
   const int c = s.add_flow(both);
   s.solve();
-  CHECK(s.rate(c) == doctest::Approx(50));
-  CHECK(s.rate(a) == doctest::Approx(175));
-  CHECK(s.rate(b) == doctest::Approx(175));
+  CHECK(s.rate(c) == hs::test::approx(50));
+  CHECK(s.rate(a) == hs::test::approx(175));
+  CHECK(s.rate(b) == hs::test::approx(175));
   // Removing c gives its share back.
   s.remove_flow(c);
   s.solve();
-  CHECK(s.rate(a) == doctest::Approx(200));
+  CHECK(s.rate(a) == hs::test::approx(200));
 }
 
 TEST_CASE("eight flows behind one NIC each get an eighth; a class of multiplicity 8 equals 8 flows") {
@@ -41,14 +42,14 @@ TEST_CASE("eight flows behind one NIC each get an eighth; a class of multiplicit
     f.push_back(s.add_flow(e));
   }
   s.solve();
-  for (int x : f) CHECK(s.rate(x) == doctest::Approx(100.0 / 8));
+  for (int x : f) CHECK(s.rate(x) == hs::test::approx(100.0 / 8));
   MaxMinSolver t;
   const int nic2 = t.add_link(100);
   Element e[] = {{nic2, 1.0}};
   const int cls = t.add_flow(e, 8.0);
   t.solve();
-  CHECK(t.rate(cls) == doctest::Approx(100.0 / 8));
-  CHECK(t.link_load(nic2) == doctest::Approx(100));
+  CHECK(t.rate(cls) == hs::test::approx(100.0 / 8));
+  CHECK(t.link_load(nic2) == hs::test::approx(100));
 }
 
 TEST_CASE("coefficients: an ECMP-split flow consumes half its rate on each of two spines") {
@@ -59,7 +60,7 @@ TEST_CASE("coefficients: an ECMP-split flow consumes half its rate on each of tw
   Element e[] = {{up, 1.0}, {s1, 0.5}, {s2, 0.5}};
   const int f = s.add_flow(e);
   s.solve();
-  CHECK(s.rate(f) == doctest::Approx(60));
+  CHECK(s.rate(f) == hs::test::approx(60));
 }
 
 TEST_CASE("rate caps act as private links; flows crossing nothing get their cap") {
@@ -68,8 +69,8 @@ TEST_CASE("rate caps act as private links; flows crossing nothing get their cap"
   Element e[] = {{l, 1.0}};
   const int capped = s.add_flow(e, 1.0, 10), free = s.add_flow(e);
   s.solve();
-  CHECK(s.rate(capped) == doctest::Approx(10));
-  CHECK(s.rate(free) == doctest::Approx(90));
+  CHECK(s.rate(capped) == hs::test::approx(10));
+  CHECK(s.rate(free) == hs::test::approx(90));
 }
 
 TEST_CASE("disjoint components are not re-solved") {

@@ -10,6 +10,7 @@
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -126,7 +127,7 @@ TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more
     }
   const auto ec = static_cast<size_t>(strategy::Component::kExpertCompute);
   CHECK(rb.breakdown[ec] == doctest::Approx(ro.breakdown[ec]).epsilon(1e-9));
-  CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kStragglerWait)] == doctest::Approx(0.0));
+  CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kStragglerWait)] == hs::test::approx(0.0));
   CHECK(rb.time <= ro.time);
   CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)] <= ro.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)]);
 }

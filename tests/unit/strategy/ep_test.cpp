@@ -9,6 +9,7 @@
 #include "topology/topology_builder.hpp"
 #include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -29,12 +30,12 @@ TEST_CASE("EP equals the balanced oracle when loads are uniform") {
   auto loads = uniform_loads(2, 8, 8, 4096);
   auto a = ep->simulate(loads);
   auto b = oracle->simulate(loads);
-  CHECK(a.time == doctest::Approx(b.time));
+  CHECK(a.time == hs::test::approx(b.time));
   CHECK(a.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] == doctest::Approx(0).epsilon(1e-12));
   // The breakdown sums to the iteration time (critical path with no gaps).
   double sum = 0;
   for (double x : a.breakdown) sum += x;
-  CHECK(sum == doctest::Approx(a.time));
+  CHECK(sum == hs::test::approx(a.time));
 }
 
 TEST_CASE("EP straggling: the MoE phase lasts as long as the most loaded GPU's work") {
@@ -59,7 +60,7 @@ TEST_CASE("EP straggling: the MoE phase lasts as long as the most loaded GPU's w
                           cc.expert_forward(uni).value() + cc.expert_backward(uni).value();
   const double expert_on_path = r.breakdown[static_cast<int>(strategy::Component::kExpertCompute)] +
                                 r.breakdown[static_cast<int>(strategy::Component::kStragglerWait)];
-  CHECK(expert_on_path == doctest::Approx(expected));
+  CHECK(expert_on_path == hs::test::approx(expected));
   // The straggler wait is the excess over the mean GPU (mean of layer 0: 2 of 8 GPUs busy).
   CHECK(r.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] > 0);
 }
@@ -82,7 +83,7 @@ TEST_CASE("tokens are conserved from loads to expert work, and relabelling sourc
     for (int g = 0; g < 8; ++g) std::swap(swapped[(l * 8 + g) * 8 + 2], swapped[(l * 8 + g) * 8 + 5]);
   }
   auto b = ep->simulate(swapped);
-  CHECK(a.time == doctest::Approx(b.time));
+  CHECK(a.time == hs::test::approx(b.time));
 }
 
 TEST_CASE("bad strategy specs are bad input") {
@@ -100,6 +101,6 @@ TEST_CASE("bad strategy specs are bad input") {
 
 TEST_CASE("percentiles interpolate between ranks") {
   // numpy.percentile([1,2,3,4], 50) = 2.5; 99 -> 3.97.
-  CHECK(strategy::percentile({4, 1, 3, 2}, 0.5) == doctest::Approx(2.5));
-  CHECK(strategy::percentile({4, 1, 3, 2}, 0.99) == doctest::Approx(3.97));
+  CHECK(strategy::percentile({4, 1, 3, 2}, 0.5) == hs::test::approx(2.5));
+  CHECK(strategy::percentile({4, 1, 3, 2}, 0.99) == hs::test::approx(3.97));
 }

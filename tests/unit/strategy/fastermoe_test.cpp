@@ -13,6 +13,7 @@
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -161,7 +162,7 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
   // Its gradients return in the mirror reduce (grads in the parameters' precision here); summing at
   // each hop caps a transfer at HBM / 3, far above the 200 GB/s links here, so the links decide.
   CHECK(ev.duration("shadow_grad_reduce L0") ==
-        doctest::Approx(net.coflow_time(collective::sparse_reduce_scatter(shadow, expert_bytes, node_of)) + 6 * lambda)
+        hs::test::approx(net.coflow_time(collective::sparse_reduce_scatter(shadow, expert_bytes, node_of)) + 6 * lambda)
             .epsilon(1e-9));
   // The dispatch carries EP's bytes less expert 0's remote tokens: each source keeps its 2048 and
   // sends 2048/7 (x 2 B x 512) to each other GPU.
@@ -170,17 +171,17 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
     for (int d = 1; d < 8; ++d) bytes[s * 8 + d] = 2048.0 / 7 * 512 * 2;
   CHECK(ev.duration("dispatch L0") == doctest::Approx(net.alltoallv_time(bytes, false)).epsilon(1e-9));
   // Every GPU computes its 2048 tokens of expert 0 locally (the hot GPU no longer straggles).
-  CHECK(ev.duration("shadow_expert_fwd L0") == doctest::Approx(cc.expert_forward(std::vector<double>{2048.0}).value()));
+  CHECK(ev.duration("shadow_expert_fwd L0") == hs::test::approx(cc.expert_forward(std::vector<double>{2048.0}).value()));
   auto e = ep->simulate(one_hot_expert());
   CHECK(r.time < e.time);
   // Shadow buffers: the shadowed expert's parameters on every GPU plus one expert's gradient.
-  CHECK(r.memory.copy_params == doctest::Approx(expert_bytes));
-  CHECK(r.memory.copy_grads == doctest::Approx(2.0 * 512 * 1024 * m.precision.grad_bytes));
+  CHECK(r.memory.copy_params == hs::test::approx(expert_bytes));
+  CHECK(r.memory.copy_grads == hs::test::approx(2.0 * 512 * 1024 * m.precision.grad_bytes));
   CHECK(e.memory.copy_params + e.memory.copy_grads == 0);
   // The breakdown still sums to the iteration time, the broadcast in exposed_spag at most.
   double sum = 0;
   for (double x : r.breakdown) sum += x;
-  CHECK(sum == doctest::Approx(r.time));
+  CHECK(sum == hs::test::approx(r.time));
   CHECK(r.breakdown[static_cast<int>(strategy::Component::kExposedSpag)] <= bcast * (1 + 1e-9));
 }
 
@@ -203,7 +204,7 @@ TEST_CASE("relabelling experts does not change FasterMoE's iteration") {
   CHECK(resolved_json(*a, "shadowed_per_layer") == resolved_json(*b, "shadowed_per_layer"));
   CHECK(resolved_json(*a, "shadowed_per_layer") != "[0, 0]");
   CHECK(ra.time == doctest::Approx(rb.time).epsilon(1e-9));
-  CHECK(ra.memory.total() == doctest::Approx(rb.memory.total()));
+  CHECK(ra.memory.total() == hs::test::approx(rb.memory.total()));
 }
 
 TEST_CASE("FasterMoE knobs: overrides reach the policy, bad values are located input errors") {

@@ -17,6 +17,7 @@
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
 #include "workload/model_spec.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using namespace hs::strategy;
@@ -93,7 +94,7 @@ TEST_CASE("hand-worked: one hot expert is expanded to the second GPU and the loa
   const std::vector<int> node_of{0, 0};
   const Holders ep = ep_holders(4, 2);
   CHECK(ep == Holders{{0}, {0}, {1}, {1}});
-  CHECK(balance_ratio(load, ep, 2) == doctest::Approx(1.625));
+  CHECK(balance_ratio(load, ep, 2) == hs::test::approx(1.625));
   const ReplicaPlan p = plan_replicas(load, ep, node_of, 3, 1.1, 10, linear_costs());
   CHECK(p.triggered);
   CHECK(p.holders == Holders{{0, 1}, {0}, {1}, {1}});
@@ -105,7 +106,7 @@ TEST_CASE("hand-worked: one hot expert is expanded to the second GPU and the loa
   CHECK(p.moves[0].src == 0);
   CHECK(p.moves[0].dst == 1);
   CHECK(gpu_loads(load, p.holders, 2) == std::vector<double>{8192, 8192});
-  CHECK(p.ratio_after == doctest::Approx(1.0));
+  CHECK(p.ratio_after == hs::test::approx(1.0));
 
   // Dispatch (even split over holders): source s sends 5120 tokens of e0, 2560 to each holder.
   // Source 0 keeps 2560 (e0) + 1536 (e1) = 4096 and sends GPU 1 2560 (e0) + 768 + 768 = 4096
@@ -115,8 +116,8 @@ TEST_CASE("hand-worked: one hot expert is expanded to the second GPU and the loa
   DispatchResult d;
   dispatch(counts, 2, sp, node_of, DispatchRule::kEven, 1024.0, d);
   CHECK(d.received == std::vector<double>{8192, 8192});
-  CHECK(d.bytes[0 * 2 + 1] == doctest::Approx(4096 * 1024.0));
-  CHECK(d.bytes[1 * 2 + 0] == doctest::Approx(4096 * 1024.0));
+  CHECK(d.bytes[0 * 2 + 1] == hs::test::approx(4096 * 1024.0));
+  CHECK(d.bytes[1 * 2 + 0] == hs::test::approx(4096 * 1024.0));
 
   // Gradient all-reduce of the replica group {0, 1} for expert 0 only: a 2-GPU ring all-reduce of
   // S bytes sends 2(n-1)/n x S = S bytes from each GPU (S = params per expert x 2 bytes).
@@ -127,9 +128,9 @@ TEST_CASE("hand-worked: one hot expert is expanded to the second GPU and the loa
   const auto flows = collective::concurrent_ring_flows(t, replica_groups(p.holders), S,
                                                        collective::RingOp::kAllReduce, extra);
   const auto v = collective::volumes(flows, 2);
-  CHECK(v.sent[0] == doctest::Approx(S));
-  CHECK(v.sent[1] == doctest::Approx(S));
-  CHECK(v.received[0] == doctest::Approx(S));
+  CHECK(v.sent[0] == hs::test::approx(S));
+  CHECK(v.sent[1] == hs::test::approx(S));
+  CHECK(v.received[0] == hs::test::approx(S));
 }
 
 TEST_CASE("the hand-worked case end to end: the strategy expands, charges one migration, then runs balanced") {
@@ -151,7 +152,7 @@ TEST_CASE("the hand-worked case end to end: the strategy expands, charges one mi
   std::vector<double> gpu0{5120, 3072}, gpu1{5120, 1536, 1536};
   const double t0 = su.cc.expert_forward(gpu0).value() + su.cc.expert_backward(gpu0).value();
   const double t1 = su.cc.expert_forward(gpu1).value() + su.cc.expert_backward(gpu1).value();
-  CHECK(expert == doctest::Approx(2 * std::max(t0, t1)));
+  CHECK(expert == hs::test::approx(2 * std::max(t0, t1)));
   const auto f2 = fx->simulate(loads);  // same loads: the placement stays, nothing moves
   CHECK(f2.breakdown[idx(Component::kReshard)] == 0);
   CHECK(resolved_json(*fx, "experts_moved") == "2");
@@ -233,14 +234,14 @@ TEST_CASE("plans keep every expert, never exceed the slots, and dispatch conserv
         DispatchResult d;
         dispatch(counts, 8, sp, node_of, rule, 1.0, d);
         const double total = std::accumulate(load.begin(), load.end(), 0.0);
-        CHECK(std::accumulate(d.received.begin(), d.received.end(), 0.0) == doctest::Approx(total));
-        CHECK(std::accumulate(d.bytes.begin(), d.bytes.end(), 0.0) == doctest::Approx(total));  // incl. local
+        CHECK(std::accumulate(d.received.begin(), d.received.end(), 0.0) == hs::test::approx(total));
+        CHECK(std::accumulate(d.bytes.begin(), d.bytes.end(), 0.0) == hs::test::approx(total));  // incl. local
         for (int g = 0; g < 8; ++g)
           CHECK(std::accumulate(d.expert_tokens[g].begin(), d.expert_tokens[g].end(), 0.0) ==
-                doctest::Approx(d.received[g]));
+                hs::test::approx(d.received[g]));
         if (rule == DispatchRule::kEven) {  // the planner's load model
           const auto model = gpu_loads(load, p.holders, 8);
-          for (int g = 0; g < 8; ++g) CHECK(d.received[g] == doctest::Approx(model[g]));
+          for (int g = 0; g < 8; ++g) CHECK(d.received[g] == hs::test::approx(model[g]));
         }
       }
       h = p.holders;

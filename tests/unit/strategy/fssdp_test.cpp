@@ -15,6 +15,7 @@
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
 #include "workload/model_spec.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using namespace hs::strategy;
@@ -158,8 +159,8 @@ TEST_CASE("dispatch rules: local first, then same node, then remote, split evenl
   CHECK(std::accumulate(d.received.begin(), d.received.end(), 0.0) == 30);
   // Even: every source splits over all three holders.
   dispatch(counts, 8, p, kNodeOf, DispatchRule::kEven, 1.0, d);
-  CHECK(d.bytes[6 * 8 + 0] == doctest::Approx(10.0 / 3));
-  CHECK(d.bytes[6 * 8 + 5] == doctest::Approx(10.0 / 3));
+  CHECK(d.bytes[6 * 8 + 0] == hs::test::approx(10.0 / 3));
+  CHECK(d.bytes[6 * 8 + 5] == hs::test::approx(10.0 / 3));
 }
 
 TEST_CASE("heterogeneous sharding owns every expert exactly once with balanced slots") {
@@ -213,7 +214,7 @@ TEST_CASE("with t = 0, homogeneous sharding and no calibration FSSDP does EP's e
     // Same expert compute on the critical path (incl. straggling) and same all-to-alls.
     auto idx = [](Component c) { return static_cast<int>(c); };
     CHECK(a.breakdown[idx(Component::kExpertCompute)] + a.breakdown[idx(Component::kStragglerWait)] ==
-          doctest::Approx(b.breakdown[idx(Component::kExpertCompute)] + b.breakdown[idx(Component::kStragglerWait)]));
+          hs::test::approx(b.breakdown[idx(Component::kExpertCompute)] + b.breakdown[idx(Component::kStragglerWait)]));
     CHECK(a.bottleneck_gpu == b.bottleneck_gpu);
     CHECK(b.breakdown[idx(Component::kExposedSpag)] == 0);
   }
@@ -289,7 +290,7 @@ TEST_CASE("SmartMoE re-plans placement: hot experts sharing a GPU get separated,
   const auto idx = [](Component c) { return static_cast<int>(c); };
   auto e0 = ep->simulate(loads);
   auto s0 = sm->simulate(loads);  // iteration 0: EP's placement
-  CHECK(s0.time == doctest::Approx(e0.time));
+  CHECK(s0.time == hs::test::approx(e0.time));
   sm->simulate(loads);
   auto s2 = sm->simulate(loads);  // iteration 2: re-planned, experts 0 and 1 on different GPUs
   CHECK(s2.breakdown[idx(Component::kReshard)] > 0);
@@ -481,7 +482,7 @@ TEST_CASE("compute overlapped with communication is slower by the configured fac
     CHECK(rb.breakdown[idx(Component::kOverlapSlowdown)] > 0);
     double sum = 0;
     for (double x : rb.breakdown) sum += x;
-    CHECK(sum == doctest::Approx(rb.time));
+    CHECK(sum == hs::test::approx(rb.time));
   }
 }
 

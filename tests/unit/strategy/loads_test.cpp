@@ -7,6 +7,7 @@
 
 #include "strategy/iteration_loads.hpp"
 #include "workload/model_spec.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -56,10 +57,10 @@ TEST_CASE("re-binning 4 trace sources onto 8 GPUs conserves tokens and halves ea
   strategy::IterationLoads loads(t, m, 8, "t.json", w);
   std::vector<double> out;
   loads.load(0, out);
-  CHECK(sum(out) == doctest::Approx(512));
-  CHECK(out[0 * 4 + 0] == doctest::Approx(32));  // GPU 0: half of source 0's 64 on expert 0
-  CHECK(out[1 * 4 + 0] == doctest::Approx(32));
-  CHECK(out[2 * 4 + 3] == doctest::Approx(32));  // GPU 2: half of source 1 (rotated left: 64 on expert 3)
+  CHECK(sum(out) == hs::test::approx(512));
+  CHECK(out[0 * 4 + 0] == hs::test::approx(32));  // GPU 0: half of source 0's 64 on expert 0
+  CHECK(out[1 * 4 + 0] == hs::test::approx(32));
+  CHECK(out[2 * 4 + 3] == hs::test::approx(32));  // GPU 2: half of source 1 (rotated left: 64 on expert 3)
   CHECK(w.all().size() == 1);                     // "re-binned" warning
 }
 
@@ -71,8 +72,8 @@ TEST_CASE("token counts are scaled to the model's tokens per GPU") {
   strategy::IterationLoads loads(t, m, 4, "t.json", w);
   std::vector<double> out;
   loads.load(0, out);
-  CHECK(sum(out) == doctest::Approx(4 * 128 * 2));
-  CHECK(out[0] == doctest::Approx(128));
+  CHECK(sum(out) == hs::test::approx(4 * 128 * 2));
+  CHECK(out[0] == hs::test::approx(128));
 }
 
 TEST_CASE("a global trace is split multinomially (seeded, conserving counts) or evenly") {
@@ -90,8 +91,8 @@ TEST_CASE("a global trace is split multinomially (seeded, conserving counts) or 
   // Per expert, the split over GPUs sums to the global count (256 tokens -> expert 0 has 256).
   double e0 = 0;
   for (int g = 0; g < 4; ++g) e0 += x[g * 4 + 0];
-  CHECK(e0 == doctest::Approx(256));
-  CHECK(z[0] == doctest::Approx(64));  // even: 256 / 4
+  CHECK(e0 == hs::test::approx(256));
+  CHECK(z[0] == hs::test::approx(64));  // even: 256 / 4
 }
 
 TEST_CASE("a trace that does not match the model is bad input") {

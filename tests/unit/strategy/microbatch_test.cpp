@@ -15,6 +15,7 @@
 #include "util/diagnostics.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/trace.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 
@@ -112,9 +113,9 @@ TEST_CASE("grad_accum != recorded micro-batches: proportional re-binning, with a
     REQUIRE(micro.size() == 3);
     const std::vector<double> want0{4, 4, 0, 0, 4, 2, 2, 0}, want1{2, 2, 2, 2, 3, 2, 2, 1}, want2{0, 0, 4, 4, 2, 2, 2, 2};
     for (size_t i = 0; i < 8; ++i) {
-      CHECK(micro[0][i] == doctest::Approx(want0[i]));
-      CHECK(micro[1][i] == doctest::Approx(want1[i]));
-      CHECK(micro[2][i] == doctest::Approx(want2[i]));
+      CHECK(micro[0][i] == hs::test::approx(want0[i]));
+      CHECK(micro[1][i] == hs::test::approx(want1[i]));
+      CHECK(micro[2][i] == hs::test::approx(want2[i]));
     }
     CHECK(warned("re-binned proportionally"));
   }
@@ -224,16 +225,16 @@ TEST_CASE("EP: two micro-batches with mirrored skew straggle more than their sum
                             component(per_mb, strategy::Component::kStragglerWait);
   const double on_path_sum = component(summed, strategy::Component::kExpertCompute) +
                              component(summed, strategy::Component::kStragglerWait);
-  CHECK(on_path_mb == doctest::Approx(2 * fb(skewed) + 2 * fb(4096)));
-  CHECK(on_path_sum == doctest::Approx(2 * fb(spread) + 2 * fb(4096)));
+  CHECK(on_path_mb == hs::test::approx(2 * fb(skewed) + 2 * fb(4096)));
+  CHECK(on_path_sum == hs::test::approx(2 * fb(spread) + 2 * fb(4096)));
   CHECK(component(per_mb, strategy::Component::kStragglerWait) > component(summed, strategy::Component::kStragglerWait));
   CHECK(per_mb.time > summed.time);
   double parts = 0;
   for (double x : per_mb.breakdown) parts += x;
-  CHECK(parts == doctest::Approx(per_mb.time));
+  CHECK(parts == hs::test::approx(per_mb.time));
   // The oracle spreads each micro-batch evenly: the same time either way (balanced).
   auto oracle = strategy::make_strategy(strategy::parse_strategy_spec("oracle"), ctx);
-  CHECK(oracle->simulate(strategy::IterationCounts{total, micro}).time == doctest::Approx(oracle->simulate(total).time));
+  CHECK(oracle->simulate(strategy::IterationCounts{total, micro}).time == hs::test::approx(oracle->simulate(total).time));
 }
 
 TEST_CASE("FasterMoE decides its shadows per micro-batch, as FastMoE per forward call") {
@@ -255,8 +256,8 @@ TEST_CASE("FasterMoE decides its shadows per micro-batch, as FastMoE per forward
   CHECK(test::resolved_json(*fm, "shadowed_max_per_layer") == "[1, 0]");
   // Memory: one shadow's parameters (the most any micro-batch holds) plus one expert's gradient.
   const double expert_bytes = 2.0 * 512 * 1024 * m.precision.param_bytes;
-  CHECK(per_mb.memory.copy_params == doctest::Approx(expert_bytes));
-  CHECK(per_mb.memory.copy_grads == doctest::Approx(2.0 * 512 * 1024 * m.precision.grad_bytes));
+  CHECK(per_mb.memory.copy_params == hs::test::approx(expert_bytes));
+  CHECK(per_mb.memory.copy_grads == hs::test::approx(2.0 * 512 * 1024 * m.precision.grad_bytes));
   auto again = strategy::make_strategy(strategy::parse_strategy_spec("fastermoe"), ctx);
   again->simulate(total);
   CHECK(test::resolved_json(*again, "shadowed_per_layer") == "[0, 0]");

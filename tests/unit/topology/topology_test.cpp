@@ -7,6 +7,7 @@
 #include "topology/topology_builder.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
+#include "support/approx.hpp"
 
 using namespace hs;
 using namespace hs::topology;
@@ -37,13 +38,15 @@ TEST_CASE("compact form compiles to the expected graph and routes") {
   Topology t = load_topology(kCompact, "t.yaml");
   CHECK(t.num_gpus() == 8);
   CHECK(t.num_nodes() == 2);
-  // Intra-node: GPU -> NVSwitch -> GPU, bottleneck 400 GB/s x 0.9 = 360 GB/s, latency 3 + 3 us.
+  // Intra-node: GPU -> NVSwitch -> GPU, bottleneck 400 GB/s x 0.9 = 360 GB/s, latency 3 us GPU to GPU
+  // (intra_node.latency; 1.5 us on each of the two links). Route latencies are stored as float:
+  // compared to 1e-6.
   auto r = t.route(0, 1);
   CHECK(r.hop_count == 2);
-  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(360e9));
-  CHECK(r.latency.value() == doctest::Approx(6e-6));
+  CHECK(t.route_bandwidth(0, 1).value() == hs::test::approx(360e9));
+  CHECK(r.latency.value() == hs::test::approx(3e-6, 1e-6));
   // Inter-node, same rail: GPU -> PCIe -> NIC -> leaf -> NIC -> PCIe -> GPU; NIC 50 GB/s x 0.95.
-  CHECK(t.route_bandwidth(0, 4).value() == doctest::Approx(47.5e9));
+  CHECK(t.route_bandwidth(0, 4).value() == hs::test::approx(47.5e9));
   CHECK(t.route(0, 4).hop_count == 4);
   // Different rail: through a spine, split evenly over the spines (ECMP): fractions sum to 1 per stage.
   auto r2 = t.route(0, 5);
@@ -51,7 +54,7 @@ TEST_CASE("compact form compiles to the expected graph and routes") {
   double up_to_spines = 0;
   for (const auto& h : r2.hops)
     if (t.vertices()[t.link(h.link).to].name.find("spine") != std::string::npos) up_to_spines += h.fraction;
-  CHECK(up_to_spines == doctest::Approx(1.0));
+  CHECK(up_to_spines == hs::test::approx(1.0));
 }
 
 TEST_CASE("on NVSwitch nodes GPUs never forward traffic and intra-node traffic stays on NVLink") {
@@ -82,8 +85,8 @@ links:
   CHECK(t.num_gpus() == 3);
   CHECK(t.num_nodes() == 2);
   // a -> b: min(10, 20) GB/s; a -> c: min(10, 5) GB/s.
-  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(10e9));
-  CHECK(t.route_bandwidth(0, 2).value() == doctest::Approx(5e9));
+  CHECK(t.route_bandwidth(0, 1).value() == hs::test::approx(10e9));
+  CHECK(t.route_bandwidth(0, 2).value() == hs::test::approx(5e9));
 }
 
 TEST_CASE("bad topologies name file, line, field and what was expected") {
@@ -260,14 +263,14 @@ TEST_CASE("hybrid cube-mesh: the DGX-1V NVLink matrix, NV2 twice NV1, one relay 
     double out = 0;
     for (const auto& l : t.links())
       if (l.from == t.gpu_vertex(g) && l.link_class == "nvlink") out += l.line_rate.value();
-    CHECK(out == doctest::Approx(150e9));
+    CHECK(out == hs::test::approx(150e9));
   }
   // Adjacent pairs go direct: GPU0-GPU1 is NV1 (one link, 25 x 0.8 = 20 GB/s), GPU0-GPU3 NV2 (two
   // bonded links, 40 GB/s, twice as much); one hop of 3 us.
   CHECK(t.route(0, 1).hop_count == 1);
-  CHECK(t.route_bandwidth(0, 1).value() == doctest::Approx(20e9));
-  CHECK(t.route_bandwidth(0, 3).value() == doctest::Approx(2 * t.route_bandwidth(0, 1).value()));
-  CHECK(t.route(0, 3).latency.value() == doctest::Approx(3e-6));
+  CHECK(t.route_bandwidth(0, 1).value() == hs::test::approx(20e9));
+  CHECK(t.route_bandwidth(0, 3).value() == hs::test::approx(2 * t.route_bandwidth(0, 1).value()));
+  CHECK(t.route(0, 3).latency.value() == hs::test::approx(3e-6, 1e-6));  // float storage
   for (int a = 0; a < 8; ++a)
     for (int b = 0; b < 8; ++b)
       if (a != b && kHybridCubeMesh[a][b] > 0) CHECK(t.route(a, b).hop_count == 1);
@@ -277,23 +280,23 @@ TEST_CASE("hybrid cube-mesh: the DGX-1V NVLink matrix, NV2 twice NV1, one relay 
   // sends one pair through one GPU).
   auto r = t.route(0, 5);
   CHECK(r.hop_count == 2);
-  CHECK(r.latency.value() == doctest::Approx(6e-6));
+  CHECK(r.latency.value() == hs::test::approx(6e-6, 1e-6));
   REQUIRE(r.hops.size() == 4);
   for (const auto& h : r.hops) {
     CHECK(t.link(h.link).link_class == "nvlink");
-    CHECK(h.fraction == doctest::Approx(0.5));
+    CHECK(h.fraction == hs::test::approx(0.5));
   }
   CHECK(crosses(t, 0, 5, "node0.gpu0", "node0.gpu1"));
   CHECK(crosses(t, 0, 5, "node0.gpu1", "node0.gpu5"));
   CHECK(crosses(t, 0, 5, "node0.gpu0", "node0.gpu4"));
   CHECK(crosses(t, 0, 5, "node0.gpu4", "node0.gpu5"));
-  CHECK(t.route_bandwidth(0, 5).value() == doctest::Approx(40e9));
+  CHECK(t.route_bandwidth(0, 5).value() == hs::test::approx(40e9));
   // GPU0 -> GPU6: via GPU4 (NV2 + NV1, cost ~ 1/40 + 1/20) beats via GPU2 (NV1 + NV1, 1/20 + 1/20):
   // all the bytes over 0 -> 4 -> 6, bottleneck the NV1 link 4 -> 6 at 20 GB/s.
   REQUIRE(t.route(0, 6).hops.size() == 2);
   CHECK(crosses(t, 0, 6, "node0.gpu0", "node0.gpu4"));
   CHECK(crosses(t, 0, 6, "node0.gpu4", "node0.gpu6"));
-  CHECK(t.route_bandwidth(0, 6).value() == doctest::Approx(20e9));
+  CHECK(t.route_bandwidth(0, 6).value() == hs::test::approx(20e9));
   // Inside a node every route is NVLink only, and a GPU forwards only between two NVLinks of its
   // node, at most once per path (two hops).
   for (int a = 0; a < t.num_gpus(); ++a)
@@ -344,8 +347,8 @@ TEST_CASE("without GPUDirect RDMA every inter-node route is staged through the h
       CHECK(crosses(t, s, d, in(nd, "nic0"), in(nd, "host")));
       CHECK(crosses(t, s, d, in(nd, "host"), in(nd, fmt::format("pcie{}", gd / 2))));
       CHECK(t.route(s, d).hop_count == 8);
-      CHECK(t.route(s, d).latency.value() == doctest::Approx(33e-6));
-      CHECK(t.route_bandwidth(s, d).value() == doctest::Approx(12e9));
+      CHECK(t.route(s, d).latency.value() == hs::test::approx(33e-6, 1e-6));  // float storage
+      CHECK(t.route_bandwidth(s, d).value() == hs::test::approx(12e9));
       for (const auto& h : t.route(s, d).hops) CHECK(t.link(h.link).link_class != "nvlink");
     }
   // GPUs 0 and 1 share PCIe switch 0's uplink to the host, as on the machine.

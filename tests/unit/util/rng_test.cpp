@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "util/rng.hpp"
+#include "support/approx.hpp"
 
 TEST_CASE("rng is deterministic for a seed and differs across seeds") {
   hs::Rng a(7), b(7), c(8);
@@ -63,7 +64,7 @@ TEST_CASE("uniform_multinomial sums exactly to n with multinomial means and vari
     const double cells = static_cast<double>(reps) * static_cast<double>(m);
     const double mean = s1 / cells, var = s2 / cells - mean * mean;
     const double p = 1.0 / static_cast<double>(m);
-    CHECK(mean == doctest::Approx(static_cast<double>(n) * p));
+    CHECK(mean == hs::test::approx(static_cast<double>(n) * p));
     CHECK(var == doctest::Approx(static_cast<double>(n) * p * (1 - p)).epsilon(0.1));
   }
   hs::Rng a(5), b(5);

@@ -5,40 +5,41 @@
 #include <vector>
 
 #include "workload/trace_stats.hpp"
+#include "support/approx.hpp"
 
 using namespace hs::workload;
 
 TEST_CASE("Gini: equal loads 0; one of n holds everything (n-1)/n; a hand-sorted case") {
-  CHECK(gini_coefficient({1, 1, 1, 1}) == doctest::Approx(0));
-  CHECK(gini_coefficient({0, 0, 0, 1}) == doctest::Approx(0.75));
+  CHECK(gini_coefficient({1, 1, 1, 1}) == hs::test::approx(0));
+  CHECK(gini_coefficient({0, 0, 0, 1}) == hs::test::approx(0.75));
   // {1, 2, 3, 4}: sum_i (2i - 3) x_i = -3 -2 + 3 + 12 = 10 over n sum = 4 x 10 = 40 -> 0.25.
-  CHECK(gini_coefficient({4, 1, 3, 2}) == doctest::Approx(0.25));
+  CHECK(gini_coefficient({4, 1, 3, 2}) == hs::test::approx(0.25));
   CHECK(gini_coefficient({0, 0}) == 0);
 }
 
 TEST_CASE("CV: population s.d. over mean") {
   // {4, 2, 1, 1}: mean 2, variance (4 + 0 + 1 + 1) / 4 = 1.5 -> CV sqrt(1.5) / 2 = 0.6124.
   const std::vector<double> v{4, 2, 1, 1};
-  CHECK(coefficient_of_variation(v) == doctest::Approx(std::sqrt(1.5) / 2));
+  CHECK(coefficient_of_variation(v) == hs::test::approx(std::sqrt(1.5) / 2));
   const std::vector<double> flat{3, 3, 3};
   CHECK(coefficient_of_variation(flat) == 0);
 }
 
 TEST_CASE("Pearson correlation") {
   const std::vector<double> a{1, 2, 3}, b{2, 4, 6}, c{3, 2, 1}, d{1, 3, 2};
-  CHECK(pearson(a, b) == doctest::Approx(1));
-  CHECK(pearson(a, c) == doctest::Approx(-1));
+  CHECK(pearson(a, b) == hs::test::approx(1));
+  CHECK(pearson(a, c) == hs::test::approx(-1));
   // a - 2 = {-1, 0, 1}, d - 2 = {-1, 1, 0}: sum of products 1, sums of squares 2 and 2 -> 0.5.
-  CHECK(pearson(a, d) == doctest::Approx(0.5));
+  CHECK(pearson(a, d) == hs::test::approx(0.5));
 }
 
 TEST_CASE("AR(1) coefficient, Yule-Walker") {
   // {1, -1, 1, -1}: mean 0, sum x_t x_{t-1} = -3, sum x_t^2 = 4 -> -0.75.
   const std::vector<double> alt{1, -1, 1, -1};
-  CHECK(ar1_coefficient(alt) == doctest::Approx(-0.75));
+  CHECK(ar1_coefficient(alt) == hs::test::approx(-0.75));
   // {1, 2, 3, 4, 5}: deviations {-2,-1,0,1,2}: products 2 + 0 + 0 + 2 = 4 over 10 -> 0.4.
   const std::vector<double> ramp{1, 2, 3, 4, 5};
-  CHECK(ar1_coefficient(ramp) == doctest::Approx(0.4));
+  CHECK(ar1_coefficient(ramp) == hs::test::approx(0.4));
   // A long simulated AR(1) with phi 0.8 recovers it (deterministic sequence: x_t = 0.8 x_{t-1} + e_t
   // with e_t a fixed pseudo-random +-1 pattern).
   std::vector<double> x{0};
@@ -66,19 +67,19 @@ TEST_CASE("trace statistics of a tiny trace: expert and GPU level, per-source di
   CHECK(st.iteration_stride == 10);
   CHECK(st.ep_size == 2);
   const auto& s = st.windows[0].overall;
-  CHECK(s.max_mean == doctest::Approx(2));
-  CHECK(s.cv == doctest::Approx(std::sqrt(1.5) / 2));
-  CHECK(s.top1_share == doctest::Approx(0.5));
-  CHECK(s.gpu_max_mean == doctest::Approx(1.5));
-  CHECK(s.gpu_cv == doctest::Approx(0.5));
-  CHECK(s.gpu_gini == doctest::Approx(0.25));
-  CHECK(s.gpu_top1_share == doctest::Approx(0.75));
-  CHECK(s.source_tv == doctest::Approx(0.25));
-  CHECK(s.source_max_mean == doctest::Approx(2));
-  CHECK(s.lag1 == doctest::Approx(1));   // identical records
+  CHECK(s.max_mean == hs::test::approx(2));
+  CHECK(s.cv == hs::test::approx(std::sqrt(1.5) / 2));
+  CHECK(s.top1_share == hs::test::approx(0.5));
+  CHECK(s.gpu_max_mean == hs::test::approx(1.5));
+  CHECK(s.gpu_cv == hs::test::approx(0.5));
+  CHECK(s.gpu_gini == hs::test::approx(0.25));
+  CHECK(s.gpu_top1_share == hs::test::approx(0.75));
+  CHECK(s.source_tv == hs::test::approx(0.25));
+  CHECK(s.source_max_mean == hs::test::approx(2));
+  CHECK(s.lag1 == hs::test::approx(1));   // identical records
   CHECK(std::isnan(s.lag10));            // too few records
-  CHECK(s.ar1_log == doctest::Approx(1));  // constant log-shares: perfectly persistent
-  CHECK(s.log_share_sd == doctest::Approx(0));
+  CHECK(s.ar1_log == hs::test::approx(1));  // constant log-shares: perfectly persistent
+  CHECK(s.log_share_sd == hs::test::approx(0));
   // EP larger than the experts is clamped.
   CHECK(trace_stats(t, 64).ep_size == 4);
   // Windows: 3 records -> early [0, 1), late [2, 3).
