@@ -263,6 +263,18 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     }
     if (s == P - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
     for (int b = lastb - 1; b >= first; --b) {
+      // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
+      // the block's forward again from its saved input, MoE dispatch and combine included; with
+      // `selective` only the core attention is recomputed, which unfused (standard) attention pays
+      // here as its forward (projections included: an upper side); FlashAttention's backward
+      // recomputes its scores by design, already in attention_backward, so selective adds nothing.
+      if (L.recompute == workload::Recompute::kFull) {
+        sublayer(s, attn_f, Component::kAttention);
+        if (moe_index[b] >= 0) moe(s, moe_index[b], true);
+        else sublayer(s, ffn_f, Component::kAttention);
+      } else if (L.recompute == workload::Recompute::kSelective && m.attention == workload::AttentionImpl::kStandard) {
+        for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention);
+      }
       if (moe_index[b] >= 0) moe(s, moe_index[b], false);
       else sublayer(s, ffn_b, Component::kAttention);
       sublayer(s, attn_b, Component::kAttention);

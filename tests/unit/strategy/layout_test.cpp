@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "collective/analytic_network.hpp"
 #include "collective/ring.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
@@ -117,4 +118,42 @@ TEST_CASE("under a layout only EP is built; other strategies are refused naming 
   strategy::Context ctx{topo, model, cc, 1};
   auto l = layout("tp=2,ep=4", topo, model);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l), InputError);
+}
+
+TEST_CASE("recomputation costs time: full re-runs each block's forward before its backward") {
+  // One stage (pp 1, tp 1, ep 4) of 4 GPUs with free communication, uniform loads: every GPU's
+  // compute stream is the critical path. Full recomputation adds, per micro-batch and block, the
+  // block's forward: attention forward + router/permute + expert forward + unpermute, where each GPU
+  // routes 1024 tokens x top-2 per micro-batch and computes its 2 experts' 1024 tokens each:
+  //   extra = m (2) x blocks (4) x (attn_f + router(1024) + expert_fwd({1024, 1024}) + unpermute(1024)
+  //           + dispatch + combine), each all-to-all moving 512 tokens x 512 x 2 B = 512 KiB to every
+  //           other GPU (free links, but NCCL's per-connection channel rate still applies).
+  // `selective` with FlashAttention (capability 8.0+) adds nothing: flash's backward already
+  // recomputes the scores. Memory: full keeps only each block's input.
+  test::ClusterShape c;
+  c.gpus_per_node = 4, c.intra_bw = 1e16, c.intra_lat = 0, c.peak_flops = 300e12, c.hbm = 2e12;
+  auto topo = test::make_cluster(c);
+  auto model = test::small_moe_model("rc", 8, 2, 1024, 1, 4);
+  model.grad_accum = 2;
+  cost::resolve_attention(model, topo.gpu_model());
+  cost::ComputeCost cc(topo.gpu_model(), model);
+  strategy::Context ctx{topo, model, cc, 1};
+  auto run = [&](const std::string& rc) {
+    auto l = layout("ep=4,recompute=" + rc, topo, model);
+    auto s = strategy::make_layout_strategy(strategy::parse_strategy_spec("ep"), ctx, l);
+    return s->simulate(test::uniform_loads(4, 4, 8, 2 * 1024.0 * 2));
+  };
+  const auto none = run("none"), selective = run("selective"), full = run("full");
+  const std::vector<double> two{1024, 1024};
+  collective::AnalyticNetwork net(topo);
+  std::vector<double> matrix(16, 512.0 * 512 * 2);
+  for (int g = 0; g < 4; ++g) matrix[g * 4 + g] = 0;
+  const double a2a = net.alltoallv_time(matrix, false);
+  const double block_fwd = cc.attention_forward().value() + cc.router_and_permute(1024).value() +
+                           cc.expert_forward(two).value() + cc.unpermute(1024).value() + 2 * a2a;
+  MESSAGE("none ", none.time * 1e3, " ms, selective ", selective.time * 1e3, " ms, full ", full.time * 1e3,
+          " ms; expected extra ", 2 * 4 * block_fwd * 1e3, " ms");
+  CHECK(selective.time == none.time);
+  CHECK(full.time - none.time == doctest::Approx(2 * 4 * block_fwd).epsilon(1e-6));
+  CHECK(full.memory.activations < none.memory.activations);
 }
