@@ -1,8 +1,9 @@
 // hecate-sim run TOPOLOGY TRACE [--model FILE] [--set k=v] [--strategy NAME[:K=V...],...]
-//                [--iterations N] [--seed S] [--format table|json|csv] [--out FILE]
+//                [--layout tp=T,pp=P,ep=E,...] [--iterations N] [--seed S] [--format table|json|csv] [--out FILE]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
@@ -12,10 +13,12 @@
 #include "report/html_report.hpp"
 #include "report/run_report.hpp"
 #include "strategy/iteration_loads.hpp"
+#include "strategy/layout_strategy.hpp"
 #include "strategy/runner.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
 #include "workload/model_spec.hpp"
+#include "workload/parallel_layout.hpp"
 #include "workload/trace_io.hpp"
 
 namespace hs::cli {
@@ -26,7 +29,7 @@ struct RunOptions {
   double flow_precision = network::kDefaultFlowPrecision;
   std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial", html;
   std::vector<std::string> sets;
-  std::string calibration;
+  std::string calibration, layout;
   int iterations = 0;
   uint64_t seed = 1;
 };
@@ -60,6 +63,14 @@ int run(const RunOptions& o) {
   }
   strategy::Context ctx = sc->context(o.network == "flow", o.flow_precision);
   ctx.seed = o.seed;
+  // A parallel layout is parsed and checked against the cluster and the model once, here.
+  std::optional<workload::ParallelLayout> layout;
+  if (!o.layout.empty()) {
+    const SourceLocation where{"--layout", 0, 0};
+    layout = workload::parse_parallel_layout(o.layout, where);
+    workload::resolve_layout(*layout, topo.num_gpus(), topo.num_gpus() / topo.num_nodes(), model, where);
+    if (o.strategies.empty()) specs = {strategy::parse_strategy_spec("ep")};
+  }
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
   // skipped with a warning instead of failing the run.
@@ -68,7 +79,7 @@ int run(const RunOptions& o) {
   std::vector<std::string> skipped;
   for (const auto& spec : specs) {
     try {
-      built.push_back(strategy::make_strategy(spec, ctx));
+      built.push_back(layout ? strategy::make_layout_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx));
       kept.push_back(spec);
     } catch (const InputError& e) {
       if (!o.strategies.empty()) throw;
@@ -135,6 +146,10 @@ void setup_run(CLI::App& sub, int& exit_code) {
   }
   sub.add_option("--strategy", o->strategies,
                  "comma-separated NAME[:KNOB=VALUE...] (default: every strategy):" + names);
+  sub.add_option("--layout", o->layout,
+                 "parallel layout KEY=VALUE,...: tp, pp, dp (default: the GPUs left), ep, sp=on|off, "
+                 "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full; ranks in Megatron-Core's "
+                 "tp-cp-ep-dp-pp order (TP fastest); see README, Parallel layouts (strategies built: ep)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");

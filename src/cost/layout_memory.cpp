@@ -1,0 +1,84 @@
+#include "cost/layout_memory.hpp"
+
+#include <algorithm>
+
+namespace hs::cost {
+
+StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
+  const double d = m.d_model, t = l.tp;
+  StageParams p;
+  const auto [first, last] = l.stage_blocks(stage, m.layers);
+  for (int b = first; b < last; ++b) {
+    p.dense += (4 * d * d + 4 * d) / t + 4 * d;  // QKV + out projections (with biases) / TP; two norms
+    if (m.is_moe(b)) {
+      p.dense += d * m.experts;                          // router gate, replicated
+      p.dense += m.shared_experts * m.expert_params() / t;
+      p.experts += m.expert_params() * (static_cast<double>(m.experts) / l.ep);
+    } else {
+      p.dense += (2 * d * m.d_ffn_dense + m.d_ffn_dense) / t + d;
+    }
+  }
+  const double word = static_cast<double>(m.vocab) * d / t;
+  if (stage == 0) p.dense += word + static_cast<double>(m.seq_len) * d;
+  if (stage == l.pp - 1 && l.pp > 1) p.dense += word;  // the tied copy of the last stage
+  return p;
+}
+
+double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens) {
+  const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes, t = l.tp;
+  const double half = ab / 2.0;  // Korthikanti's coefficients count 2-byte elements
+  const double sbh = s * b * h;
+  const double tokens = s * b / t;  // tokens of the GPU's sequence shard (MoE needs sp with tp > 1)
+  const auto [first, last] = l.stage_blocks(stage, m.layers);
+  auto block = [&](int blk) {
+    double bytes = (l.sequence_parallel ? 15.0 / t : 7.0 + 8.0 / t) * sbh * half;
+    if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
+      bytes += 5.0 * m.heads * s * s * b / t * half;
+    if (m.is_moe(blk)) {
+      bytes += tokens * m.top_k * h * ab;                                    // permuted copies sent
+      bytes += tokens * m.shared_experts * (h + m.n_mats() * m.d_ffn) * ab;  // shared experts
+    } else {
+      bytes += s * b * (h + 2.0 * m.d_ffn_dense) / t * ab;
+    }
+    return bytes;
+  };
+  double bytes = 0, largest = 0;
+  for (int blk = first; blk < last; ++blk) {
+    const double x = block(blk);
+    largest = std::max(largest, x);
+    bytes += x;
+  }
+  bytes += received_tokens * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
+  if (l.recompute == workload::Recompute::kFull) {
+    // Each block's input kept; one block (and its routed tokens) re-materialized at a time.
+    const int blocks = last - first;
+    const double per_block_routed = blocks > 0 ? received_tokens / blocks : 0.0;
+    bytes = blocks * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
+            per_block_routed * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
+  }
+  if (stage == l.pp - 1) bytes += s * b * static_cast<double>(m.vocab) * 4.0 / t;  // fp32 logits, vocab-parallel
+  return bytes;
+}
+
+int in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  return std::max(1, std::min(l.pp - stage, micro_batches));
+}
+
+MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens, double received_max_layer) {
+  const auto& pr = m.precision;
+  const StageParams p = stage_params(m, l, stage);
+  MemoryBreakdown mem;
+  mem.params = p.total() * pr.param_bytes;
+  mem.grads = p.total() * pr.grad_bytes;
+  const double state = pr.master_bytes + pr.optimizer_bytes();
+  mem.optimizer = l.distributed_optimizer ? state * (p.dense / l.dp + p.experts / l.edp()) : state * p.total();
+  mem.activations = in_flight_micro_batches(l, stage, m.grad_accum) * stage_activation_bytes(m, l, stage, received_tokens);
+  const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;
+  if (m.moe_layers() > 0) mem.comm_buffers = (tokens * m.top_k + received_max_layer) * m.d_model * pr.activation_bytes;
+  mem.reserve = kRuntimeReserveBytes;
+  return mem;
+}
+
+}  // namespace hs::cost

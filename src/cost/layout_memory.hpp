@@ -1,0 +1,57 @@
+// Per-GPU memory under a parallel layout (workload/parallel_layout.hpp), term by term as
+// Megatron-Core allocates it; the terms are MemoryBreakdown's (cost/memory_model.hpp).
+//
+// State. A GPU of pipeline stage s holds its stage's blocks only: attention projections, dense
+// FFNs and shared experts split over the TP group (column/row parallel linears; norms and the
+// router gate, small, replicated), the word embeddings on the first stage and, tied, again on the
+// last one when pp > 1 (Megatron keeps that copy and all-reduces its gradient in the embedding
+// group), vocab-parallel over TP; position embeddings on the first stage, replicated; E/ep whole
+// experts of each MoE block of the stage (etp = 1). Working-precision params and gradients are
+// whole on every GPU; with the distributed optimizer (Megatron's --use-distributed-optimizer,
+// ZeRO-1) the fp32 master weights and Adam moments are sharded over the data-parallel group for
+// dense parameters (dp ranks) and over the expert-data-parallel group for experts (edp = tp*dp/ep
+// ranks): optimizer bytes = (master + moments) x (dense / dp + experts / edp). Without it every
+// rank keeps the whole state.
+//
+// Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+// Models", §4: per block sbh(34 + 5as/h) without parallelism, split t-ways by TP with sequence
+// parallelism; without sequence parallelism the norms' and dropouts' 10sbh stay whole). Attention
+// and its norms keep 15sbh/t (sp on) or (7 + 8/t)sbh (sp off), in 2-byte elements; standard
+// attention adds 5as^2b/t; an MoE block keeps the permuted copies of its sbh/t tokens' top-k and,
+// per routed token the GPU computes, the expert's input and intermediates; dense FFN
+// (h + 2 d_ffn) per token / t; the LM head fp32 logits / t on the last stage.
+// Recomputation: selective drops the s^2 attention tensors (recomputed in backward); full keeps
+// each block's input (2sbh/t with sp) plus one block's activations, recomputed in backward.
+// 1F1B keeps min(pp - s, m) micro-batches in flight on stage s (warm-up forwards before the first
+// backward frees one), so stage 0 holds pp of them: pp x (L/pp) blocks = one whole model's worth.
+#pragma once
+
+#include "cost/memory_model.hpp"
+#include "workload/parallel_layout.hpp"
+
+namespace hs::cost {
+
+// Parameters one GPU of `stage` holds: dense (TP shard, embeddings, replicated small tensors) and
+// routed experts.
+struct StageParams {
+  double dense = 0;
+  double experts = 0;
+  double total() const { return dense + experts; }
+};
+StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
+
+// Activation bytes of one micro-batch of `stage` on one GPU; `received_tokens` = routed tokens the
+// GPU computes in one micro-batch, summed over the stage's MoE blocks.
+double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens);
+
+// Micro-batches whose activations stage s keeps at once under 1F1B with m micro-batches.
+int in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches);
+
+// The whole breakdown of one GPU of `stage`: state, activations of the micro-batches in flight,
+// all-to-all buffers of the largest layer (received_max_layer: its routed tokens per micro-batch),
+// the runtime reserve. NCCL buffers are not counted under a layout yet.
+MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens, double received_max_layer);
+
+}  // namespace hs::cost

@@ -1,0 +1,91 @@
+// One training iteration under a parallel layout (workload/parallel_layout.hpp): tensor parallelism
+// with sequence parallelism, a pipeline of stages run by the 1F1B schedule, expert parallelism
+// inside each stage's EP groups and the distributed optimizer's data-parallel reduce-scatter and
+// all-gather. Like MoeIterationGraph it is a task graph on the engine; the pipeline bubble is not a
+// formula, it is the idle time the schedule's dependencies leave on each stage's streams.
+//
+// Streams per GPU: compute (kernels and, as in Megatron without --tp-comm-overlap, the TP
+// collectives that block them), a2a (dispatch / combine), dp (gradient reduce-scatter, parameter
+// all-gather), pp_fwd and pp_bwd (activations to the next stage, gradients to the previous one).
+//
+// Stage s runs blocks [first, last) of the model (ParallelLayout::stage_blocks). One micro-batch's
+// forward on stage s, per block:
+//   sp on : all-gather(TP) -> attention / tp -> reduce-scatter(TP); dense block: all-gather ->
+//           FFN / tp -> reduce-scatter; MoE block: router (s*b/tp tokens) -> dispatch(EP, stage-wide
+//           task) -> experts (whole experts, E/ep per GPU) -> combine -> unpermute
+//   sp off: attention / tp -> all-reduce(TP) (and FFN / tp -> all-reduce)
+// Every TP collective carries the s x b x h activation (act_bytes each) of the TP group: ring
+// all-gather / reduce-scatter move (tp-1)/tp of it per GPU, an all-reduce twice that
+// (Korthikanti et al. 2022, §4.2.2: sequence parallelism replaces each all-reduce with a
+// reduce-scatter + all-gather of the same volume). Backward mirrors the forward (an all-gather's
+// gradient is a reduce-scatter and back) with the compute's backward costs; the last stage adds the
+// LM head (vocab-parallel, / tp) forward and backward.
+// Between stages: after a forward on stage s every GPU sends its s*b*h/tp activation shard to the
+// GPU with the same (tp, dp) coordinates on stage s+1 (one task spanning the stage's pp_fwd
+// streams); the backward sends the gradient of the same size to stage s-1 on pp_bwd.
+// 1F1B (Narayanan et al. 2021, PipeDream-Flush): stage s runs min(pp-s-1, m) warm-up forwards, then
+// alternates one forward and one backward, then drains the remaining backwards. Tasks are created
+// in an order consistent with every dependency, stage by stage in rounds.
+// After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
+// expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
+// steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
+// all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
+// the whole state. The iteration ends when every stage has.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "engine/task_graph.hpp"
+#include "network/coflow_network.hpp"
+#include "network/flow_network.hpp"
+#include "strategy/moe_iteration.hpp"
+#include "workload/parallel_layout.hpp"
+
+namespace hs::strategy {
+
+// Micro-batch order of one stage under 1F1B: (forward?, micro-batch) pairs.
+struct PipelineOp {
+  bool forward = true;
+  int mb = 0;
+};
+std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
+
+// Per transformer block, forward (backward moves the same): the TP collectives one GPU runs, each on
+// `payload` bytes (the s x b x h activation), and the bytes it sends in them on a ring.
+struct TpTraffic {
+  int collectives = 0;
+  bool all_reduce = false;  // sp off: all-reduces; sp on: all-gathers and reduce-scatters
+  double payload = 0;
+  double sent_per_gpu = 0;
+};
+TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool moe_block);
+
+// What the last iteration's critical path spent on each kind of layout communication, and the
+// bubble that emerged.
+struct LayoutStats {
+  double tp_comm = 0;      // seconds of TP collectives on the critical path
+  double pp_comm = 0;      // of stage-to-stage sends
+  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce)
+  double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
+};
+
+class LayoutIterationGraph {
+ public:
+  LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout);
+  // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
+  // tokens). Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // the component of non-MoE communication); the caller fills memory.
+  IterationResult run(std::span<const LayerPlan> plans);
+  const LayoutStats& stats() const { return stats_; }
+
+ private:
+  const Context& ctx_;
+  workload::ParallelLayout layout_;
+  collective::AnalyticNetwork net_;
+  LayoutStats stats_;
+};
+
+}  // namespace hs::strategy
