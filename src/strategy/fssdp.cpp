@@ -19,19 +19,6 @@ namespace hs::strategy {
 
 namespace {
 
-struct FssdpKnobs {
-  int window = 5;
-  int overlap_degree = -1;       // -1 = auto
-  double memory_budget = -1;     // bytes for materialization buffers; -1 = auto (free memory)
-  bool rematerialize = false;
-  bool calibrate = false;
-  bool heterogeneous = true;
-  int reshard_every = 100;
-  DispatchRule dispatch = DispatchRule::kTopology;
-  collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
-  bool single_queue = true;      // comm_queue=single: sparse collectives share the all-to-all's queue
-};
-
 // Bandwidth relevant to spAG (see header). A chain broadcast enters every node once, so t copies
 // cost t x expert bytes on each node's network links: the inter-node figure is the node's total
 // NIC bandwidth. It is used when it is much lower (> 2x) than a GPU's intra-node bandwidth.
@@ -539,7 +526,7 @@ class Fssdp final : public Strategy {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+FssdpKnobs parse_fssdp_knobs(const std::map<std::string, std::string>& knobs) {
   FssdpKnobs k;
   k.window = static_cast<int>(knob_int(knobs, "fssdp", "window", 5, 1, 100000));
   auto od = knobs.find("overlap_degree");
@@ -563,7 +550,11 @@ std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::str
                     ? collective::BroadcastAlgo::kDirect
                     : collective::BroadcastAlgo::kChain;
   k.single_queue = knob_choice(knobs, "fssdp", "comm_queue", "single", {"single", "separate"}) == "single";
-  return std::make_unique<Fssdp>(ctx, k);
+  return k;
+}
+
+std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  return std::make_unique<Fssdp>(ctx, parse_fssdp_knobs(knobs));
 }
 
 }  // namespace hs::strategy

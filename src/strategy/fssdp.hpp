@@ -42,9 +42,26 @@
 #include <memory>
 #include <string>
 
+#include "collective/sparse_plan.hpp"
+#include "strategy/materialization.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
+
+// FSSDP's knobs (README, `fssdp`), parsed and range-checked.
+struct FssdpKnobs {
+  int window = 5;
+  int overlap_degree = -1;       // -1 = auto
+  double memory_budget = -1;     // bytes for materialization buffers; -1 = auto (free memory)
+  bool rematerialize = false;
+  bool calibrate = false;
+  bool heterogeneous = true;
+  int reshard_every = 100;
+  DispatchRule dispatch = DispatchRule::kTopology;
+  collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
+  bool single_queue = true;      // comm_queue=single: sparse collectives share the all-to-all's queue
+};
+FssdpKnobs parse_fssdp_knobs(const std::map<std::string, std::string>& knobs);
 
 std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::string, std::string>& knobs);
 

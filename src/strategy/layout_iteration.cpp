@@ -35,8 +35,9 @@ TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayou
   return t;
 }
 
-LayoutIterationGraph::LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout)
-    : ctx_(ctx), layout_(layout), net_(ctx.topo) {}
+LayoutIterationGraph::LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout,
+                                           LayoutSparse sparse)
+    : ctx_(ctx), layout_(layout), sparse_(sparse), net_(ctx.topo) {}
 
 namespace {
 
@@ -49,7 +50,7 @@ struct CommDef {
   bool made = false;
 };
 
-enum Cls : uint8_t { kChunk, kTp, kPp, kDp, kA2a, kOther };
+enum Cls : uint8_t { kChunk, kTp, kPp, kDp, kA2a, kSparse, kOther };
 
 }  // namespace
 
@@ -66,13 +67,16 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   if (ctx_.flow_network) flow = std::make_unique<network::FlowNetwork>(topo, ctx_.flow_precision);
   else coflow = std::make_unique<network::CoflowNetwork>(topo);
   const engine::ModelId comm = 1;  // the id Simulation::add_model gives the network
-  std::vector<engine::ResourceId> compute(n), a2a(n), dp(n), ppf(n), ppb(n);
+  std::vector<engine::ResourceId> compute(n), a2a(n), dp(n), ppf(n), ppb(n), sparse(n);
+  bool any_sparse = false;
+  for (const LayerPlan& p : plans) any_sparse = any_sparse || !p.spag_flows.empty();
   for (int i = 0; i < n; ++i) {
     compute[i] = g.add_resource(fmt::format("gpu{}.compute", i), i);
     a2a[i] = g.add_resource(fmt::format("gpu{}.a2a", i), i);
     dp[i] = g.add_resource(fmt::format("gpu{}.dp", i), i);
     ppf[i] = g.add_resource(fmt::format("gpu{}.pp_fwd", i), i);
     ppb[i] = g.add_resource(fmt::format("gpu{}.pp_bwd", i), i);
+    sparse[i] = any_sparse && !sparse_.single_queue ? g.add_resource(fmt::format("gpu{}.sparse", i), i) : a2a[i];
   }
   std::vector<Component> comp;
   std::vector<uint8_t> cls;
@@ -121,7 +125,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     return d;
   };
   std::vector<std::vector<int>> stage_gpus(P);
-  std::vector<std::vector<engine::ResourceId>> st_a2a(P), st_dp(P), st_ppf(P), st_ppb(P);
+  std::vector<std::vector<engine::ResourceId>> st_a2a(P), st_dp(P), st_ppf(P), st_ppb(P), st_sparse(P);
   std::vector<CommDef> send_fwd(P), send_bwd(P);
   const double shard = act / t;  // sequence-parallel activation shard each GPU sends to the next stage
   for (int s = 0; s < P; ++s) {
@@ -130,6 +134,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     st_dp[s] = slice(dp, stage_gpus[s]);
     st_ppf[s] = slice(ppf, stage_gpus[s]);
     st_ppb[s] = slice(ppb, stage_gpus[s]);
+    st_sparse[s] = slice(sparse, stage_gpus[s]);
     for (int x : stage_gpus[s]) {
       if (s + 1 < P) send_fwd[s].flows.push_back({x, x + S, shard});
       if (s > 0) send_bwd[s].flows.push_back({x, x - S, shard});
@@ -142,7 +147,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   const int LM = m.moe_layers();
   std::vector<std::vector<double>> ef(LM, std::vector<double>(n, 0.0)), eb(LM, std::vector<double>(n, 0.0));
   std::vector<double> ef_mean(LM, 0), eb_mean(LM, 0);
-  std::vector<CommDef> disp(LM), comb(LM);
+  std::vector<CommDef> disp(LM), comb(LM), spag(LM), sprs(LM);
   std::vector<double> scratch;
   auto stage_of_block = [&](int b) {
     for (int s = 0; s < P; ++s) {
@@ -162,6 +167,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
       ef_mean[l] += ef[l][x] / S;
       eb_mean[l] += eb[l][x] / S;
     }
+    if (!p.spag_flows.empty()) {
+      spag[l] = {p.spag_flows, p.spag_latency, -1, true};
+      sprs[l] = {p.sprs_flows, p.sprs_latency, -1, true};
+    }
     scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
     for (double& v : scratch) v /= M;
     if (flow) {
@@ -180,6 +189,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   const double tokens = static_cast<double>(m.tokens_per_micro_batch()) / t;
   const double router = cc.router_and_permute(tokens).value(), unperm = cc.unpermute(tokens).value();
   const double head_f = cc.head_forward().value() / t, head_b = cc.head_backward().value() / t;
+  const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
+  auto copy_time = [&](int l, int x, double ratio) {
+    const auto& cb = plans[l].copy_bytes;
+    return cb.empty() || cb[x] <= 0 ? 0.0 : cc.memory_copy(Bytes(cb[x] * ratio)).value();
+  };
 
   // Dependencies on several tasks, each once (a TP collective is the last task of all its GPUs).
   auto depend = [&](std::vector<engine::TaskId>& preds, engine::TaskId id) {
@@ -223,6 +237,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     depend(preds, id);
     return id;
   };
+  // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
+  // tasks (the expert-DP reduction waits for them) and the micro-batch being emitted.
+  std::vector<engine::TaskId> pending_spag(LM, engine::kNoTask);
+  std::vector<std::vector<engine::TaskId>> stage_sprs(P);
+  int cur_mb = 0;
   auto moe = [&](int s, int l, bool forward) {
     for (int x : stage_gpus[s])
       compute_task(x, forward ? router : unperm, Component::kRouting);
@@ -230,10 +249,23 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     if (flow) flow->assign(a, disp[l].flows, disp[l].extra);
     else coflow->assign(a, disp[l].id);
+    const engine::TaskId gathered = forward ? pending_spag[l] : engine::kNoTask;
+    const bool returns = !forward && spag[l].made && cur_mb + 1 == M;
     for (int x : stage_gpus[s]) {
+      if (gathered != engine::kNoTask) {  // arrived copies into the expert buffer; the dispatch is not needed
+        const engine::TaskId c = compute_task(x, copy_time(l, x, 1.0), Component::kMaterializeCopy);
+        g.add_dependency(gathered, c);
+      }
       need[x] = a;
       compute_task(x, forward ? ef[l][x] : eb[l][x], Component::kExpertCompute, kChunk,
                    forward ? ef_mean[l] : eb_mean[l]);
+      if (returns) compute_task(x, copy_time(l, x, grad_ratio), Component::kMaterializeCopy);
+    }
+    if (forward) pending_spag[l] = engine::kNoTask;
+    if (returns) {
+      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
+      bind(r, sprs[l]);
+      stage_sprs[s].push_back(r);
     }
     const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
     if (flow) flow->assign(c, comb[l].flows, comb[l].extra);
@@ -247,9 +279,20 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   std::vector<std::vector<engine::TaskId>> sent_b = sent_f;
   auto emit = [&](int s, PipelineOp op, engine::TaskId recv) {
     for (int x : stage_gpus[s]) need[x] = recv;
+    cur_mb = op.mb;
     const auto [first, lastb] = L.stage_blocks(s, m.layers);
     if (op.forward) {
       for (int b = first; b < lastb; ++b) {
+        // The layer's copies are gathered once per iteration, from when the attention before its
+        // first forward starts (and its input has arrived).
+        if (op.mb == 0 && moe_index[b] >= 0 && spag[moe_index[b]].made) {
+          const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true);
+          std::vector<engine::TaskId> preds;
+          for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
+          depend(preds, id);
+          bind(id, spag[moe_index[b]]);
+          pending_spag[moe_index[b]] = id;
+        }
         sublayer(s, attn_f, Component::kAttention);
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
         else sublayer(s, ffn_f, Component::kAttention);
@@ -302,6 +345,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     };
     const engine::TaskId rs_d = dp_task(dgroups, params.dense * pr.grad_bytes, reduce_op);
     const engine::TaskId rs_e = dp_task(egroups, params.experts * pr.grad_bytes, reduce_op);
+    for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
     const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
     for (int x : stage_gpus[s]) {
       need[x] = rs_e;

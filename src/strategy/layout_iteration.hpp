@@ -31,6 +31,14 @@
 // steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
 // all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
 // the whole state. The iteration ends when every stage has.
+// Sparse collectives (FSSDP inside each stage's EP groups, LayoutSparse): an MoE layer whose plan
+// holds copies (spag_flows not empty) gathers them once per iteration, issued with the first
+// micro-batch's forward when the attention before the layer starts (one task for the stage, every
+// group's spAG at once, on the a2a stream with single_queue, else on a sparse stream of its own);
+// each GPU copies the arrived parameters into its expert buffer (compute, before the expert
+// forward; the dispatch does not wait for them). After the last micro-batch's expert backward each
+// GPU copies its copies' gradients out and the stage's spRS returns them to the owners (same
+// stream), which the expert-DP reduction of the stage waits for.
 #pragma once
 
 #include <memory>
@@ -72,11 +80,15 @@ struct LayoutStats {
   double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
 };
 
+struct LayoutSparse {
+  bool single_queue = true;  // spAG / spRS on the all-to-all's stream (one NCCL queue)
+};
+
 class LayoutIterationGraph {
  public:
-  LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout);
+  LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout, LayoutSparse sparse = {});
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
-  // tokens). Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
   IterationResult run(std::span<const LayerPlan> plans);
   const LayoutStats& stats() const { return stats_; }
@@ -84,8 +96,11 @@ class LayoutIterationGraph {
  private:
   const Context& ctx_;
   workload::ParallelLayout layout_;
+  LayoutSparse sparse_;
   collective::AnalyticNetwork net_;
   LayoutStats stats_;
+ public:
+  collective::AnalyticNetwork& network() { return net_; }
 };
 
 }  // namespace hs::strategy

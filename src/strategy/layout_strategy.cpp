@@ -54,12 +54,7 @@ class LayoutExpertParallel final : public Strategy {
     return r;
   }
 
-  std::vector<ResolvedSetting> resolved() const override {
-    const auto& st = graph_.stats();
-    return {resolved_text("layout", workload::describe(layout_)), resolved_value("pp_bubble", st.bubble),
-            resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
-            resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3)};
-  }
+  std::vector<ResolvedSetting> resolved() const override { return layout_resolved(layout_, graph_.stats()); }
 
  private:
   const Context& ctx_;
@@ -71,11 +66,18 @@ class LayoutExpertParallel final : public Strategy {
 
 }  // namespace
 
+std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st) {
+  return {resolved_text("layout", workload::describe(layout)), resolved_value("pp_bubble", st.bubble),
+          resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
+          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3)};
+}
+
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout) {
+  if (spec.name == "fssdp") return make_layout_fssdp(spec, ctx, layout);
   if (spec.name != "ep")
     throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("strategy {} does not run under --layout yet (built: ep)", spec.name));
+                     fmt::format("strategy {} does not run under --layout yet (built: ep, fssdp)", spec.name));
   if (!spec.knobs.empty())
     throw InputError({"--strategy", 0, 0}, spec.full, "under --layout, EP's group size is the layout's ep: drop the knobs");
   return std::make_unique<LayoutExpertParallel>(ctx, layout);

@@ -1,11 +1,13 @@
 // Strategies under a parallel layout (`--layout`): the layout's iteration graph
 // (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each stage's EP groups.
-// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does). The
-// other strategies are refused with a message naming --strategy (exit 2) until they compose.
+// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does) and
+// FSSDP (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp). The other strategies
+// are refused with a message naming --strategy (exit 2) until they compose.
 #pragma once
 
 #include <memory>
 
+#include "strategy/layout_iteration.hpp"
 #include "strategy/strategy.hpp"
 #include "workload/parallel_layout.hpp"
 
@@ -14,5 +16,16 @@ namespace hs::strategy {
 // `layout` must be resolved (workload::resolve_layout) against ctx's topology and model.
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
+
+// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; rematerialize,
+// calibrate, heterogeneous=true and reshard_every are refused (InputError naming the knob).
+std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
+                                            const workload::ParallelLayout& layout);
+// The last iteration's per-MoE-layer plans of a strategy make_layout_fssdp built (null otherwise).
+const std::vector<LayerPlan>* layout_fssdp_plans(const Strategy& s);
+
+// The resolved settings every strategy under a layout reports: layout, pp_bubble, and the TP / PP /
+// DP communication on the critical path.
+std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st);
 
 }  // namespace hs::strategy

@@ -184,16 +184,11 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   }
 }
 
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
-                        collective::AnalyticNetwork& net, double window) {
-  const int E = static_cast<int>(load.size());
-  auto fits = [&](int t) {
-    if (t == 0) return true;
-    const auto p = materialize(load, owner, node_of, t, slots);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo,
-                                                        collective::chain_channels(net.topology()))) <= window;
-  };
+namespace {
+
+// The largest t in [0, E] with fits(t), assuming fits is monotone; fits(0) holds without a test.
+template <class Fits>
+int overlap_search(int E, const Fits& fits) {
   int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
   if (fits(hi)) return hi;
   while (hi - lo > 1) {
@@ -202,6 +197,46 @@ int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>&
     else hi = mid;
   }
   return lo;
+}
+
+}  // namespace
+
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
+                        collective::AnalyticNetwork& net, double window) {
+  auto fits = [&](int t) {
+    if (t == 0) return true;
+    const auto p = materialize(load, owner, node_of, t, slots);
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo,
+                                                        collective::chain_channels(net.topology()))) <= window;
+  };
+  return overlap_search(static_cast<int>(load.size()), fits);
+}
+
+collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus) {
+  collective::SparsePlacement out{std::vector<int>(p.owner.size()), std::vector<std::vector<int>>(p.replicas.size())};
+  for (size_t e = 0; e < p.owner.size(); ++e) {
+    out.owner[e] = gpus[p.owner[e]];
+    for (int g : p.replicas[e]) out.replicas[e].push_back(gpus[g]);
+    std::sort(out.replicas[e].begin(), out.replicas[e].end());
+  }
+  return out;
+}
+
+int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
+                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
+                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window) {
+  const auto& topo = net.topology();
+  std::vector<int> node_of, world_node_of;
+  for (int g : gpus) node_of.push_back(topo.node_of(g));
+  for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
+  auto fits = [&](int t) {
+    if (t == 0) return true;
+    const auto p = on_gpus(materialize(load, owner, node_of, t, slots), gpus);
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, world_node_of, algo,
+                                                        collective::chain_channels(topo))) <= window;
+  };
+  return overlap_search(static_cast<int>(load.size()), fits);
 }
 
 int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,

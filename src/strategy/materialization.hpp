@@ -58,6 +58,17 @@ int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>&
                         int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
                         double window);
 
+// A placement planned over a group of GPUs in the group's own ids (0..gpus.size()-1) on the
+// topology's GPUs: id i becomes gpus[i] (replica lists stay sorted).
+collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus);
+
+// plan_overlap_degree for one group of GPUs (an FSSDP group inside a pipeline stage): `owner` and
+// `slots` in the group's ids, materialize() plans over the group alone (the nodes of `gpus`), and
+// each plan tried is moved onto `gpus` before the network times its spAG.
+int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
+                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
+                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window);
+
 enum class DispatchRule { kTopology, kEven };
 
 struct DispatchResult {

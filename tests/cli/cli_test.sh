@@ -193,6 +193,20 @@ sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {communication: 0.1}}/' "$roo
 expect 0 -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
 expect 2 "overlap_slowdown.communication" "analytic tier only" -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --network flow
 expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
+# FSSDP under a layout: each stage's EP groups are FSSDP groups; its unbuilt knobs are refused by name.
+"${run[@]}" --layout tp=2,pp=2,ep=2 --strategy ep,fssdp --format json > "$tmp/lf.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep, fs = json.load(open(sys.argv[1]))['strategies']
+r = fs['resolved']
+assert r['layout'] == ep['resolved']['layout'] and r['fssdp_group_gpus'] == 2, r
+assert isinstance(r['overlap_degree'], list) and len(r['overlap_degree']) == 2, r
+assert isinstance(r['copies_per_layer'], list) and r['comm_queue'] == 'single', r
+assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_bytes'], ep['peak_memory_bytes'])
+" "$tmp/lf.json" && echo "ok: fssdp under --layout" || { echo "FAIL: fssdp under --layout"; fails=$((fails+1)); }
+expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
+expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
+expect 2 "smartmoe" "does not run under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy smartmoe
 # FasterMoE says what its policy's automatic model parameters became and what it shadowed per layer.
 "${run[@]}" --strategy fastermoe --format json > "$tmp/fm.json" 2>/dev/null
 python3 -c "

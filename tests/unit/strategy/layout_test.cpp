@@ -4,6 +4,7 @@
 
 #include "collective/analytic_network.hpp"
 #include "collective/ring.hpp"
+#include "cost/memory_model.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "support/test_platforms.hpp"
@@ -112,13 +113,127 @@ TEST_CASE("a layout whose TP group crosses nodes is slower than one keeping TP i
   CHECK(tp_across > 2 * tp_inside);
 }
 
-TEST_CASE("under a layout only EP is built; other strategies are refused naming --strategy") {
+TEST_CASE("under a layout EP and FSSDP are built; other strategies and FSSDP's unbuilt knobs are refused") {
   auto topo = test::node8();
   auto model = test::tiny_moe_model();
   cost::ComputeCost cc(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, cc, 1};
   auto l = layout("tp=2,ep=4", topo, model);
-  CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l), InputError);
+  CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("smartmoe"), ctx, l), InputError);
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l) != nullptr);
+  for (const char* knob : {"rematerialize=true", "calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
+    const std::string spec = std::string("fssdp:") + knob;
+    const std::string name = spec.substr(6, spec.find('=') - 6);
+    try {
+      strategy::make_layout_strategy(strategy::parse_strategy_spec(spec), ctx, l);
+      FAIL("accepted ", spec);
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find("fssdp:" + name) != std::string::npos);
+    }
+  }
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp:heterogeneous=false"), ctx, l) != nullptr);
+}
+
+namespace {
+// 8 GPUs in one node, pp 2 stages of 4 GPUs, EP groups of 2 (two per stage): {0,1} {2,3} | {4,5} {6,7}.
+// 4 MoE blocks (2 per stage), 4 experts: a group's first GPU owns experts 0 and 1, its second 2 and 3.
+struct Fixture {
+  topology::Topology topo = test::node8();
+  workload::ModelSpec model = [] {
+    auto m = test::small_moe_model("fs", 4, 1, 1024, 1, 4);
+    m.grad_accum = 2;
+    return m;
+  }();
+  cost::ComputeCost cc{topo.gpu_model(), model};
+  strategy::Context ctx{topo, model, cc, 1};
+  workload::ParallelLayout l = layout("pp=2,ep=2", topo, model);
+  std::unique_ptr<strategy::Strategy> make(const std::string& spec) {
+    return strategy::make_layout_strategy(strategy::parse_strategy_spec(spec), ctx, l);
+  }
+};
+// Every GPU routes (per iteration) `hot` tokens to expert 0 and `cold` to each other expert.
+std::vector<double> hot_loads(int L, int n, double hot, double cold) {
+  std::vector<double> v(static_cast<size_t>(L) * n * 4, cold);
+  for (int l = 0; l < L; ++l)
+    for (int g = 0; g < n; ++g) v[(static_cast<size_t>(l) * n + g) * 4] = hot;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("FSSDP under a layout without copies (overlap_degree=0) is EP under the same layout") {
+  // No copies: owners are EP's blocks, dispatch goes to the owner, no spAG / spRS / copy tasks, so
+  // the task graph, its durations and the memory are EP's.
+  Fixture f;
+  for (const auto& loads : {test::uniform_loads(4, 8, 4, 2 * 1024.0), hot_loads(4, 8, 1400, 200)}) {
+    auto ep = f.make("ep");
+    auto fs = f.make("fssdp:overlap_degree=0");
+    for (int it = 0; it < 2; ++it) {
+      const auto a = ep->simulate(loads);
+      const auto b = fs->simulate(loads);
+      CHECK(b.time == hs::test::approx(a.time));
+      for (int c = 0; c < static_cast<int>(strategy::Component::kCount); ++c)
+        CHECK(b.breakdown[c] == hs::test::approx(a.breakdown[c]));
+      CHECK(b.memory.total() == hs::test::approx(a.memory.total()));
+      CHECK(b.memory.copy_params == 0);
+    }
+  }
+}
+
+TEST_CASE("FSSDP under a layout: a hot expert per group gets a copy inside its EP group") {
+  // Every GPU routes 1400 tokens to expert 0 and 200 to each of experts 1-3 per iteration. EP: in a
+  // group {a, b} a owns experts 0 and 1 and receives 2 x (1400 + 200) = 3200 tokens, b 2 x 400 = 800.
+  // FSSDP with t = 1 (after the first iteration the prediction ranks expert 0 first): expert 0 is
+  // copied to b; topology-aware dispatch keeps each source's expert-0 tokens on its own GPU
+  // (both hold it), so a computes 1400 + 2 x 200 = 1800 and b 1400 + 2 x 400 = 2200: the stage's
+  // busiest GPU drops from 3200 to 2200 tokens.
+  Fixture f;
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  auto ep = f.make("ep");
+  auto fs = f.make("fssdp:overlap_degree=1:memory_budget=1GiB");
+  strategy::IterationResult a, b;
+  for (int it = 0; it < 2; ++it) a = ep->simulate(loads), b = fs->simulate(loads);
+  const auto* plans = strategy::layout_fssdp_plans(*fs);
+  REQUIRE(plans != nullptr);
+  REQUIRE(plans->size() == 4u);
+  for (int l = 0; l < 4; ++l) {
+    const auto& p = (*plans)[l];
+    const int stage = l / 2;
+    for (int k = 0; k < 2; ++k) {
+      const int x = stage * 4 + 2 * k;
+      CHECK(p.received_tokens[x] == hs::test::approx(1800.0));
+      CHECK(p.received_tokens[x + 1] == hs::test::approx(2200.0));
+    }
+    // One copy per group: expert 0 from the group's first GPU to its second, and back in spRS.
+    REQUIRE_FALSE(p.spag_flows.empty());
+    for (const auto& t : p.spag_flows) {
+      CHECK(t.src / 2 == t.dst / 2);  // same EP group
+      CHECK(t.src / 4 == stage);
+      CHECK(t.src % 2 == 0);
+    }
+    for (const auto& t : p.sprs_flows) CHECK(t.src / 2 == t.dst / 2);
+    double sent = 0;
+    for (const auto& t : p.spag_flows) sent += t.bytes;
+    const double expert_bytes = cost::count_params(f.model).per_expert * f.model.precision.param_bytes;
+    CHECK(sent == hs::test::approx(2 * expert_bytes));  // two groups, one copy each
+    CHECK(p.copy_bytes[stage * 4 + 1] == hs::test::approx(expert_bytes));
+  }
+  CHECK(b.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] <
+        a.breakdown[static_cast<int>(strategy::Component::kStragglerWait)]);
+  MESSAGE("EP ", a.time * 1e3, " ms, FSSDP ", b.time * 1e3, " ms; straggler ",
+          a.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] * 1e3, " vs ",
+          b.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] * 1e3, " ms");
+  // Memory: the worst GPU is a copy holder (it computes the most tokens); its copies of the stage's
+  // two layers stay from the first forward to the last backward, and with 2 micro-batches their
+  // gradient buffers accumulate until the spRS after the last backward: copy_params = 2 x expert
+  // bytes, copy_grads = 2 x per_expert x grad bytes.
+  const auto params = cost::count_params(f.model);
+  CHECK(b.memory_gpu % 2 == 1);
+  CHECK(b.memory.copy_params == hs::test::approx(2 * params.per_expert * f.model.precision.param_bytes));
+  CHECK(b.memory.copy_grads == hs::test::approx(2 * params.per_expert * f.model.precision.grad_bytes));
+  CHECK(b.memory.total() > a.memory.total());
+  bool reported = false;
+  for (const auto& x : fs->resolved()) reported = reported || (x.key == "overlap_degree" && x.json == "[1, 1, 1, 1]");
+  CHECK(reported);
 }
 
 TEST_CASE("recomputation costs time: full re-runs each block's forward before its backward") {
