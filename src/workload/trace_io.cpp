@@ -147,7 +147,10 @@ class Parser {
     od::parser parser;
     od::document doc;
     auto fail_json = [&](simdjson::error_code e, const char* w) {
-      error(w ? w : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
+      if (e == simdjson::UTF8_ERROR)
+        error(first_non_utf8(buf_.data(), buf_.size()), "", "not UTF-8 text (JSON must be UTF-8)");
+      else
+        error(w ? w : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
     };
     if (auto e = parser.iterate(buf_).get(doc)) {
       fail_json(e, nullptr);
