@@ -32,6 +32,10 @@ namespace hs::cli {
 
 namespace {
 
+// The most sizes one sweep from -b to -e may have (each is a simulation; nccl-tests' -f 2 over 8 B
+// to 8 GiB gives 31).
+constexpr size_t kMaxSizes = 4096;
+
 struct CollectiveOptions {
   std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", network = "analytic", matrix, compare,
                                  calibration, format = "table", out = "-";
@@ -163,7 +167,11 @@ int run_collective(const CollectiveOptions& o) {
       const double lo = parse_size(o.min, "-b"), hi = parse_size(o.max, "-e");
       if (hi < lo) throw InputError({"-e", 0, 0}, o.max, "the largest size must be at least the smallest (-b)");
       if (!(o.factor > 1)) throw InputError({"-f", 0, 0}, fmt::format("{}", o.factor), "expected a factor above 1");
-      for (double s = lo; s <= hi * (1 + 1e-12); s *= o.factor) sizes.push_back(std::floor(s));
+      for (double s = lo; s <= hi * (1 + 1e-12); s *= o.factor) {
+        if (sizes.size() == kMaxSizes)
+          throw InputError({"-f", 0, 0}, fmt::format("{}", o.factor), fmt::format("more than {} sizes from -b to -e", kMaxSizes));
+        sizes.push_back(std::floor(s));
+      }
       std::set<int> nodes;
       for (int g : group) nodes.insert(topo.node_of(g));
       group_note = fmt::format("{} ranks on {} node(s)", group.size(), nodes.size());
