@@ -22,18 +22,19 @@ namespace od = simdjson::ondemand;
 constexpr double kMaxBytes = 9007199254740992.0;  // 2^53: every byte count up to it is exact in a double
 constexpr const char* kPairShape = "expected [src, dst, bytes] with integer ranks";
 
-// Puts pairs into the matrix, refusing ranks out of range, bad byte counts and repeated pairs.
+// Puts pairs into the matrix, refusing ranks out of range, bad byte counts and repeated pairs: put()
+// returns what is wrong (empty when the pair went in), so the caller locates only a bad pair (a
+// location costs a scan of the text up to it).
 class Builder {
  public:
   explicit Builder(int gpus) : gpus_(gpus), m_(static_cast<size_t>(gpus) * gpus, 0.0) {}
-  void put(int64_t a, int64_t b, double bytes, SourceLocation where, const std::string& field) {
+  std::string put(int64_t a, int64_t b, double bytes) {
     if (a < 0 || a >= gpus_ || b < 0 || b >= gpus_)
-      throw InputError(std::move(where), field, fmt::format("rank out of range: the topology has GPUs 0..{}", gpus_ - 1));
-    if (!(bytes >= 0) || !(bytes <= kMaxBytes))
-      throw InputError(std::move(where), field, "expected non-negative bytes, at most 2^53");
-    if (!seen_.insert({a, b}).second)
-      throw InputError(std::move(where), field, fmt::format("pair {} -> {} given twice", a, b));
+      return fmt::format("rank out of range: the topology has GPUs 0..{}", gpus_ - 1);
+    if (!(bytes >= 0) || !(bytes <= kMaxBytes)) return "expected non-negative bytes, at most 2^53";
+    if (!seen_.insert({a, b}).second) return fmt::format("pair {} -> {} given twice", a, b);
     m_[static_cast<size_t>(a) * gpus_ + static_cast<size_t>(b)] = bytes;
+    return {};
   }
   std::vector<double> take() { return std::move(m_); }
 
@@ -94,7 +95,7 @@ std::vector<double> parse_json(const std::string_view text, const std::string& f
         ++n;
       }
       if (n != 3) throw InputError(at(ew), field, kPairShape);
-      out.put(rank[0], rank[1], bytes, at(ew), field);
+      if (auto problem = out.put(rank[0], rank[1], bytes); !problem.empty()) throw InputError(at(ew), field, problem);
     }
   }
   if (!have_pairs) throw InputError(at(nullptr), "pairs", "missing: expected {\"pairs\": [[src, dst, bytes], ...]}");
@@ -130,7 +131,7 @@ std::vector<double> parse_text(const std::string_view text, const std::string& f
     } catch (const std::out_of_range&) {
       throw InputError({file, ln, 0}, "", "number out of range");
     }
-    out.put(sa, sb, v, {file, ln, 0}, "");
+    if (auto problem = out.put(sa, sb, v); !problem.empty()) throw InputError({file, ln, 0}, "", problem);
   }
   return out.take();
 }
