@@ -311,8 +311,12 @@ class Parser {
         error(w, std::string(key), "unknown key (known: format, version, model, workload, axes, provenance, records)");
       }
     }
-    {
-      // simdjson 3.0's On-Demand document has no at_end(): a cheap check for trailing garbage.
+    // simdjson 3.0's On-Demand document has no at_end(): where the document still has a location
+    // after the root object, something follows it (another value: `{...} {}` had been read as the
+    // first object alone); otherwise the last character must close the object.
+    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
+      error(rest, "", "trailing content after the JSON object");
+    } else {
       size_t n = buf_.size();
       while (n > 0 && (buf_.data()[n - 1] == ' ' || buf_.data()[n - 1] == '\n' || buf_.data()[n - 1] == '\r' ||
                        buf_.data()[n - 1] == '\t'))

@@ -431,6 +431,8 @@ printf "${topo_head}nodes: 1\n\tgpus_per_node: 8\n" > "$tmp/tab.yaml"
 expect 2 "tab.yaml:5:1: error: malformed YAML" -- "$sim" topo show "$tmp/tab.yaml"
 python3 -c "import sys; t=open(sys.argv[1]).read(); open(sys.argv[2], 'w').write(t.replace('\"top_k\"', '\"experts\": 8, \"top_k\"', 1))" "$fx/tiny-trace.json" "$tmp/dupkey.json"
 expect 2 "dupkey.json:[0-9]+:[0-9]+: error: model.experts: key given twice" -- "$sim" trace validate "$tmp/dupkey.json"
+{ cat "$fx/tiny-trace.json"; echo '{}'; } > "$tmp/twoobjects.json"
+expect 2 "twoobjects.json:13:1: error: trailing content after the JSON object" -- "$sim" trace validate "$tmp/twoobjects.json"
 { printf '\xef\xbb\xbf'; cat "$fx/tiny-trace.json"; } > "$tmp/bom.json"
 expect 0 -- "$sim" trace validate "$tmp/bom.json"
 # Absurd sizes are refused before anything is allocated: 2^20 micro-batches, 2^44 tokens per GPU,
