@@ -426,6 +426,9 @@ Trace import_megatron(const std::string& path, const ImportOptions& opt, int exp
         fail_at(key_at, std::string(key), "unknown key (known: step, layer, rank, micro_batch, top_indices)");
       }
     }
+    // A location left after the object means another value follows it on the line.
+    if (const char* rest = nullptr; !doc.current_location().get(rest))
+      fail_at(rest, "", "expected one JSON object per line: something follows it");
     if (step < 0 || layer < 0 || rank < 0 || !have_idx)
       fail_at(nullptr, "", "expected the keys step, layer, rank and top_indices");
     if (micro_first_line == 0) micro_first_line = line_no, micro = micro_batch >= 0;

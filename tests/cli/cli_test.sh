@@ -92,6 +92,8 @@ printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]], "colour": 1}
 expect 2 "bad.jsonl:1:" "colour" "unknown key" -- "$sim" trace import megatron "$tmp/bad.jsonl" -o "$tmp/x.json"
 printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]]}\n{"step": 0, "layer": 1, "rank": 0, "layer": 0, "top_indices": [[0, 1]]}\n' > "$tmp/dup.jsonl"
 expect 2 "dup.jsonl:2:[0-9]+: error: layer: key given twice" -- "$sim" trace import megatron "$tmp/dup.jsonl" -o "$tmp/x.json"
+printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]]} {"step": 1}\n' > "$tmp/two.jsonl"
+expect 2 "two.jsonl:1:61: error: expected one JSON object per line" -- "$sim" trace import megatron "$tmp/two.jsonl" -o "$tmp/x.json"
 
 # Micro-batches (trace v1.1, axis micro_batch): kept by the importers, checked by the reader, routed
 # per micro-batch by run; bad ones are located input errors.
