@@ -14,8 +14,8 @@ if [ ! -f build-fuzz/build.ninja ]; then
 fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_topology fuzz_model fuzz_trace fuzz_trace_gz fuzz_units fuzz_sweep
-                                     fuzz_calibration fuzz_nccl_tests fuzz_measured fuzz_import)
-ninja -C build-fuzz "${targets[@]/#/tests/fuzz/}" >/dev/null
+                                     fuzz_calibration fuzz_nccl_tests fuzz_measured fuzz_import fuzz_plan fuzz_matrix)
+ninja -C build-fuzz "${targets[@]/#/tests/fuzz/}" > build-fuzz/ninja.log || { cat build-fuzz/ninja.log; exit 1; }
 mkdir -p build-fuzz/findings
 status=0
 for t in "${targets[@]}"; do

@@ -20,6 +20,7 @@
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
 #include "collective/all_to_all.hpp"
+#include "collective/byte_matrix.hpp"
 #include "collective/nccl_op.hpp"
 #include "engine/simulation.hpp"
 #include "network/flow_network.hpp"
@@ -30,6 +31,10 @@
 namespace hs::cli {
 
 namespace {
+
+// The most sizes one sweep from -b to -e may have (each is a simulation; nccl-tests' -f 2 over 8 B
+// to 8 GiB gives 31).
+constexpr size_t kMaxSizes = 4096;
 
 struct CollectiveOptions {
   std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", network = "analytic", matrix, compare,
@@ -53,72 +58,6 @@ double parse_size(const std::string& s, const char* flag) {
   } catch (const std::exception&) {
   }
   throw InputError({flag, 0, 0}, s, "expected a size in bytes as nccl-tests takes it: 8, 64K, 128M, 8G");
-}
-
-// A byte matrix: text, one `src dst bytes` per line, '#' comments; or JSON {"pairs": [[src, dst, bytes], ...]}.
-std::vector<double> read_matrix(const std::string& path, int gpus) {
-  const std::string text = read_file(path);
-  std::vector<double> m(static_cast<size_t>(gpus) * gpus, 0.0);
-  std::set<std::pair<long, long>> seen;
-  auto put = [&](long a, long b, double bytes, int line, const std::string& field) {
-    if (a < 0 || a >= gpus || b < 0 || b >= gpus)
-      throw InputError({path, line, 0}, field, fmt::format("rank out of range: the topology has GPUs 0..{}", gpus - 1));
-    if (!(bytes >= 0) || !std::isfinite(bytes)) throw InputError({path, line, 0}, field, "expected non-negative bytes");
-    if (!seen.insert({a, b}).second) throw InputError({path, line, 0}, field, fmt::format("pair {} -> {} given twice", a, b));
-    m[static_cast<size_t>(a) * gpus + b] = bytes;
-  };
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    // JSON: the line of each pair is found by counting newlines up to its opening bracket.
-    const auto key = text.find("\"pairs\"");
-    if (key == std::string::npos) throw InputError({path, 1, 0}, "pairs", "expected {\"pairs\": [[src, dst, bytes], ...]}");
-    size_t pos = text.find('[', key);
-    if (pos == std::string::npos) throw InputError({path, 1, 0}, "pairs", "expected a list of [src, dst, bytes]");
-    int i = 0;
-    while (true) {
-      const size_t open = text.find('[', pos + 1);
-      const size_t end = text.find(']', pos + 1);
-      if (open == std::string::npos || end < open) break;
-      const size_t close = text.find(']', open);
-      const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(open), '\n'));
-      std::string inner = text.substr(open + 1, close - open - 1);
-      std::replace(inner.begin(), inner.end(), ',', ' ');
-      std::istringstream in(inner);
-      double a = 0, b = 0, bytes = 0;
-      std::string extra;
-      if (!(in >> a >> b >> bytes) || (in >> extra) || a != std::floor(a) || b != std::floor(b))
-        throw InputError({path, line, 0}, fmt::format("pairs[{}]", i), "expected [src, dst, bytes] with integer ranks");
-      put(static_cast<long>(a), static_cast<long>(b), bytes, line, fmt::format("pairs[{}]", i));
-      pos = close;
-      ++i;
-    }
-    return m;
-  }
-  std::istringstream in(text);
-  std::string line;
-  int ln = 0;
-  while (std::getline(in, line)) {
-    ++ln;
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    std::istringstream ls(line);
-    std::string a, b, bytes, extra;
-    if (!(ls >> a)) continue;
-    if (!(ls >> b >> bytes) || (ls >> extra))
-      throw InputError({path, ln, 0}, "", "expected `src dst bytes` (one pair per line, # starts a comment)");
-    try {
-      size_t ua = 0, ub = 0, uc = 0;
-      const long sa = std::stol(a, &ua), sb = std::stol(b, &ub);
-      const double v = std::stod(bytes, &uc);
-      if (ua != a.size() || ub != b.size() || uc != bytes.size()) throw std::invalid_argument("x");
-      put(sa, sb, v, ln, "");
-    } catch (const std::invalid_argument&) {
-      throw InputError({path, ln, 0}, "", "expected integers src, dst and a number of bytes");
-    } catch (const std::out_of_range&) {
-      throw InputError({path, ln, 0}, "", "number out of range");
-    }
-  }
-  return m;
 }
 
 std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) {
@@ -194,7 +133,7 @@ int run_collective(const CollectiveOptions& o) {
   if (!o.matrix.empty()) {
     if (!o.op.empty() && o.op != "all_to_all_v")
       throw InputError({"--op", 0, 0}, o.op, "--matrix times an all_to_all_v: drop --op or say --op all_to_all_v");
-    const auto m = read_matrix(o.matrix, topo.num_gpus());
+    const auto m = collective::read_byte_matrix(o.matrix, topo.num_gpus());
     double extra = 0, total = 0;
     const collective::Coflow c = collective::alltoallv_flows(topo, m, false, extra);
     for (const auto& t : c) total += t.bytes;
@@ -228,7 +167,11 @@ int run_collective(const CollectiveOptions& o) {
       const double lo = parse_size(o.min, "-b"), hi = parse_size(o.max, "-e");
       if (hi < lo) throw InputError({"-e", 0, 0}, o.max, "the largest size must be at least the smallest (-b)");
       if (!(o.factor > 1)) throw InputError({"-f", 0, 0}, fmt::format("{}", o.factor), "expected a factor above 1");
-      for (double s = lo; s <= hi * (1 + 1e-12); s *= o.factor) sizes.push_back(std::floor(s));
+      for (double s = lo; s <= hi * (1 + 1e-12); s *= o.factor) {
+        if (sizes.size() == kMaxSizes)
+          throw InputError({"-f", 0, 0}, fmt::format("{}", o.factor), fmt::format("more than {} sizes from -b to -e", kMaxSizes));
+        sizes.push_back(std::floor(s));
+      }
       std::set<int> nodes;
       for (int g : group) nodes.insert(topo.node_of(g));
       group_note = fmt::format("{} ranks on {} node(s)", group.size(), nodes.size());

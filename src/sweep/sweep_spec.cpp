@@ -69,7 +69,9 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
   } else {
     s.networks = {{"analytic", r.where()}};
   }
+  SourceLocation strategies_at = r.where();
   if (auto n = r.child("strategies"); n) {
+    strategies_at = ctx.at(n);
     if (!n.IsMap() || n.size() == 0) {
       diags.error(ctx.at(n), "strategies", "expected a map NAME: {KNOB: [VALUES...]} with at least one strategy");
     } else {
@@ -163,6 +165,22 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
       diags.error(ctx.at(n), "search", "expected grid or {random: {samples: N, seed: S}}");
     }
   }
+  // Every point of the grid is held in memory (a random search samples from the expanded grid), so
+  // a grid beyond kMaxSweepPoints is refused here, before anything is expanded.
+  double points = static_cast<double>(s.topologies.size()) * s.traces.size() * s.networks.size() * s.models.size() *
+                  s.calibrations.size();
+  for (const auto& m : s.model) points *= static_cast<double>(m.values.size());
+  double per_setting = 0;
+  for (const auto& st : s.strategies) {
+    double n = 1;
+    for (const auto& k : st.knobs) n *= static_cast<double>(k.values.size());
+    per_setting += n;
+  }
+  points *= per_setting;
+  if (points > kMaxSweepPoints)
+    diags.error(strategies_at, "strategies",
+                fmt::format("the grid has {:.3g} points, more than {} (split the study into several sweeps)", points,
+                            kMaxSweepPoints));
   r.finish();
   diags.throw_if_errors();
   return s;

@@ -30,6 +30,9 @@
 
 namespace hs::sweep {
 
+// The most points a sweep's grid may have (all of them are expanded in memory before any runs).
+inline constexpr int kMaxSweepPoints = 1'000'000;
+
 struct AxisValue {
   std::string text;
   SourceLocation at;

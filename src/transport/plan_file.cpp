@@ -150,7 +150,10 @@ class Reader {
     diags_.error(at(where), std::move(field), std::move(msg));
   }
   [[noreturn]] void malformed(const char* where, simdjson::error_code e) {
-    error(where ? where : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
+    if (e == simdjson::UTF8_ERROR)
+      error(first_non_utf8(buf_.data(), buf_.size()), "", "not UTF-8 text (JSON must be UTF-8)");
+    else
+      error(where ? where : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
     throw Malformed{};
   }
   static const char* where(od::value& v) {
@@ -585,8 +588,10 @@ class Reader {
 
 }  // namespace
 
+// A UTF-8 byte-order mark is skipped, as in traces.
 Plan parse_plan(const std::string& text, const std::string& file) {
-  const simdjson::padded_string buf(text);
+  const bool bom = text.rfind("\xEF\xBB\xBF", 0) == 0;
+  const simdjson::padded_string buf(bom ? std::string_view(text).substr(3) : std::string_view(text));
   return Reader(buf, file).run();
 }
 

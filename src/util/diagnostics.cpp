@@ -1,5 +1,6 @@
 #include "util/diagnostics.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
 
 namespace hs {
@@ -16,6 +17,26 @@ SourceLocation locate_in_text(const char* text, size_t size, const char* p, cons
     }
   }
   return {file, line, col};
+}
+
+size_t invalid_utf8(std::string_view t) {
+  size_t i = 0;
+  while (i < t.size()) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+    if (n < 0 || i + n >= t.size() + (n == 0 ? 1 : 0)) return i;
+    uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+    for (int k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(t[i + k]);
+      if ((d >> 6) != 2) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return i;
+    i += n + 1;
+  }
+  return std::string_view::npos;
 }
 
 std::string to_string(const Diagnostic& d) {

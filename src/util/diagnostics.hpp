@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hs {
@@ -35,6 +36,16 @@ std::string to_string(const Diagnostic& d);
 // The 1-based line:column of `p` inside text[0, size) (parsers that keep a pointer into their buffer,
 // e.g. simdjson's current_location, call this only on errors); {file, 0, 0} when p is not inside.
 SourceLocation locate_in_text(const char* text, size_t size, const char* p, const std::string& file);
+
+// The offset of the first byte of `text` that does not continue valid UTF-8 (overlong forms,
+// surrogates and code points above U+10FFFF included), or npos. Loaders use it to name the line of
+// non-UTF-8 bytes (YAML before parsing; JSON when simdjson reports a UTF-8 error).
+size_t invalid_utf8(std::string_view text);
+// The first byte of text[0, size) that is not UTF-8 (text itself when every byte is).
+inline const char* first_non_utf8(const char* text, size_t size) {
+  const size_t bad = invalid_utf8(std::string_view(text, size));
+  return text + (bad == std::string_view::npos ? 0 : bad);
+}
 
 class Diagnostics {
  public:

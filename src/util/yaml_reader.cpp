@@ -43,28 +43,6 @@ void check_keys(const YAML::Node& n, YamlContext& ctx, const std::string& path) 
 }
 }  // namespace
 
-// The first byte that does not continue valid UTF-8 (overlong forms, surrogates and code points
-// above U+10FFFF included), or npos.
-size_t invalid_utf8(const std::string& t) {
-  size_t i = 0;
-  while (i < t.size()) {
-    const auto c = static_cast<unsigned char>(t[i]);
-    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-    if (n < 0 || i + n >= t.size() + (n == 0 ? 1 : 0)) return i;
-    uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(t[i + k]);
-      if ((d >> 6) != 2) return i;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return i;
-    i += n + 1;
-  }
-  return std::string::npos;
-}
-
 namespace {
 
 // Records where each document starts and ignores every other event.
@@ -97,10 +75,8 @@ class DocumentStarts final : public YAML::EventHandler {
 
 YAML::Node parse_yaml(const std::string& text, YamlContext& ctx) {
   if (const size_t bad = invalid_utf8(text); bad != std::string::npos) {
-    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
-    const size_t bol = text.rfind('\n', bad == 0 ? 0 : bad - 1);
-    const int col = static_cast<int>(bad - (bol == std::string::npos || bad == 0 ? 0 : bol + 1)) + 1;
-    ctx.diags->error({ctx.file, line, col}, "", "not UTF-8 text (YAML files must be UTF-8)");
+    ctx.diags->error(locate_in_text(text.data(), text.size(), text.data() + bad, ctx.file), "",
+                     "not UTF-8 text (YAML files must be UTF-8)");
     return YAML::Node(YAML::NodeType::Undefined);
   }
   try {

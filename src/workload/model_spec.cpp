@@ -105,7 +105,9 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   m.heads = static_cast<int>(r.integer("heads", true, 1, 1 << 16).value_or(0));
   m.seq_len = static_cast<int>(r.integer("seq_len", true, 1, 1 << 24).value_or(0));
   m.micro_batch = static_cast<int>(r.integer("micro_batch", false, 1, 1 << 20).value_or(1));
-  m.grad_accum = static_cast<int>(r.integer("grad_accum", false, 1, 1 << 20).value_or(1));
+  // Micro-batches are simulated one by one (each routes its own counts), so their number is held to
+  // what a pipeline schedule runs: 2^20 of them took 8 GiB and minutes before the first iteration.
+  m.grad_accum = static_cast<int>(r.integer("grad_accum", false, 1, 4096).value_or(1));
   m.vocab = static_cast<int>(r.integer("vocab", false, 1, 1 << 24).value_or(50257));
   if (auto s = r.choice("attention", {"auto", "flash", "standard"}, false))
     m.attention = *s == "flash"      ? AttentionImpl::kFlash
@@ -168,6 +170,9 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     r.error("heads", fmt::format("d_model {} is not divisible by heads {}", m.d_model, m.heads));
   if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts)
     r.error("top_k", fmt::format("top_k {} exceeds the number of experts {}", m.top_k, m.experts));
+  if (m.seq_len > 0 && m.tokens_per_gpu_iteration() > (1LL << 40))
+    r.error("seq_len", fmt::format("micro_batch x seq_len x grad_accum = {} tokens per GPU per iteration, more than 2^40",
+                                   m.tokens_per_gpu_iteration()));
   if (m.layers > 0 && m.moe_layer_ids.empty() && !diags.has_errors())
     r.error("moe_layers", "the model has no MoE layer");
   diags.throw_if_errors();

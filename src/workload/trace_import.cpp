@@ -367,12 +367,16 @@ Trace import_megatron(const std::string& path, const ImportOptions& opt, int exp
     int layer = -1, rank = -1, micro_batch = -1;
     std::vector<std::pair<int, uint64_t>> local;
     bool have_idx = false;
+    std::vector<std::string> seen_keys;
     for (auto field : obj) {
       od::raw_json_string raw;
       if (field.key().get(raw)) fail_at(nullptr, "", "malformed JSON");
       const char* key_at = raw.raw() - 1;  // the opening quote
       std::string_view key;
       if (field.unescaped_key().get(key)) fail_at(key_at, "", "malformed JSON key");
+      if (std::find(seen_keys.begin(), seen_keys.end(), key) != seen_keys.end())
+        fail_at(key_at, std::string(key), "key given twice in this object");
+      seen_keys.emplace_back(key);
       od::value v;
       if (field.value().get(v)) fail_at(key_at, std::string(key), "malformed JSON");
       const char* at = where(v);
@@ -422,6 +426,9 @@ Trace import_megatron(const std::string& path, const ImportOptions& opt, int exp
         fail_at(key_at, std::string(key), "unknown key (known: step, layer, rank, micro_batch, top_indices)");
       }
     }
+    // A location left after the object means another value follows it on the line.
+    if (const char* rest = nullptr; !doc.current_location().get(rest))
+      fail_at(rest, "", "expected one JSON object per line: something follows it");
     if (step < 0 || layer < 0 || rank < 0 || !have_idx)
       fail_at(nullptr, "", "expected the keys step, layer, rank and top_indices");
     if (micro_first_line == 0) micro_first_line = line_no, micro = micro_batch >= 0;

@@ -147,7 +147,10 @@ class Parser {
     od::parser parser;
     od::document doc;
     auto fail_json = [&](simdjson::error_code e, const char* w) {
-      error(w ? w : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
+      if (e == simdjson::UTF8_ERROR)
+        error(first_non_utf8(buf_.data(), buf_.size()), "", "not UTF-8 text (JSON must be UTF-8)");
+      else
+        error(w ? w : buf_.data(), "", fmt::format("malformed JSON: {}", simdjson::error_message(e)));
     };
     if (auto e = parser.iterate(buf_).get(doc)) {
       fail_json(e, nullptr);
@@ -308,8 +311,12 @@ class Parser {
         error(w, std::string(key), "unknown key (known: format, version, model, workload, axes, provenance, records)");
       }
     }
-    {
-      // simdjson 3.0's On-Demand document has no at_end(): a cheap check for trailing garbage.
+    // simdjson 3.0's On-Demand document has no at_end(): where the document still has a location
+    // after the root object, something follows it (another value: `{...} {}` had been read as the
+    // first object alone); otherwise the last character must close the object.
+    if (const char* rest = nullptr; !doc.current_location().get(rest)) {
+      error(rest, "", "trailing content after the JSON object");
+    } else {
       size_t n = buf_.size();
       while (n > 0 && (buf_.data()[n - 1] == ' ' || buf_.data()[n - 1] == '\n' || buf_.data()[n - 1] == '\r' ||
                        buf_.data()[n - 1] == '\t'))

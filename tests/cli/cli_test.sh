@@ -90,6 +90,10 @@ printf 'iter,layer,source,expert,count\n0,0,0,x,3\n' > "$tmp/bad.csv"
 expect 2 "bad.csv:2:7" "expert" -- "$sim" trace import csv "$tmp/bad.csv" -o "$tmp/x.json"
 printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]], "colour": 1}\n' > "$tmp/bad.jsonl"
 expect 2 "bad.jsonl:1:" "colour" "unknown key" -- "$sim" trace import megatron "$tmp/bad.jsonl" -o "$tmp/x.json"
+printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]]}\n{"step": 0, "layer": 1, "rank": 0, "layer": 0, "top_indices": [[0, 1]]}\n' > "$tmp/dup.jsonl"
+expect 2 "dup.jsonl:2:[0-9]+: error: layer: key given twice" -- "$sim" trace import megatron "$tmp/dup.jsonl" -o "$tmp/x.json"
+printf '{"step": 0, "layer": 0, "rank": 0, "top_indices": [[0, 1]]} {"step": 1}\n' > "$tmp/two.jsonl"
+expect 2 "two.jsonl:1:61: error: expected one JSON object per line" -- "$sim" trace import megatron "$tmp/two.jsonl" -o "$tmp/x.json"
 
 # Micro-batches (trace v1.1, axis micro_batch): kept by the importers, checked by the reader, routed
 # per micro-batch by run; bad ones are located input errors.
@@ -389,6 +393,7 @@ printf '{"pairs": [[0, 1, 100],\n [0, 1]]}\n' > "$tmp/short.json"
 expect 2 "short.json:2:.*pairs\[1\]" -- "$sim" collective dgx-h100-1node --matrix "$tmp/short.json"
 expect 2 "tree cannot run" -- "$sim" collective dgx-h100-1node --op all_reduce --algo tree
 expect 2 "--op: error: gather" -- "$sim" collective dgx-h100-1node --op gather
+expect 2 "-f: error: 1.0001: more than 4096 sizes" -- timeout 20 "$sim" collective dgx-h100-1node --op all_reduce -b 8 -e 8G -f 1.0001
 
 # Oversubscription shows where it should: all-to-all over every GPU of the 2:1 fat tree is slower
 # than on the same tree at 1:1; a ring all-reduce along one rail is not.
@@ -442,8 +447,20 @@ printf "${topo_head}nodes: 1\n\tgpus_per_node: 8\n" > "$tmp/tab.yaml"
 expect 2 "tab.yaml:5:1: error: malformed YAML" -- "$sim" topo show "$tmp/tab.yaml"
 python3 -c "import sys; t=open(sys.argv[1]).read(); open(sys.argv[2], 'w').write(t.replace('\"top_k\"', '\"experts\": 8, \"top_k\"', 1))" "$fx/tiny-trace.json" "$tmp/dupkey.json"
 expect 2 "dupkey.json:[0-9]+:[0-9]+: error: model.experts: key given twice" -- "$sim" trace validate "$tmp/dupkey.json"
+{ cat "$fx/tiny-trace.json"; echo '{}'; } > "$tmp/twoobjects.json"
+expect 2 "twoobjects.json:13:1: error: trailing content after the JSON object" -- "$sim" trace validate "$tmp/twoobjects.json"
 { printf '\xef\xbb\xbf'; cat "$fx/tiny-trace.json"; } > "$tmp/bom.json"
 expect 0 -- "$sim" trace validate "$tmp/bom.json"
+# Absurd sizes are refused before anything is allocated: 2^20 micro-batches, 2^44 tokens per GPU,
+# a sweep grid of 101 x 100 x 100 points; non-UTF-8 JSON is located.
+expect 2 "grad_accum: expected an integer in \[1, 4096\]" -- timeout 20 "${run[@]}" --set grad_accum=1048576
+expect 2 "seq_len: micro_batch x seq_len x grad_accum = 17592186044416 tokens .* more than 2\^40" -- \
+  timeout 20 "${run[@]}" --set micro_batch=1048576 --set seq_len=16777216
+python3 -c "import sys; t=open(sys.argv[1], 'rb').read(); open(sys.argv[2], 'wb').write(t.replace(b'hand-made', b'hand\xe9made', 1))" "$fx/tiny-trace.json" "$tmp/latin1.json"
+expect 2 "latin1.json:6:[0-9]+: error: not UTF-8 text" -- "$sim" trace validate "$tmp/latin1.json"
+printf "schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [t.json]\nstrategies:\n  fssdp: {overlap_degree: [%s], window: [%s], reshard_every: [%s]}\n" \
+  "$(seq -s, 0 100)" "$(seq -s, 1 100)" "$(seq -s, 1 100)" > "$tmp/hugegrid.yaml"
+expect 2 "hugegrid.yaml:5:3: error: strategies: the grid has 1.01e\+06 points, more than 1000000" -- timeout 20 "$sim" sweep "$tmp/hugegrid.yaml" --out "$tmp/hg"
 
 # Interruption: SIGINT / SIGTERM mid-write leave no output file (nor a temporary one) and exit 130 / 143.
 for sig in INT TERM; do

@@ -234,6 +234,13 @@ TEST_CASE("structural problems name the file and line of the element") {
     CHECK(d[0].message.find("JSON") != std::string::npos);
     CHECK(d[0].where.file == "plan.json");
   }
+  SUBCASE("bytes that are not UTF-8") {
+    const std::string t = replace(text, "fssdp:overlap_degree=1", "fssdp:overlap_degree=1\xff");
+    expect_error(t, line_of(t, "\xff"), "not UTF-8 text");
+  }
+  SUBCASE("a UTF-8 byte-order mark is skipped") {
+    CHECK(render_plan(parse_plan("\xEF\xBB\xBF" + text, "plan.json")) == text);
+  }
   SUBCASE("content after the plan") {
     expect_error(text + "{}\n", line_of(text + "{}", "}\n{}") + 1, "unexpected content after the plan");
   }
