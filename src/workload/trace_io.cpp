@@ -31,6 +31,7 @@ struct DuplicateKeys {
 namespace {
 
 constexpr int kMaxErrors = 50;
+constexpr int kMaxCountDepth = 4;  // nesting of counts: [micro_batch][layer][source][expert]
 
 // Maps a pointer into the parsed buffer back to 1-based line:column (only on errors).
 struct Locator {
@@ -106,6 +107,13 @@ class Parser {
       if (jt == od::json_type::array) {
         if (static_cast<int>(shape.size()) == depth + 1) {
           error(where(e), sub(), "counts nested too deeply: expected integers at this level");
+          return false;
+        }
+        // Before the first integer fixes the shape, depth is bounded by the deepest axes only
+        // ([micro_batch][layer][source][expert]): unbounded, 200,000 '[' overflowed the stack
+        // (found by fuzzing).
+        if (depth + 1 >= kMaxCountDepth) {
+          error(where(e), sub(), fmt::format("counts nested too deeply: at most {} levels ([micro_batch][layer][source][expert])", kMaxCountDepth));
           return false;
         }
         if (!parse_counts(e, sub(), depth + 1, shape, flat)) return false;
