@@ -41,7 +41,7 @@ class LowerBound final : public Strategy {
     // The least traffic any placement needs, at the fabric's full capacity: where it takes longer
     // than the compute floor's graph, the iteration cannot be faster than it, and the difference is
     // communication (charged to the all-to-all).
-    traffic_ = traffic_floor(ctx_.topo, m, loads.total);
+    traffic_ = floor_.evaluate(loads.total);
     graph_time_ = r.time;
     if (traffic_.seconds > r.time) {
       r.breakdown[static_cast<size_t>(Component::kAllToAll)] += traffic_.seconds - r.time;
@@ -86,6 +86,7 @@ class LowerBound final : public Strategy {
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_;  // per GPU
+  TrafficFloorModel floor_{ctx_.topo, ctx_.model};  // after ctx_: built from it
   TrafficFloor traffic_;
   double graph_time_ = 0;
 };

@@ -204,11 +204,11 @@ int overlap_search(int E, const Fits& fits) {
 int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
                         std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
                         collective::AnalyticNetwork& net, double window) {
+  const int channels = collective::chain_channels(net.topology());
   auto fits = [&](int t) {
     if (t == 0) return true;
     const auto p = materialize(load, owner, node_of, t, slots);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo,
-                                                        collective::chain_channels(net.topology()))) <= window;
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo, channels)) <= window;
   };
   return overlap_search(static_cast<int>(load.size()), fits);
 }
@@ -230,11 +230,11 @@ int plan_group_overlap_degree(const std::vector<double>& load, const std::vector
   std::vector<int> node_of, world_node_of;
   for (int g : gpus) node_of.push_back(topo.node_of(g));
   for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
+  const int channels = collective::chain_channels(topo);
   auto fits = [&](int t) {
     if (t == 0) return true;
     const auto p = on_gpus(materialize(load, owner, node_of, t, slots), gpus);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, world_node_of, algo,
-                                                        collective::chain_channels(topo))) <= window;
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, world_node_of, algo, channels)) <= window;
   };
   return overlap_search(static_cast<int>(load.size()), fits);
 }

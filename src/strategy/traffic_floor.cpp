@@ -25,18 +25,11 @@ double expert_bytes(std::vector<double>& c, double token_bytes, double p_e) {
   return best;
 }
 
-struct Level {
-  const char* name;
-  int units;
-  std::vector<int> unit_of;  // per GPU
-  double capacity;           // min(sum of outgoing, sum of incoming) link bandwidth over its units
-};
-
 }  // namespace
 
-TrafficFloor traffic_floor(const topology::Topology& topo, const workload::ModelSpec& m, std::span<const double> counts) {
-  const int n = topo.num_gpus(), E = m.experts, L = m.moe_layers();
-  std::vector<Level> levels;
+TrafficFloorModel::TrafficFloorModel(const topology::Topology& topo, const workload::ModelSpec& m)
+    : gpus_(topo.num_gpus()), experts_(m.experts), layers_(m.moe_layers()) {
+  const int n = gpus_;
   const auto vertices = topo.vertices();
   if (n >= 2) {
     Level g{"GPU links", n, {}, 0};
@@ -48,7 +41,7 @@ TrafficFloor traffic_floor(const topology::Topology& topo, const workload::Model
       if (gpu_of_vertex[l.to] >= 0) in += l.bandwidth.value();
     }
     g.capacity = std::min(out, in);
-    levels.push_back(std::move(g));
+    levels_.push_back(std::move(g));
   }
   if (topo.num_nodes() >= 2) {
     Level nd{"node links", topo.num_nodes(), {}, 0};
@@ -61,17 +54,22 @@ TrafficFloor traffic_floor(const topology::Topology& topo, const workload::Model
       if (b >= 0) in += l.bandwidth.value();
     }
     nd.capacity = std::min(out, in);
-    levels.push_back(std::move(nd));
+    levels_.push_back(std::move(nd));
   }
   const auto params = cost::count_params(m);
   const double min_bytes = std::min(m.precision.param_bytes, m.precision.grad_bytes);
-  const double p_e = params.per_expert * min_bytes, p_dense = params.dense * min_bytes;
-  const double token_bytes = m.d_model * m.precision.activation_bytes;
+  p_expert_ = params.per_expert * min_bytes;
+  p_dense_ = params.dense * min_bytes;
+  token_bytes_ = m.d_model * m.precision.activation_bytes;
+}
+
+TrafficFloor TrafficFloorModel::evaluate(std::span<const double> counts) const {
+  const int n = gpus_, E = experts_, L = layers_;
   TrafficFloor best;
   std::vector<double> per_unit, c;
-  for (const Level& lv : levels) {
+  for (const Level& lv : levels_) {
     if (lv.capacity <= 0) continue;
-    double bytes = lv.units * p_dense;
+    double bytes = lv.units * p_dense_;
     per_unit.assign(static_cast<size_t>(lv.units) * E, 0.0);
     for (int l = 0; l < L; ++l) {
       std::fill(per_unit.begin(), per_unit.end(), 0.0);
@@ -82,13 +80,17 @@ TrafficFloor traffic_floor(const topology::Topology& topo, const workload::Model
         c.clear();
         for (int u = 0; u < lv.units; ++u)
           if (const double x = per_unit[static_cast<size_t>(u) * E + e]; x > 0) c.push_back(x);
-        bytes += expert_bytes(c, token_bytes, p_e);
+        bytes += expert_bytes(c, token_bytes_, p_expert_);
       }
     }
     const double seconds = bytes / lv.capacity;
     if (seconds > best.seconds) best = {seconds, bytes, lv.name};
   }
   return best;
+}
+
+TrafficFloor traffic_floor(const topology::Topology& topo, const workload::ModelSpec& m, std::span<const double> counts) {
+  return TrafficFloorModel(topo, m).evaluate(counts);
 }
 
 }  // namespace hs::strategy

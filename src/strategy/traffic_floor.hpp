@@ -23,6 +23,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "topology/topology.hpp"
 #include "workload/model_spec.hpp"
@@ -35,7 +36,27 @@ struct TrafficFloor {
   std::string level;   // "GPU links" or "node links"; empty when nothing binds
 };
 
-// counts: the iteration's [layer][gpu][expert] assignments (all micro-batches summed).
+// The levels (units and their summed link capacity) and byte sizes of a topology and model, computed
+// once; evaluate() per iteration.
+class TrafficFloorModel {
+ public:
+  TrafficFloorModel(const topology::Topology& topo, const workload::ModelSpec& m);
+  // counts: the iteration's [layer][gpu][expert] assignments (all micro-batches summed).
+  TrafficFloor evaluate(std::span<const double> counts) const;
+
+ private:
+  struct Level {
+    const char* name;
+    int units;
+    std::vector<int> unit_of;  // per GPU
+    double capacity;           // min(sum of outgoing, sum of incoming) link bandwidth over its units
+  };
+  std::vector<Level> levels_;
+  int gpus_, experts_, layers_;
+  double token_bytes_, p_expert_, p_dense_;
+};
+
+// One evaluation (builds the model: for tests and one-off use).
 TrafficFloor traffic_floor(const topology::Topology& topo, const workload::ModelSpec& m, std::span<const double> counts);
 
 }  // namespace hs::strategy
