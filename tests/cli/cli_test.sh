@@ -19,7 +19,12 @@ expect 2 "expert_ffn" "measure with hecate-validate --d-model 1536" -- "$sim" va
 printf '{"schema": "hecate-sim/measured@1", "expert_ffn": {"d_model": 4096, "d_ffn": 14336, "mats": 3, "rows": [{"tokens": -4}]}}' > "$tmp/badmeasured.json"
 expect 2 "badmeasured.json" "rows\[0\].tokens" "positive integer" -- "$sim" validate "$tmp/badmeasured.json" --topology dgx-h100-1node --model mixtral-8x7b
 printf 'name: not json\n' > "$tmp/notjson.json"
-expect 2 "notjson.json" "cannot read measured results" -- "$sim" validate "$tmp/notjson.json" --topology dgx-h100-1node --model mixtral-8x7b
+expect 2 "notjson.json:1" "expected a JSON object" -- "$sim" validate "$tmp/notjson.json" --topology dgx-h100-1node --model mixtral-8x7b
+# measured.json: problems are located (file:line) and a key given twice is refused.
+printf '{"schema": "hecate-sim/measured@1",\n "expert_ffn": {"d_model": 4096, "d_ffn": 14336, "mats": 3,\n  "rows": [{"tokens": 256, "forward_s": 1e-3},\n           {"tokens": 512, "forward_s": "slow"}]}}' > "$tmp/badrow.json"
+expect 2 "badrow.json:4" "expert_ffn.rows\[1\].forward_s" "positive time" -- "$sim" validate "$tmp/badrow.json" --topology dgx-h100-1node --model mixtral-8x7b
+printf '{"schema": "hecate-sim/measured@1",\n "expert_ffn": {"d_model": 4096, "d_ffn": 14336,\n  "d_ffn": 14336, "mats": 3, "rows": []}}' > "$tmp/dupmeasured.json"
+expect 2 "dupmeasured.json:3" "d_ffn" "given twice" -- "$sim" validate "$tmp/dupmeasured.json" --topology dgx-h100-1node --model mixtral-8x7b
 printf '{"schema": "something/else@1"}' > "$tmp/otherschema.json"
 expect 2 "schema" "hecate-sim/measured@1" -- "$sim" validate "$tmp/otherschema.json" --topology dgx-h100-1node --model mixtral-8x7b
 expect 0 -- "$sim" --version
