@@ -24,38 +24,80 @@ Measured read_measured(const std::string& path) {
   m.file = path;
   std::string_view name;
   if (!doc["device"]["name"].get(name)) m.device = std::string(name);
-  int64_t d = 0, f = 0, mats = 0;
-  if (doc["expert_ffn"]["d_model"].get(d) || d <= 0) fail("expert_ffn.d_model", "expected a positive integer");
-  if (doc["expert_ffn"]["d_ffn"].get(f) || f <= 0) fail("expert_ffn.d_ffn", "expected a positive integer");
-  if (doc["expert_ffn"]["mats"].get(mats) || (mats != 2 && mats != 3)) fail("expert_ffn.mats", "expected 2 or 3");
-  m.d_model = d, m.d_ffn = f, m.mats = static_cast<int>(mats);
+  else if (!doc.at_pointer("/provenance/gpus/0/name").get(name)) m.device = std::string(name);
   // rows: [{"tokens": T, "forward_s": S}, ...] under `section`.
-  auto read_rows = [&](simdjson::dom::element section, const std::string& name, std::vector<GemmRow>& out) {
+  auto read_rows = [&](simdjson::dom::element section, const std::string& sname, std::vector<GemmRow>& out) {
     simdjson::dom::array rows;
-    if (section["rows"].get(rows)) fail(name + ".rows", "expected a list of measured rows");
+    if (section["rows"].get(rows)) fail(sname + ".rows", "expected a list of measured rows");
     size_t i = 0;
     for (auto r : rows) {
       int64_t t = 0;
       double s = 0;
-      if (r["tokens"].get(t) || t <= 0) fail(fmt::format("{}.rows[{}].tokens", name, i), "expected a positive integer");
-      if (r["forward_s"].get(s) || !(s > 0)) fail(fmt::format("{}.rows[{}].forward_s", name, i), "expected a positive time");
+      if (r["tokens"].get(t) || t <= 0) fail(fmt::format("{}.rows[{}].tokens", sname, i), "expected a positive integer");
+      if (r["forward_s"].get(s) || !(s > 0)) fail(fmt::format("{}.rows[{}].forward_s", sname, i), "expected a positive time");
       out.push_back({static_cast<double>(t), s});
       ++i;
     }
-    if (out.empty()) fail(name + ".rows", "expected at least one row");
+    if (out.empty()) fail(sname + ".rows", "expected at least one row");
   };
   simdjson::dom::element ffn;
-  if (doc["expert_ffn"].get(ffn)) fail("expert_ffn", "expected the expert-FFN measurements");
-  read_rows(ffn, "expert_ffn", m.rows);
+  if (!doc["expert_ffn"].get(ffn)) {
+    int64_t d = 0, f = 0, mats = 0;
+    if (ffn["d_model"].get(d) || d <= 0) fail("expert_ffn.d_model", "expected a positive integer");
+    if (ffn["d_ffn"].get(f) || f <= 0) fail("expert_ffn.d_ffn", "expected a positive integer");
+    if (ffn["mats"].get(mats) || (mats != 2 && mats != 3)) fail("expert_ffn.mats", "expected 2 or 3");
+    m.d_model = d, m.d_ffn = f, m.mats = static_cast<int>(mats);
+    read_rows(ffn, "expert_ffn", m.rows);
+  }
   simdjson::dom::element b;
   if (!doc["expert_ffn_batched"].get(b)) {
+    if (!m.has_gemm()) fail("expert_ffn_batched", "needs the expert_ffn section (its d_model, d_ffn and mats)");
     int64_t e = 0;
     if (b["experts"].get(e) || e <= 0) fail("expert_ffn_batched.experts", "expected a positive integer");
     m.batched_experts = static_cast<int>(e);
     read_rows(b, "expert_ffn_batched", m.batched);
   }
+  simdjson::dom::element coll;
+  if (!doc["collectives"].get(coll)) {
+    int64_t ranks = 0, nodes = 0;
+    if (coll["ranks"].get(ranks) || ranks <= 0) fail("collectives.ranks", "expected a positive integer");
+    if (coll["nodes"].get(nodes) || nodes <= 0 || nodes > ranks) fail("collectives.nodes", "expected an integer in [1, ranks]");
+    m.ranks = static_cast<int>(ranks), m.nodes = static_cast<int>(nodes);
+    simdjson::dom::array rows;
+    if (coll["rows"].get(rows)) fail("collectives.rows", "expected a list of measured rows");
+    size_t i = 0;
+    for (auto r : rows) {
+      const std::string at = fmt::format("collectives.rows[{}]", i++);
+      std::string_view op;
+      CollectiveRow c;
+      if (r["op"].get(op) || !collective::parse_nccl_op(op))
+        fail(at + ".op", "expected all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv");
+      c.op = *collective::parse_nccl_op(op);
+      auto positive = [&](const char* key, double& out) {
+        double v = 0;
+        if (r[key].get(v) || !(v > 0) || !std::isfinite(v)) fail(at + "." + key, "expected a positive number");
+        out = v;
+      };
+      positive("bytes", c.bytes);
+      positive("median_s", c.seconds);
+      positive("algbw_Bps", c.algbw);
+      positive("busbw_Bps", c.busbw);
+      m.collectives.push_back(c);
+    }
+    if (m.collectives.empty()) fail("collectives.rows", "expected at least one row");
+  }
+  for (const char* other : {"alltoallv", "sparse", "materialize", "overlap"}) {
+    simdjson::dom::element sec;
+    if (doc[other].get(sec)) continue;
+    simdjson::dom::array rows;
+    if (sec["rows"].get(rows)) fail(std::string(other) + ".rows", "expected a list of measured rows");
+    m.other_sections.emplace_back(other, static_cast<int>(rows.size()));
+  }
   double bw = 0;
   if (!doc["hbm_copy"]["bandwidth_Bps"].get(bw)) m.hbm_Bps = bw;
+  if (!m.has_gemm() && m.collectives.empty() && m.other_sections.empty() && m.hbm_Bps <= 0)
+    fail("", "no measurements: expected at least one of expert_ffn, hbm_copy, collectives, alltoallv, sparse, materialize, "
+             "overlap");
   return m;
 }
 
@@ -67,6 +109,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::optional<GemmCalibration> fit_gemm(const Measured& m, double peak) {
+  if (!m.has_gemm()) return std::nullopt;
   const bool batched = m.batched_experts > 0;
   const auto& rows = batched ? m.batched : m.rows;
   const int experts = batched ? m.batched_experts : 1;

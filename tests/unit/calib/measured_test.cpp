@@ -1,0 +1,124 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <string>
+
+#include "calib/link_fit.hpp"
+#include "calib/measured.hpp"
+#include "collective/nccl_op.hpp"
+#include "topology/topology_loader.hpp"
+#include "util/atomic_file.hpp"
+#include "util/diagnostics.hpp"
+#include "util/rng.hpp"
+#include "support/approx.hpp"
+#include "synthetic_log.hpp"
+
+using namespace hs;
+using hs::test::approx;
+
+namespace {
+
+// Writes `text` to a file of the test's own and returns its path.
+std::string temp_json(const std::string& name, const std::string& text) {
+  const std::string path = fmt::format("measured_test_{}.json", name);
+  write_file_atomically(path, text);
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    calib::read_measured(path);
+  } catch (const InputError& e) {
+    std::string all;
+    for (const auto& d : e.diagnostics()) all += to_string(d) + "\n";
+    return all;
+  }
+  return "";
+}
+
+const char* const kTopo = kTwoNodeTopo;
+
+}  // namespace
+
+TEST_CASE("a multi-rank measured.json: collectives per op, other suites counted, the device from the provenance") {
+  const std::string path = temp_json("multi", R"({
+  "schema": "hecate-sim/measured@1",
+  "provenance": {"ranks": 8, "nodes": 2, "gpus": [{"rank": 0, "name": "NVIDIA H100 80GB HBM3"}]},
+  "collectives": {"dtype": "float", "ranks": 8, "nodes": 2, "rows": [
+    {"op": "all_reduce", "bytes": 1024, "median_s": 2e-5, "algbw_Bps": 5.12e7, "busbw_Bps": 8.96e7},
+    {"op": "alltoall", "bytes": 4096, "median_s": 3e-5, "algbw_Bps": 1.365e8, "busbw_Bps": 1.19e8},
+    {"op": "all_reduce", "bytes": 2048, "median_s": 2.5e-5, "algbw_Bps": 8.192e7, "busbw_Bps": 1.43e8}
+  ]},
+  "sparse": {"plan": "p.json", "rows": [{"layer": 0}, {"layer": 1}]},
+  "overlap": {"rows": []}
+})");
+  const calib::Measured m = calib::read_measured(path);
+  CHECK(m.device == "NVIDIA H100 80GB HBM3");
+  CHECK_FALSE(m.has_gemm());
+  CHECK(m.ranks == 8);
+  CHECK(m.nodes == 2);
+  REQUIRE(m.collectives.size() == 3);
+  CHECK(m.collectives[1].op == collective::NcclOp::kAllToAll);
+  CHECK(m.collectives[2].seconds == approx(2.5e-5));
+  REQUIRE(m.other_sections.size() == 2);
+  CHECK(m.other_sections[0] == std::pair<std::string, int>{"sparse", 2});
+  CHECK(m.other_sections[1] == std::pair<std::string, int>{"overlap", 0});
+  // One log per operation, rows in file order, times in microseconds, bandwidths in GB/s.
+  const auto logs = calib::nccl_measurements(m);
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].op == collective::NcclOp::kAllReduce);
+  CHECK(logs[0].log.file == path + " (all_reduce)");
+  CHECK(logs[0].log.ranks == 8);
+  CHECK(logs[0].log.nodes == 2);
+  REQUIRE(logs[0].log.rows.size() == 2);
+  CHECK(logs[0].log.rows[0].bytes == approx(1024));
+  CHECK(logs[0].log.rows[0].time_us == approx(20));
+  CHECK(logs[0].log.rows[1].busbw == approx(0.143));
+  CHECK(logs[1].log.rows.size() == 1);
+  CHECK_FALSE(calib::fit_gemm(m, 989e12).has_value());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bad measured.json sections name the field") {
+  const std::string bad_op = temp_json("bad_op", R"({"schema": "hecate-sim/measured@1", "collectives": {"ranks": 2, "nodes": 1, "rows": [
+    {"op": "all_reduce", "bytes": 8, "median_s": 1e-5, "algbw_Bps": 1, "busbw_Bps": 1},
+    {"op": "allreduce2", "bytes": 8, "median_s": 1e-5, "algbw_Bps": 1, "busbw_Bps": 1}]}})");
+  CHECK(error_of(bad_op).find("collectives.rows[1].op") != std::string::npos);
+  const std::string zero = temp_json("zero", R"({"schema": "hecate-sim/measured@1", "collectives": {"ranks": 2, "nodes": 1, "rows": [
+    {"op": "all_reduce", "bytes": 8, "median_s": 0, "algbw_Bps": 1, "busbw_Bps": 1}]}})");
+  CHECK(error_of(zero).find("collectives.rows[0].median_s") != std::string::npos);
+  const std::string nodes = temp_json("nodes", R"({"schema": "hecate-sim/measured@1", "collectives": {"ranks": 2, "nodes": 3, "rows": []}})");
+  CHECK(error_of(nodes).find("collectives.nodes") != std::string::npos);
+  const std::string empty = temp_json("empty", R"({"schema": "hecate-sim/measured@1", "provenance": {}})");
+  CHECK(error_of(empty).find("no measurements") != std::string::npos);
+  const std::string rows = temp_json("rows", R"({"schema": "hecate-sim/measured@1", "materialize": {"kernels": []}})");
+  CHECK(error_of(rows).find("materialize.rows") != std::string::npos);
+  for (const auto& p : {bad_op, zero, nodes, empty, rows}) std::remove(p.c_str());
+}
+
+TEST_CASE("calibrate fits link classes from a collectives section as from nccl-tests logs") {
+  // The simulator's own all-reduce times over 8 ranks on 2 nodes (NIC-bound) with the NIC at 0.7x
+  // its bandwidth and 6 us per link, +-2% noise, written as hecate-validate writes its rows: the
+  // NIC's scale comes back within 3% (the tolerance of the nccl-tests test above).
+  topology::TopologyAdjust truth;
+  truth.links.push_back({"nic", 0.7, Seconds(6e-6)});
+  auto t = topology::load_topology(kTopo, "topology", &truth);
+  collective::AnalyticNetwork net(t);
+  const auto group = calib::nccl_group(t, 8, 2, "x");
+  Rng rng(5);
+  std::string rows;
+  for (double b = 8; b <= 1073741824.0; b *= 4) {
+    const double sec = collective::nccl_op_time(net, collective::NcclOp::kAllReduce, group, b).seconds * (1 + 0.02 * (2 * rng.uniform() - 1));
+    rows += fmt::format("{}{{\"op\": \"all_reduce\", \"bytes\": {:.0f}, \"median_s\": {:.9g}, \"algbw_Bps\": {:.6g}, \"busbw_Bps\": {:.6g}}}",
+                        rows.empty() ? "" : ",\n", b, sec, b / sec, b / sec * 1.75);
+  }
+  const std::string path = temp_json("fit", fmt::format(R"({{"schema": "hecate-sim/measured@1",
+    "collectives": {{"ranks": 8, "nodes": 2, "rows": [{}]}}}})", rows));
+  const auto fit = calib::fit_links(kTopo, "t.yaml", calib::nccl_measurements(calib::read_measured(path)));
+  REQUIRE(fit.classes.size() == 1);
+  CHECK(fit.classes[0].link_class == "nic");
+  CHECK(fit.classes[0].bandwidth_scale == doctest::Approx(0.7).epsilon(0.03));
+  CHECK(fit.checks[0].held_median_after < fit.checks[0].held_median_before);
+  std::remove(path.c_str());
+}
