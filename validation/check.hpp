@@ -20,4 +20,9 @@ void check(cudaError_t e, const char* what);
 void check(cublasStatus_t s, const char* what);
 void check(ncclResult_t r, const char* what);
 
+// Wait for a stream / an event while polling the communicator's asynchronous error (as nccl-tests
+// does): a peer that failed or vanished is reported (Fatal) instead of hanging. `comm` may be null.
+void wait_stream(cudaStream_t s, ncclComm_t comm, const char* what);
+void wait_event(cudaEvent_t e, ncclComm_t comm, const char* what);
+
 }  // namespace hs::validate

@@ -46,7 +46,7 @@ void launch_collective(NcclOp op, const measure::OpBuffers& b, const float* send
 }
 
 long check_collective(NcclOp op, const measure::OpBuffers& b, const float* recv, std::uint64_t seed, int rank, int ranks,
-                      cudaStream_t s, std::string& first) {
+                      ncclComm_t comm, cudaStream_t s, std::string& first) {
   if (!measure::has_output(op, rank)) return 0;
   const std::size_t n = b.recv_elems;
   const std::size_t stride = n <= (std::size_t{1} << 22) ? 1 : n / (std::size_t{1} << 20);
@@ -56,7 +56,7 @@ long check_collective(NcclOp op, const measure::OpBuffers& b, const float* recv,
   check(cudaMemcpy2DAsync(host.data(), sizeof(float), recv, stride * sizeof(float), sizeof(float), samples,
                           cudaMemcpyDeviceToHost, s),
         "cudaMemcpy2DAsync (result sample)");
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  wait_stream(s, comm, "collective result");
   long bad = 0;
   for (std::size_t k = 0; k < samples; ++k) {
     const std::size_t i = k * stride;

@@ -17,6 +17,6 @@ void launch_collective(collective::NcclOp op, const measure::OpBuffers& b, const
 // most 4M) and compares them with measure::expected_value; returns the mismatches and describes the
 // first in `first`.
 long check_collective(collective::NcclOp op, const measure::OpBuffers& b, const float* recv, std::uint64_t seed, int rank,
-                      int ranks, cudaStream_t s, std::string& first);
+                      int ranks, ncclComm_t comm, cudaStream_t s, std::string& first);
 
 }  // namespace hs::validate

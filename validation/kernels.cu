@@ -110,6 +110,7 @@ void add_f32(float* dst, const float* src, std::size_t n, cudaStream_t s) {
 
 void copy_segments(const void* src, void* dst, const Segment* segs, int nsegs, cudaStream_t s) {
   if (nsegs <= 0) return;
+  if (nsegs > 65535) throw Fatal("copy_segments: more than 65,535 segments (one grid row each)");
   k_copy_segments<<<dim3(64, static_cast<unsigned>(nsegs)), kThreads, 0, s>>>(static_cast<const char*>(src),
                                                                               static_cast<char*>(dst), segs);
   check(cudaGetLastError(), "copy_segments launch");

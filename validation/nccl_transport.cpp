@@ -42,7 +42,7 @@ void NcclTransport::group_end() {
   for (const Pending& p : pending_)
     if (!p.is_send)
       check(cudaMemcpyAsync(p.host.data(), p.buf.get(), p.buf.bytes(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync D2H");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (transport group)");
+  wait_stream(stream_, comm_, "transport group");
   pending_.clear();
 }
 

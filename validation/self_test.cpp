@@ -109,7 +109,7 @@ bool collectives_ok(Context& c) {
     fill_pattern_f32(send.get<float>(), b.send_elems, 5, static_cast<std::uint64_t>(c.rank()), 0, c.stream);
     launch_collective(op, b, send.get<float>(), recv.get<float>(), c.rank(), c.ranks(), c.comm, c.stream);
     std::string first;
-    const long bad = check_collective(op, b, recv.get<float>(), 5, c.rank(), c.ranks(), c.stream, first);
+    const long bad = check_collective(op, b, recv.get<float>(), 5, c.rank(), c.ranks(), c.comm, c.stream, first);
     std::printf("self-test: NCCL %s on %d rank(s): %s%s\n", collective::to_string(op), c.ranks(), bad ? "FAIL " : "ok",
                 first.c_str());
     ok = ok && bad == 0;

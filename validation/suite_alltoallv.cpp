@@ -61,7 +61,7 @@ std::string run_direction(Context& c, const measure::ValidateOptions& o, const E
   launch(x, send, recv, n, c.comm, c.stream);
   std::vector<std::uint8_t> host(x.recv_total);
   check(cudaMemcpyAsync(host.data(), recv.get(), x.recv_total, cudaMemcpyDeviceToHost, c.stream), "cudaMemcpyAsync D2H");
-  check(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize");
+  wait_stream(c.stream, c.comm, "alltoallv result");
   long bad = 0;
   for (int p = 0; p < n && !bad; ++p)
     for (std::uint64_t i = 0; i < x.recv_bytes[p]; ++i) {
@@ -76,7 +76,7 @@ std::string run_direction(Context& c, const measure::ValidateOptions& o, const E
     }
   if (!c.boot.all_true(bad == 0)) throw Fatal(fmt::format("alltoallv {} delivered wrong bytes; nothing timed", name));
   const auto s = measure::summarize(
-      time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { launch(x, send, recv, n, c.comm, c.stream); }));
+      time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { launch(x, send, recv, n, c.comm, c.stream); }));
   const auto sends = c.boot.all_gather(std::vector<double>{static_cast<double>(x.send_total)});
   double total = 0, most = 0;
   for (double v : sends) total += v, most = std::max(most, v);

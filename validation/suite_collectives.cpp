@@ -30,15 +30,16 @@ void run_collectives(Context& c, const measure::ValidateOptions& o, Report& r) {
       check(cudaMemsetAsync(recv.get(), 0xff, recv.bytes(), c.stream), "cudaMemsetAsync");  // NaN: an unwritten element shows
       launch_collective(op, b, send.get<float>(), recv.get<float>(), me, n, c.comm, c.stream);
       std::string first;
-      const long bad = check_collective(op, b, recv.get<float>(), o.seed, me, n, c.stream, first);
+      const long bad = check_collective(op, b, recv.get<float>(), o.seed, me, n, c.comm, c.stream, first);
       if (bad) std::fprintf(stderr, "hecate-validate: rank %d: %ld wrong element(s); first: %s\n", me, bad, first.c_str());
       if (!c.boot.all_true(bad == 0))
         throw Fatal(fmt::format("{} of {} bytes gave wrong results (see the ranks' messages); nothing timed",
                                 collective::to_string(op), b.size_bytes));
-      const auto s = measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+      const auto s = measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
         launch_collective(op, b, send.get<float>(), recv.get<float>(), me, n, c.comm, c.stream);
       }));
-      const double algbw = static_cast<double>(b.size_bytes) / s.median;
+      // A median of 0 (below the events' resolution) gives no bandwidth rather than infinity.
+      const double algbw = s.median > 0 ? static_cast<double>(b.size_bytes) / s.median : 0;
       const double busbw = algbw * collective::bus_factor(op, n);
       if (me == 0)
         std::printf("%14llu %12zu %10.2f %10.2f %10.2f %10.2f %10.2f\n", static_cast<unsigned long long>(b.size_bytes), b.count,

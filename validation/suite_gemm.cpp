@@ -41,7 +41,7 @@ GemmResult time_gemm(Context& c, const measure::ValidateOptions& o, long m, long
   for (int i = 0; i < nbuf; ++i) w.push_back(random_bf16(c, static_cast<std::size_t>(k) * n, 100 + i));
   DeviceBuffer a = random_bf16(c, static_cast<std::size_t>(m) * k, 7);
   DeviceBuffer out(static_cast<std::size_t>(m) * n * kBf16);
-  const auto t = time_iterations(c.boot, c.stream, o.warmup, o.iters,
+  const auto t = time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters,
                                  [&](int i) { gemm_bf16(c.cublas, m, n, k, a.get(), w[i % nbuf].get(), out.get()); });
   return {m, n, k, measure::summarize(t)};
 }
@@ -54,7 +54,7 @@ measure::Summary time_batched(Context& c, const measure::ValidateOptions& o, lon
   for (int i = 0; i < nbuf; ++i) w.push_back(random_bf16(c, wn, 200 + i));
   DeviceBuffer a = random_bf16(c, static_cast<std::size_t>(m) * k * o.experts, 9);
   DeviceBuffer out(static_cast<std::size_t>(m) * n * o.experts * kBf16);
-  const auto t = time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int i) {
+  const auto t = time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int i) {
     gemm_bf16_strided(c.cublas, m, n, k, a.get(), static_cast<long long>(m) * k, w[i % nbuf].get(),
                       static_cast<long long>(k) * n, out.get(), static_cast<long long>(m) * n, o.experts);
   });
@@ -106,7 +106,7 @@ void run_gemm(Context& c, const measure::ValidateOptions& o, Report& r) {
   const std::size_t n = o.hbm_bytes;
   DeviceBuffer src(n), dst(n);
   check(cudaMemsetAsync(src.get(), 0x5a, n, c.stream), "cudaMemsetAsync");
-  const auto s = measure::summarize(time_iterations(c.boot, c.stream, 1, o.iters, [&](int) {
+  const auto s = measure::summarize(time_iterations(c.boot, c.comm, c.stream, 1, o.iters, [&](int) {
     check(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, c.stream), "cudaMemcpyAsync D2D");
   }));
   const double bps = 2.0 * static_cast<double>(n) / s.median;

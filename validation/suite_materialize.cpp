@@ -101,10 +101,10 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
                                   hf[static_cast<std::uint64_t>(e) * shard + i] != want ? "pack" : "unpack"));
       }
   }
-  add(row(print, "pack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, "pack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
             copy_segments(pool.get(), flat.get(), d_pack.get<Segment>(), E, c.stream);
           })), fmt::format(", \"experts\": {}", E)));
-  add(row(print, "unpack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, "unpack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
             copy_segments(flat.get(), back.get(), d_unpack.get<Segment>(), E, c.stream);
           })), fmt::format(", \"experts\": {}", E)));
 
@@ -129,10 +129,10 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
       }
   }
   const std::string tok = fmt::format(", \"tokens\": {}, \"row_bytes\": {}", tokens, row_bytes);
-  add(row(print, "permute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, "permute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
             gather_rows(x.get(), xp.get(), d_gather.get<std::int32_t>(), tokens, row_bytes, c.stream);
           })), tok));
-  add(row(print, "unpermute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, "unpermute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
             gather_rows(xp.get(), xu.get(), d_inverse.get<std::int32_t>(), tokens, row_bytes, c.stream);
           })), tok));
 
@@ -202,9 +202,9 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
     return fmt::format("    {{\"kernel\": \"{}\", \"d_model\": {}, \"d_ffn\": {}, \"tokens_per_expert\": [{}], {}, \"flops\": {:.6g}}}",
                        call, k, n, counts, summary_fields(s), flops);
   };
-  add(gemm_row("grouped_gemm", measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { grouped(); }))));
-  add(gemm_row("gemm_per_expert", measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { loop(); }))));
-  add(gemm_row("gemm_padded_batched", measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) {
+  add(gemm_row("grouped_gemm", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { grouped(); }))));
+  add(gemm_row("gemm_per_expert", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { loop(); }))));
+  add(gemm_row("gemm_padded_batched", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
                  gemm_bf16_strided(c.cublas, largest, n, k, a_pad.get(), static_cast<long long>(largest) * k, w.get(),
                                    static_cast<long long>(k) * n, out_pad.get(), static_cast<long long>(largest) * n, groups);
                }))));

@@ -46,8 +46,8 @@ std::pair<std::vector<double>, std::vector<double>> time_together(Context& c, co
     b.run();
     check(cudaEventRecord(ev[1], a.stream), "cudaEventRecord");
     check(cudaEventRecord(ev[3], b.stream), "cudaEventRecord");
-    check(cudaEventSynchronize(ev[1]), "cudaEventSynchronize");
-    check(cudaEventSynchronize(ev[3]), "cudaEventSynchronize");
+    wait_event(ev[1], c.comm, "overlapped GEMMs");
+    wait_event(ev[3], c.comm, "overlapped communication");
     float ma = 0, mb = 0;
     check(cudaEventElapsedTime(&ma, ev[0], ev[1]), "cudaEventElapsedTime");
     check(cudaEventElapsedTime(&mb, ev[2], ev[3]), "cudaEventElapsedTime");
@@ -82,7 +82,7 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
   if (n > 1) {
     launch_collective(collective::NcclOp::kAllReduce, ar, src.get<float>(), dst.get<float>(), me, n, c.comm, comm_stream);
     std::string first;
-    const long bad = check_collective(collective::NcclOp::kAllReduce, ar, dst.get<float>(), o.seed, me, n, comm_stream, first);
+    const long bad = check_collective(collective::NcclOp::kAllReduce, ar, dst.get<float>(), o.seed, me, n, c.comm, comm_stream, first);
     if (bad) std::fprintf(stderr, "hecate-validate: rank %d: %s\n", me, first.c_str());
     if (!c.boot.all_true(bad == 0)) throw Fatal("overlap: the all-reduce gave wrong results; nothing timed");
     comms.emplace_back("nccl_all_reduce", [&] {
@@ -95,7 +95,7 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
   comms.emplace_back("copy_kernel", [&] { copy_segments(src.get(), dst.get(), seg.get<Segment>(), 1, comm_stream); });
 
   // One GEMM alone sets the GEMM repetitions (at least --iters calls).
-  const double t_gemm1 = measure::summarize(time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { gemm.once(); })).median;
+  const double t_gemm1 = measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { gemm.once(); })).median;
   if (me == 0)
     std::printf("\n# overlap: GEMM %ldx%ldx%ld beside %llu-byte transfers\n%-16s %8s %8s %12s %12s %12s %12s %9s %9s\n", m, o.d_ffn,
                 o.d_model, static_cast<unsigned long long>(o.overlap_bytes), "communication", "gemms", "comms", "gemm us",
@@ -103,11 +103,11 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
   std::string rows;
   for (const auto& [name, once] : comms) {
     Side comm{comm_stream, once, 1};
-    const double t_comm1 = measure::summarize(time_iterations(c.boot, comm_stream, o.warmup, o.iters, [&](int) { once(); })).median;
+    const double t_comm1 = measure::summarize(time_iterations(c.boot, c.comm, comm_stream, o.warmup, o.iters, [&](int) { once(); })).median;
     gemm.reps = o.iters;
     comm.reps = std::max(1, static_cast<int>(std::lround(gemm.reps * t_gemm1 / t_comm1)));
-    const auto g_alone = measure::summarize(time_iterations(c.boot, c.stream, 1, o.iters, [&](int) { gemm.run(); }));
-    const auto c_alone = measure::summarize(time_iterations(c.boot, comm_stream, 1, o.iters, [&](int) { comm.run(); }));
+    const auto g_alone = measure::summarize(time_iterations(c.boot, c.comm, c.stream, 1, o.iters, [&](int) { gemm.run(); }));
+    const auto c_alone = measure::summarize(time_iterations(c.boot, c.comm, comm_stream, 1, o.iters, [&](int) { comm.run(); }));
     const auto [tg, tc] = time_together(c, gemm, comm, 1, o.iters);
     const auto g_both = measure::summarize(tg), c_both = measure::summarize(tc);
     const double gx = g_both.median / g_alone.median, cx = c_both.median / c_alone.median;

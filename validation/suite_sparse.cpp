@@ -96,9 +96,9 @@ void run_sparse(Context& c, const measure::ValidateOptions& o, Report& r) {
     const auto ag_rounds = transport::spag_rounds(l), rs_rounds = transport::sprs_rounds(l);
     LayerBuffers b = layer_buffers(l, me, o.scale, o.seed, c.stream);
     const auto ag = measure::summarize(
-        time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { run_spag(l, ag_rounds, b, me, c.comm, c.stream); }));
+        time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { run_spag(l, ag_rounds, b, me, c.comm, c.stream); }));
     const auto rs = measure::summarize(
-        time_iterations(c.boot, c.stream, o.warmup, o.iters, [&](int) { run_sprs(l, rs_rounds, b, me, c.comm, c.stream); }));
+        time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { run_sprs(l, rs_rounds, b, me, c.comm, c.stream); }));
     const std::size_t bytes = b.elems * sizeof(float);
     if (me == 0)
       std::printf("%6d %12zu %6zu %6zu %10.2f %10.2f %10.2f %10.2f\n", l.layer, bytes, l.spag.size(), l.sprs.size(), ag.median * 1e6,

@@ -5,20 +5,20 @@
 
 namespace hs::validate {
 
-std::vector<double> time_iterations(Bootstrap& boot, cudaStream_t stream, int warmup, int iters,
+std::vector<double> time_iterations(Bootstrap& boot, ncclComm_t comm, cudaStream_t stream, int warmup, int iters,
                                     const std::function<void(int)>& op) {
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");
   check(cudaEventCreate(&e1), "cudaEventCreate");
   for (int i = 0; i < warmup; ++i) op(i);
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (warm-up)");
+  wait_stream(stream, comm, "warm-up iterations");
   std::vector<double> mine;
   for (int i = 0; i < iters; ++i) {
     boot.barrier();
     check(cudaEventRecord(e0, stream), "cudaEventRecord");
     op(warmup + i);
     check(cudaEventRecord(e1, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(e1), "cudaEventSynchronize");
+    wait_event(e1, comm, "timed iteration");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
     mine.push_back(ms * 1e-3);

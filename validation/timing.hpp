@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include "bootstrap.hpp"
 
@@ -15,7 +16,8 @@ namespace hs::validate {
 // Per iteration, the maximum over ranks of `mine` (every rank passes the same count).
 std::vector<double> slowest_over_ranks(Bootstrap& boot, const std::vector<double>& mine);
 
-std::vector<double> time_iterations(Bootstrap& boot, cudaStream_t stream, int warmup, int iters,
+// `comm` (may be null): polled for asynchronous NCCL errors while waiting.
+std::vector<double> time_iterations(Bootstrap& boot, ncclComm_t comm, cudaStream_t stream, int warmup, int iters,
                                     const std::function<void(int)>& op);
 
 // Host pointer to device memory freed on destruction (cudaFree errors ignored there).

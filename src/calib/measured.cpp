@@ -73,15 +73,17 @@ Measured read_measured(const std::string& path) {
       if (r["op"].get(op) || !collective::parse_nccl_op(op))
         fail(at + ".op", "expected all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv");
       c.op = *collective::parse_nccl_op(op);
-      auto positive = [&](const char* key, double& out) {
+      // bytes and time positive; bandwidths non-negative (0 where the time was below the timer's resolution).
+      auto number = [&](const char* key, double& out, bool zero_ok) {
         double v = 0;
-        if (r[key].get(v) || !(v > 0) || !std::isfinite(v)) fail(at + "." + key, "expected a positive number");
+        if (r[key].get(v) || !std::isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+          fail(at + "." + key, zero_ok ? "expected a non-negative number" : "expected a positive number");
         out = v;
       };
-      positive("bytes", c.bytes);
-      positive("median_s", c.seconds);
-      positive("algbw_Bps", c.algbw);
-      positive("busbw_Bps", c.busbw);
+      number("bytes", c.bytes, false);
+      number("median_s", c.seconds, false);
+      number("algbw_Bps", c.algbw, true);
+      number("busbw_Bps", c.busbw, true);
       m.collectives.push_back(c);
     }
     if (m.collectives.empty()) fail("collectives.rows", "expected at least one row");
