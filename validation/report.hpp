@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "measure/provenance.hpp"
+#include "measure/measured_json.hpp"
 #include "measure/stats.hpp"
 
 namespace hs::validate {
@@ -17,8 +18,7 @@ struct Report {
   void add(const std::string& name, std::string json) { sections.emplace_back(name, std::move(json)); }
 };
 
-// "\"median_s\": M, \"min_s\": ..., \"p25_s\", \"p75_s\", \"max_s\", \"iters\"" (no braces).
-std::string summary_fields(const measure::Summary& s);
+using measure::summary_fields;
 
 // Writes {"schema", "provenance", sections...} to `path` atomically. Throws Fatal when it cannot.
 void write_report(const std::string& path, const measure::Provenance& p, const Report& r);

@@ -8,6 +8,7 @@
 #include "check.hpp"
 #include "collective_ops.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "measure/size_sweep.hpp"
 #include "suites.hpp"
 #include "timing.hpp"
@@ -17,7 +18,7 @@ namespace hs::validate {
 void run_collectives(Context& c, const measure::ValidateOptions& o, Report& r) {
   const int n = c.ranks(), me = c.rank();
   const auto sizes = measure::size_sweep(o.min_bytes, o.max_bytes, o.step_factor);
-  std::string rows;
+  std::vector<measure::CollectiveResult> rows;
   for (const collective::NcclOp op : o.ops) {
     if (me == 0)
       std::printf("\n# %s on %d rank(s), float, sum, root 0\n%14s %12s %10s %10s %10s %10s %10s\n", collective::to_string(op), n,
@@ -38,20 +39,13 @@ void run_collectives(Context& c, const measure::ValidateOptions& o, Report& r) {
       const auto s = measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
         launch_collective(op, b, send.get<float>(), recv.get<float>(), me, n, c.comm, c.stream);
       }));
-      // A median of 0 (below the events' resolution) gives no bandwidth rather than infinity.
-      const double algbw = s.median > 0 ? static_cast<double>(b.size_bytes) / s.median : 0;
-      const double busbw = algbw * collective::bus_factor(op, n);
+      rows.push_back({op, b, s});
       if (me == 0)
         std::printf("%14llu %12zu %10.2f %10.2f %10.2f %10.2f %10.2f\n", static_cast<unsigned long long>(b.size_bytes), b.count,
-                    s.median * 1e6, s.min * 1e6, s.max * 1e6, algbw / 1e9, busbw / 1e9);
-      rows += fmt::format("{}    {{\"op\": \"{}\", \"bytes\": {}, \"count\": {}, {}, \"algbw_Bps\": {:.6g}, \"busbw_Bps\": {:.6g}}}",
-                          rows.empty() ? "" : ",\n", collective::to_string(op), b.size_bytes, b.count, summary_fields(s), algbw,
-                          busbw);
+                    s.median * 1e6, s.min * 1e6, s.max * 1e6, rows.back().algbw() / 1e9, rows.back().busbw(n) / 1e9);
     }
   }
-  r.add("collectives", fmt::format("{{\"dtype\": \"float\", \"redop\": \"sum\", \"root\": 0, \"ranks\": {}, \"nodes\": {}, "
-                                   "\"alltoall\": \"grouped ncclSend/ncclRecv\", \"rows\": [\n{}\n  ]}}",
-                                   n, c.provenance.nodes(), rows));
+  r.add("collectives", measure::collectives_section(n, c.provenance.nodes(), rows));
 }
 
 }  // namespace hs::validate

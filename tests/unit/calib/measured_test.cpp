@@ -6,6 +6,7 @@
 
 #include "calib/link_fit.hpp"
 #include "calib/measured.hpp"
+#include "measure/measured_json.hpp"
 #include "collective/nccl_op.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
@@ -120,5 +121,32 @@ TEST_CASE("calibrate fits link classes from a collectives section as from nccl-t
   CHECK(fit.classes[0].link_class == "nic");
   CHECK(fit.classes[0].bandwidth_scale == doctest::Approx(0.7).epsilon(0.03));
   CHECK(fit.checks[0].held_median_after < fit.checks[0].held_median_before);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("what hecate-validate writes for the collectives suite reads back as written") {
+  // The writer's own functions (measure/measured_json.hpp), the reader's view of them: ranks, nodes,
+  // device from the provenance, each row's op, size and median, and the bandwidths nccl-tests' way.
+  measure::Provenance p;
+  p.tool = "hecate-validate 0.1.0";
+  p.ranks = 4;
+  for (int r = 0; r < 4; ++r) p.gpus.push_back({r, measure::hash_host_name(r < 2 ? "a" : "b"), "NVIDIA H100 80GB HBM3", "0000:18:00.0", 132, 1, 1, 9, 0});
+  measure::Summary s;
+  s.n = 20;
+  s.median = s.min = s.p25 = s.p75 = s.max = 2e-4;
+  const std::vector<measure::CollectiveResult> rows{{collective::NcclOp::kAllReduce, measure::op_buffers(collective::NcclOp::kAllReduce, 1 << 24, 4), s},
+                                                    {collective::NcclOp::kReduceScatter, measure::op_buffers(collective::NcclOp::kReduceScatter, 1 << 24, 4), s}};
+  const std::string path = temp_json("roundtrip", measure::measured_document(p, {{"collectives", measure::collectives_section(4, p.nodes(), rows)}}));
+  const calib::Measured m = calib::read_measured(path);
+  CHECK(m.device == "NVIDIA H100 80GB HBM3");
+  CHECK(m.ranks == 4);
+  CHECK(m.nodes == 2);
+  REQUIRE(m.collectives.size() == 2);
+  CHECK(m.collectives[1].op == collective::NcclOp::kReduceScatter);
+  CHECK(m.collectives[1].bytes == approx(16777216));
+  CHECK(m.collectives[1].seconds == approx(2e-4));
+  // 2^24 B / 2e-4 s = 8.388608e10 B/s; reduce-scatter busbw x 3/4 (written to 6 digits).
+  CHECK(m.collectives[1].algbw == approx(8.388608e10, 1e-5));
+  CHECK(m.collectives[1].busbw == approx(8.388608e10 * 0.75, 1e-5));
   std::remove(path.c_str());
 }
