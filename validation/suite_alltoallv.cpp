@@ -10,10 +10,10 @@
 #include "check.hpp"
 #include "collective/byte_matrix.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "measure/pattern.hpp"
 #include "suites.hpp"
 #include "timing.hpp"
-#include "util/text_escape.hpp"
 
 namespace hs::validate {
 
@@ -51,7 +51,7 @@ void launch(const Exchange& x, const DeviceBuffer& send, DeviceBuffer& recv, int
 }
 
 // Checks, times and describes one direction; `name` is dispatch or combine.
-std::string run_direction(Context& c, const measure::ValidateOptions& o, const Exchange& x, const char* name) {
+measure::AllToAllVRow run_direction(Context& c, const measure::ValidateOptions& o, const Exchange& x, const char* name) {
   const int me = c.rank(), n = c.ranks();
   DeviceBuffer send(x.send_total), recv(x.recv_total);
   for (int p = 0; p < n; ++p)
@@ -82,8 +82,7 @@ std::string run_direction(Context& c, const measure::ValidateOptions& o, const E
   for (double v : sends) total += v, most = std::max(most, v);
   if (me == 0)
     std::printf("%-9s %14.0f %14.0f %10.2f %10.2f %10.2f\n", name, total, most, s.median * 1e6, s.min * 1e6, s.max * 1e6);
-  return fmt::format("    {{\"direction\": \"{}\", \"total_bytes\": {:.0f}, \"max_rank_send_bytes\": {:.0f}, {}}}", name, total, most,
-                     summary_fields(s));
+  return {name, total, most, s};
 }
 
 }  // namespace
@@ -95,11 +94,10 @@ void run_alltoallv(Context& c, const measure::ValidateOptions& o, Report& r) {
   if (me == 0)
     std::printf("\n# alltoallv: %s on %d rank(s), grouped ncclSend/ncclRecv\n%-9s %14s %14s %10s %10s %10s\n", o.matrix.c_str(), n,
                 "", "total bytes", "max rank B", "time us", "min us", "max us");
-  const std::string dispatch = run_direction(c, o, exchange(me, n, at), "dispatch");
-  const std::string combine = run_direction(c, o, exchange(me, n, [&](int s, int d) { return at(d, s); }), "combine");
-  r.add("alltoallv", fmt::format("{{\"matrix\": \"{}\", \"ranks\": {}, \"implementation\": \"grouped ncclSend/ncclRecv\", "
-                                 "\"rows\": [\n{},\n{}\n  ]}}",
-                                 json_escape(o.matrix), n, dispatch, combine));
+  std::vector<measure::AllToAllVRow> rows;
+  rows.push_back(run_direction(c, o, exchange(me, n, at), "dispatch"));
+  rows.push_back(run_direction(c, o, exchange(me, n, [&](int s, int d) { return at(d, s); }), "combine"));
+  r.add("alltoallv", measure::alltoallv_section(o.matrix, n, rows));
 }
 
 }  // namespace hs::validate

@@ -10,20 +10,15 @@
 #include "check.hpp"
 #include "gemm.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "suites.hpp"
 #include "timing.hpp"
-#include "util/text_escape.hpp"
 
 namespace hs::validate {
 
 namespace {
 
 constexpr std::size_t kBf16 = 2;
-
-struct GemmResult {
-  long m, n, k;
-  measure::Summary t;
-};
 
 DeviceBuffer random_bf16(Context& c, std::size_t n, std::uint64_t seed) {
   DeviceBuffer b(n * kBf16);
@@ -35,7 +30,7 @@ DeviceBuffer random_bf16(Context& c, std::size_t n, std::uint64_t seed) {
 int rotation(std::size_t wbytes, std::size_t l2) { return static_cast<int>(std::min<std::size_t>(8, 2 * l2 / wbytes + 1)); }
 
 // C = A x W for the suite's iterations, rotating over weight buffers.
-GemmResult time_gemm(Context& c, const measure::ValidateOptions& o, long m, long n, long k) {
+measure::GemmTime time_gemm(Context& c, const measure::ValidateOptions& o, long m, long n, long k) {
   const int nbuf = rotation(static_cast<std::size_t>(k) * n * kBf16, static_cast<std::size_t>(c.prop.l2CacheSize));
   std::vector<DeviceBuffer> w;
   for (int i = 0; i < nbuf; ++i) w.push_back(random_bf16(c, static_cast<std::size_t>(k) * n, 100 + i));
@@ -65,29 +60,21 @@ measure::Summary time_batched(Context& c, const measure::ValidateOptions& o, lon
 
 void run_gemm(Context& c, const measure::ValidateOptions& o, Report& r) {
   const bool print = c.rank() == 0;
-  std::string rows;
+  std::vector<measure::ExpertFfnRow> rows;
   if (print) std::printf("%8s %12s %12s %12s %10s\n", "tokens", "up ms", "down ms", "ffn fwd ms", "TFLOP/s");
   for (long t : o.tokens) {
-    std::vector<GemmResult> g;
+    measure::ExpertFfnRow row{t, {}};
     // Up projection(s) [t x d_model] x [d_model x d_ffn] (two for SwiGLU: gate and up), then down.
-    for (int i = 0; i + 1 < o.mats; ++i) g.push_back(time_gemm(c, o, t, o.d_ffn, o.d_model));
-    g.push_back(time_gemm(c, o, t, o.d_model, o.d_ffn));
-    double total = 0;
-    for (const auto& x : g) total += x.t.median;
-    const double flops = 2.0 * t * o.d_model * o.d_ffn * o.mats;
+    for (int i = 0; i + 1 < o.mats; ++i) row.gemms.push_back(time_gemm(c, o, t, o.d_ffn, o.d_model));
+    row.gemms.push_back(time_gemm(c, o, t, o.d_model, o.d_ffn));
+    const double total = row.forward_s(), flops = 2.0 * t * o.d_model * o.d_ffn * o.mats;
     if (print)
-      std::printf("%8ld %12.4f %12.4f %12.4f %10.1f\n", t, g.front().t.median * 1e3, g.back().t.median * 1e3, total * 1e3,
-                  flops / total / 1e12);
-    rows += fmt::format("{}    {{\"tokens\": {}, \"forward_s\": {:.9g}, \"gemms\": [", rows.empty() ? "" : ",\n", t, total);
-    for (std::size_t i = 0; i < g.size(); ++i)
-      rows += fmt::format("{}{{\"m\": {}, \"n\": {}, \"k\": {}, {}}}", i ? ", " : "", g[i].m, g[i].n, g[i].k,
-                          summary_fields(g[i].t));
-    rows += "]}";
+      std::printf("%8ld %12.4f %12.4f %12.4f %10.1f\n", t, row.gemms.front().time.median * 1e3, row.gemms.back().time.median * 1e3,
+                  total * 1e3, flops / total / 1e12);
+    rows.push_back(row);
   }
-  r.add("expert_ffn", fmt::format("{{\"d_model\": {}, \"d_ffn\": {}, \"mats\": {}, \"dtype\": \"bf16\", \"accumulate\": \"fp32\", "
-                                  "\"rows\": [\n{}\n  ]}}",
-                                  o.d_model, o.d_ffn, o.mats, rows));
-  rows.clear();
+  r.add("expert_ffn", measure::expert_ffn_section(o.d_model, o.d_ffn, o.mats, rows));
+  std::vector<std::pair<long, double>> batched;
   if (print)
     std::printf("%8s %12s %10s   (%d experts, one strided-batched call per matrix)\n", "tokens", "layer ms", "TFLOP/s", o.experts);
   for (long t : o.tokens) {
@@ -96,11 +83,9 @@ void run_gemm(Context& c, const measure::ValidateOptions& o, Report& r) {
     total += time_batched(c, o, t, o.d_model, o.d_ffn).median;
     const double flops = 2.0 * t * o.d_model * o.d_ffn * o.mats * o.experts;
     if (print) std::printf("%8ld %12.4f %10.1f\n", t, total * 1e3, flops / total / 1e12);
-    rows += fmt::format("{}    {{\"tokens\": {}, \"forward_s\": {:.9g}}}", rows.empty() ? "" : ",\n", t, total);
+    batched.emplace_back(t, total);
   }
-  r.add("expert_ffn_batched",
-        fmt::format("{{\"experts\": {}, \"call\": \"cublasGemmStridedBatchedEx, one per weight matrix\", \"rows\": [\n{}\n  ]}}",
-                    o.experts, rows));
+  r.add("expert_ffn_batched", measure::expert_ffn_batched_section(o.experts, batched));
 
   // HBM: a device-to-device copy, bytes read plus written.
   const std::size_t n = o.hbm_bytes;
@@ -109,14 +94,11 @@ void run_gemm(Context& c, const measure::ValidateOptions& o, Report& r) {
   const auto s = measure::summarize(time_iterations(c.boot, c.comm, c.stream, 1, o.iters, [&](int) {
     check(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, c.stream), "cudaMemcpyAsync D2D");
   }));
-  const double bps = 2.0 * static_cast<double>(n) / s.median;
   if (print)
     std::printf("HBM device-to-device copy: %.2f GB in %.3f ms = %.0f GB/s (read + write)\n", static_cast<double>(n) / 1e9,
-                s.median * 1e3, bps / 1e9);
-  r.add("device", fmt::format("{{\"name\": \"{}\", \"sms\": {}, \"memory_bytes\": {}, \"l2_bytes\": {}, \"cc\": \"{}.{}\"}}",
-                              json_escape(c.prop.name), c.prop.multiProcessorCount, c.prop.totalGlobalMem, c.prop.l2CacheSize,
-                              c.prop.major, c.prop.minor));
-  r.add("hbm_copy", fmt::format("{{\"bytes\": {}, {}, \"bandwidth_Bps\": {:.6g}}}", n, summary_fields(s), bps));
+                s.median * 1e3, 2.0 * static_cast<double>(n) / s.median / 1e9);
+  r.add("device", measure::device_section(c.provenance.gpus.at(static_cast<std::size_t>(c.rank()))));
+  r.add("hbm_copy", measure::hbm_copy_section(n, s));
 }
 
 }  // namespace hs::validate

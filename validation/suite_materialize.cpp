@@ -14,12 +14,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <fmt/format.h>
 #include <library_types.h>
 
 #include "check.hpp"
 #include "gemm.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "measure/pattern.hpp"
 #include "measure/permutation.hpp"
 #include "suites.hpp"
@@ -57,21 +59,23 @@ float bf16_to_float(std::uint16_t x) {
   return f;
 }
 
-// A memory-bound kernel's row (printed on rank 0): `bytes` moved, read once and written once.
-std::string row(bool print, const char* kernel, std::uint64_t bytes, const measure::Summary& s, const std::string& extra) {
+// A memory-bound kernel's row, printed on rank 0: `bytes` moved, read once and written once.
+measure::MaterializeRow row(bool print, measure::MaterializeRow r) {
   if (print)
-    std::printf("%-22s %14llu %10.2f %10.2f %10.0f\n", kernel, static_cast<unsigned long long>(bytes), s.median * 1e6, s.max * 1e6,
-                2.0 * static_cast<double>(bytes) / s.median / 1e9);
-  return fmt::format("    {{\"kernel\": \"{}\", \"bytes\": {}, {}, \"bandwidth_Bps\": {:.6g}{}}}", kernel, bytes, summary_fields(s),
-                     2.0 * static_cast<double>(bytes) / s.median, extra);
+    std::printf("%-22s %14llu %10.2f %10.2f %10.0f\n", r.kernel.c_str(), static_cast<unsigned long long>(r.bytes), r.time.median * 1e6,
+                r.time.max * 1e6, 2.0 * static_cast<double>(r.bytes) / r.time.median / 1e9);
+  return r;
 }
 
 }  // namespace
 
 void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
   const bool print = c.rank() == 0;
-  std::vector<std::string> rows;
-  auto add = [&](std::string text) { rows.push_back(std::move(text)); };
+  std::vector<measure::MaterializeRow> rows;
+  auto add = [&](measure::MaterializeRow x) { rows.push_back(std::move(x)); };
+  auto timed = [&](const std::function<void()>& op) {
+    return measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { op(); }));
+  };
   if (print) std::printf("\n# materialize\n%-22s %14s %10s %10s %10s\n", "kernel", "bytes", "time us", "max us", "GB/s");
 
   // Pack / unpack.
@@ -101,12 +105,12 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
                                   hf[static_cast<std::uint64_t>(e) * shard + i] != want ? "pack" : "unpack"));
       }
   }
-  add(row(print, "pack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, {.kernel = "pack_shards", .time = timed([&] {
             copy_segments(pool.get(), flat.get(), d_pack.get<Segment>(), E, c.stream);
-          })), fmt::format(", \"experts\": {}", E)));
-  add(row(print, "unpack_shards", flat_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
+                                  }), .bytes = flat_bytes, .experts = E}));
+  add(row(print, {.kernel = "unpack_shards", .time = timed([&] {
             copy_segments(flat.get(), back.get(), d_unpack.get<Segment>(), E, c.stream);
-          })), fmt::format(", \"experts\": {}", E)));
+                                  }), .bytes = flat_bytes, .experts = E}));
 
   // Permute / unpermute by expert id.
   const std::size_t tokens = static_cast<std::size_t>(*std::max_element(o.tokens.begin(), o.tokens.end())) * static_cast<std::size_t>(E);
@@ -128,13 +132,14 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
           throw Fatal(fmt::format("materialize: unpermuted token {} byte {} differs", j, i));
       }
   }
-  const std::string tok = fmt::format(", \"tokens\": {}, \"row_bytes\": {}", tokens, row_bytes);
-  add(row(print, "permute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
+  add(row(print, {.kernel = "permute_tokens", .time = timed([&] {
             gather_rows(x.get(), xp.get(), d_gather.get<std::int32_t>(), tokens, row_bytes, c.stream);
-          })), tok));
-  add(row(print, "unpermute_tokens", tokens * row_bytes, measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
+                                  }),
+                     .bytes = tokens * row_bytes, .tokens = tokens, .row_bytes = row_bytes}));
+  add(row(print, {.kernel = "unpermute_tokens", .time = timed([&] {
             gather_rows(xp.get(), xu.get(), d_inverse.get<std::int32_t>(), tokens, row_bytes, c.stream);
-          })), tok));
+                                  }),
+                     .bytes = tokens * row_bytes, .tokens = tokens, .row_bytes = row_bytes}));
 
   // Grouped GEMM with the routing's unequal tokens per expert: up projection of each expert.
   const long k = o.d_model, n = o.d_ffn;
@@ -195,22 +200,20 @@ void run_materialize(Context& c, const measure::ValidateOptions& o, Report& r) {
   DeviceBuffer a_pad(static_cast<std::size_t>(E) * largest * k * kBf16), out_pad(static_cast<std::size_t>(E) * largest * n * kBf16);
   check(cudaMemsetAsync(a_pad.get(), 0, a_pad.bytes(), c.stream), "cudaMemsetAsync");
   const double flops = 2.0 * static_cast<double>(tokens) * k * n;
+  // flops: the useful ones (the real tokens), also for the padded call.
+  std::vector<long> counts;
+  for (int e = 0; e < E; ++e) counts.push_back(static_cast<long>(perm.offsets[e + 1] - perm.offsets[e]));
   auto gemm_row = [&](const char* call, const measure::Summary& s) {
     if (print) std::printf("%-22s %14s %10.2f %10.2f %9.1fT\n", call, "", s.median * 1e6, s.max * 1e6, flops / s.median / 1e12);
-    std::string counts;
-    for (int e = 0; e < E; ++e) counts += fmt::format("{}{}", e ? ", " : "", perm.offsets[e + 1] - perm.offsets[e]);
-    return fmt::format("    {{\"kernel\": \"{}\", \"d_model\": {}, \"d_ffn\": {}, \"tokens_per_expert\": [{}], {}, \"flops\": {:.6g}}}",
-                       call, k, n, counts, summary_fields(s), flops);
+    return measure::MaterializeRow{.kernel = call, .time = s, .d_model = k, .d_ffn = n, .tokens_per_expert = counts, .flops = flops};
   };
-  add(gemm_row("grouped_gemm", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { grouped(); }))));
-  add(gemm_row("gemm_per_expert", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) { loop(); }))));
-  add(gemm_row("gemm_padded_batched", measure::summarize(time_iterations(c.boot, c.comm, c.stream, o.warmup, o.iters, [&](int) {
+  add(gemm_row("grouped_gemm", timed(grouped)));
+  add(gemm_row("gemm_per_expert", timed(loop)));
+  add(gemm_row("gemm_padded_batched", timed([&] {
                  gemm_bf16_strided(c.cublas, largest, n, k, a_pad.get(), static_cast<long long>(largest) * k, w.get(),
                                    static_cast<long long>(k) * n, out_pad.get(), static_cast<long long>(largest) * n, groups);
-               }))));
-  std::string body;
-  for (const auto& x : rows) body += (body.empty() ? "" : ",\n") + x;
-  r.add("materialize", fmt::format("{{\"dtype\": \"bf16\", \"rows\": [\n{}\n  ]}}", body));
+               })));
+  r.add("materialize", measure::materialize_section(rows));
 }
 
 }  // namespace hs::validate

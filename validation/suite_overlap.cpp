@@ -17,6 +17,7 @@
 #include "collective_ops.hpp"
 #include "gemm.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "suites.hpp"
 #include "timing.hpp"
 
@@ -100,7 +101,7 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
     std::printf("\n# overlap: GEMM %ldx%ldx%ld beside %llu-byte transfers\n%-16s %8s %8s %12s %12s %12s %12s %9s %9s\n", m, o.d_ffn,
                 o.d_model, static_cast<unsigned long long>(o.overlap_bytes), "communication", "gemms", "comms", "gemm us",
                 "gemm+ us", "comm us", "comm+ us", "gemm x", "comm x");
-  std::string rows;
+  std::vector<measure::OverlapRow> rows;
   for (const auto& [name, once] : comms) {
     Side comm{comm_stream, once, 1};
     const double t_comm1 = measure::summarize(time_iterations(c.boot, c.comm, comm_stream, o.warmup, o.iters, [&](int) { once(); })).median;
@@ -109,20 +110,16 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
     const auto g_alone = measure::summarize(time_iterations(c.boot, c.comm, c.stream, 1, o.iters, [&](int) { gemm.run(); }));
     const auto c_alone = measure::summarize(time_iterations(c.boot, c.comm, comm_stream, 1, o.iters, [&](int) { comm.run(); }));
     const auto [tg, tc] = time_together(c, gemm, comm, 1, o.iters);
-    const auto g_both = measure::summarize(tg), c_both = measure::summarize(tc);
-    const double gx = g_both.median / g_alone.median, cx = c_both.median / c_alone.median;
+    const measure::OverlapRow row{name, o.overlap_bytes, gemm.reps, comm.reps, g_alone, measure::summarize(tg), c_alone,
+                                  measure::summarize(tc)};
     if (me == 0)
       std::printf("%-16s %8d %8d %12.1f %12.1f %12.1f %12.1f %9.3f %9.3f\n", name, gemm.reps, comm.reps, g_alone.median * 1e6,
-                  g_both.median * 1e6, c_alone.median * 1e6, c_both.median * 1e6, gx, cx);
-    rows += fmt::format("{}    {{\"comm\": \"{}\", \"comm_bytes\": {}, \"gemm_calls\": {}, \"comm_calls\": {}, \"gemm_alone\": {{{}}}, "
-                        "\"gemm_overlapped\": {{{}}}, \"comm_alone\": {{{}}}, \"comm_overlapped\": {{{}}}, \"gemm_slowdown\": {:.6g}, "
-                        "\"comm_slowdown\": {:.6g}}}",
-                        rows.empty() ? "" : ",\n", name, o.overlap_bytes, gemm.reps, comm.reps, summary_fields(g_alone),
-                        summary_fields(g_both), summary_fields(c_alone), summary_fields(c_both), gx, cx);
+                  row.gemm_overlapped.median * 1e6, c_alone.median * 1e6, row.comm_overlapped.median * 1e6, row.gemm_slowdown(),
+                  row.comm_slowdown());
+    rows.push_back(row);
   }
   check(cudaStreamDestroy(comm_stream), "cudaStreamDestroy");
-  r.add("overlap", fmt::format("{{\"gemm\": {{\"m\": {}, \"n\": {}, \"k\": {}}}, \"ranks\": {}, \"rows\": [\n{}\n  ]}}", m, o.d_ffn,
-                               o.d_model, n, rows));
+  r.add("overlap", measure::overlap_section(m, o.d_ffn, o.d_model, n, rows));
 }
 
 }  // namespace hs::validate

@@ -11,11 +11,11 @@
 
 #include "check.hpp"
 #include "kernels.hpp"
+#include "measure/measured_json.hpp"
 #include "nccl_transport.hpp"
 #include "suites.hpp"
 #include "transport/plan_check.hpp"
 #include "transport/plan_executor.hpp"
-#include "util/text_escape.hpp"
 
 namespace hs::validate {
 
@@ -91,7 +91,7 @@ void run_sparse(Context& c, const measure::ValidateOptions& o, Report& r) {
                 chk.layers, transport::format_check(chk).c_str(), "layer", "chunk bytes", "spAG", "spRS", "spAG us", "max us",
                 "spRS us", "max us");
 
-  std::string rows;
+  std::vector<measure::SparseRow> rows;
   for (const PlanLayer& l : plan.layers) {
     const auto ag_rounds = transport::spag_rounds(l), rs_rounds = transport::sprs_rounds(l);
     LayerBuffers b = layer_buffers(l, me, o.scale, o.seed, c.stream);
@@ -103,14 +103,9 @@ void run_sparse(Context& c, const measure::ValidateOptions& o, Report& r) {
     if (me == 0)
       std::printf("%6d %12zu %6zu %6zu %10.2f %10.2f %10.2f %10.2f\n", l.layer, bytes, l.spag.size(), l.sprs.size(), ag.median * 1e6,
                   ag.max * 1e6, rs.median * 1e6, rs.max * 1e6);
-    rows += fmt::format("{}    {{\"layer\": {}, \"chunk_bytes\": {}, \"spag_transfers\": {}, \"spag_rounds\": {}, \"spag\": {{{}}}, "
-                        "\"sprs_transfers\": {}, \"sprs_rounds\": {}, \"sprs\": {{{}}}}}",
-                        rows.empty() ? "" : ",\n", l.layer, bytes, l.spag.size(), ag_rounds.size(), summary_fields(ag),
-                        l.sprs.size(), rs_rounds.size(), summary_fields(rs));
+    rows.push_back({l.layer, bytes, l.spag.size(), ag_rounds.size(), l.sprs.size(), rs_rounds.size(), ag, rs});
   }
-  r.add("sparse", fmt::format("{{\"plan\": \"{}\", \"strategy\": \"{}\", \"scale\": {}, \"ranks\": {}, \"implementation\": "
-                              "\"grouped ncclSend/ncclRecv per executor round\", \"rows\": [\n{}\n  ]}}",
-                              json_escape(o.plan), json_escape(plan.provenance.strategy), o.scale, c.ranks(), rows));
+  r.add("sparse", measure::sparse_section(o.plan, plan.provenance.strategy, o.scale, c.ranks(), rows));
 }
 
 }  // namespace hs::validate

@@ -150,3 +150,43 @@ TEST_CASE("what hecate-validate writes for the collectives suite reads back as w
   CHECK(m.collectives[1].busbw == approx(8.388608e10 * 0.75, 1e-5));
   std::remove(path.c_str());
 }
+
+TEST_CASE("every section hecate-validate writes parses, and the reader keeps what validate and calibrate use") {
+  measure::Summary t;
+  t.n = 20;
+  t.median = t.min = t.p25 = t.p75 = t.max = 1e-3;
+  measure::Provenance p;
+  p.tool = "hecate-validate 0.1.0";
+  p.command = "hecate-validate --suite gemm,alltoallv --matrix \"m x.txt\"";
+  p.nccl_env = {{"NCCL_ALGO", "Ring"}};
+  p.gpus.push_back({0, measure::hash_host_name("a"), "NVIDIA H100 80GB HBM3", "0000:18:00.0", 132, 1, 1, 9, 0});
+  const std::vector<measure::ExpertFfnRow> ffn{{256, {{256, 8192, 2048, t}, {256, 2048, 8192, t}}}, {512, {{512, 8192, 2048, t}, {512, 2048, 8192, t}}}};
+  std::vector<measure::MaterializeRow> mat{{.kernel = "pack_shards", .time = t, .bytes = 1 << 20, .experts = 8},
+                                           {.kernel = "grouped_gemm", .time = t, .d_model = 2048, .d_ffn = 8192, .tokens_per_expert = {1, 2}, .flops = 1e9}};
+  const std::string doc = measure::measured_document(
+      p, {{"expert_ffn", measure::expert_ffn_section(2048, 8192, 2, ffn)},
+          {"expert_ffn_batched", measure::expert_ffn_batched_section(8, {{256, 4e-3}, {512, 6e-3}})},
+          {"device", measure::device_section(p.gpus[0])},
+          {"hbm_copy", measure::hbm_copy_section(1 << 30, t)},
+          {"alltoallv", measure::alltoallv_section("m x.txt", 1, {{"dispatch", 10, 10, t}, {"combine", 10, 10, t}})},
+          {"sparse", measure::sparse_section("plan.json", "fssdp", 0.5, 1, {{0, 4096, 3, 1, 3, 2, t, t}})},
+          {"materialize", measure::materialize_section(mat)},
+          {"overlap", measure::overlap_section(8192, 8192, 2048, 1, {{"copy_engine", 1 << 28, 20, 7, t, t, t, t}})}});
+  const std::string path = temp_json("all", doc);
+  const calib::Measured m = calib::read_measured(path);
+  CHECK(m.device == "NVIDIA H100 80GB HBM3");
+  CHECK(m.d_model == 2048);
+  CHECK(m.mats == 2);
+  REQUIRE(m.rows.size() == 2);
+  CHECK(m.rows[1].tokens == approx(512));
+  CHECK(m.rows[1].seconds == approx(2e-3));  // two GEMMs of 1 ms
+  CHECK(m.batched_experts == 8);
+  CHECK(m.batched[0].seconds == approx(4e-3));
+  CHECK(m.hbm_Bps == approx(2.0 * (1 << 30) / 1e-3, 1e-5));
+  REQUIRE(m.other_sections.size() == 4);
+  CHECK(m.other_sections[0] == std::pair<std::string, int>{"alltoallv", 2});
+  CHECK(m.other_sections[1] == std::pair<std::string, int>{"sparse", 1});
+  CHECK(m.other_sections[2] == std::pair<std::string, int>{"materialize", 2});
+  CHECK(m.other_sections[3] == std::pair<std::string, int>{"overlap", 1});
+  std::remove(path.c_str());
+}

@@ -43,3 +43,25 @@ TEST_CASE("the collectives section lists every row with its timing fields") {
   CHECK(js.find("{\"op\": \"send_recv\", \"bytes\": 64, \"count\": 16,") != std::string::npos);
   CHECK(js.find("\"iters\": 20") != std::string::npos);
 }
+
+TEST_CASE("derived figures of the other sections: bandwidth read + written, useful flops per second, slowdowns") {
+  Summary t;
+  t.n = 10;
+  t.median = t.min = t.p25 = t.p75 = t.max = 1e-3;
+  // 1 GB copied in 1 ms: 2e9 bytes moved -> 2e12 B/s.
+  CHECK(hbm_copy_section(1000000000, t).find("\"bandwidth_Bps\": 2e+12}") != std::string::npos);
+  // A GEMM row: 1e12 flops in 1 ms -> 1e15 flop/s; a memory row: 5e8 bytes in 1 ms -> 1e12 B/s.
+  MaterializeRow g{.kernel = "grouped_gemm", .time = t, .d_model = 4, .d_ffn = 8, .tokens_per_expert = {3, 0, 5}, .flops = 1e12};
+  MaterializeRow m{.kernel = "pack_shards", .time = t, .bytes = 500000000, .experts = 8};
+  const std::string js = materialize_section({g, m});
+  CHECK(js.find("\"tokens_per_expert\": [3, 0, 5]") != std::string::npos);
+  CHECK(js.find("\"flops_per_s\": 1e+15}") != std::string::npos);
+  CHECK(js.find("\"bandwidth_Bps\": 1e+12, \"experts\": 8}") != std::string::npos);
+  // Overlap: GEMMs 2 ms alone, 3 ms beside the copy: 1.5x; the copy 1 ms alone, 1.25 ms beside: 1.25x.
+  OverlapRow o;
+  o.gemm_alone.median = 2e-3, o.gemm_overlapped.median = 3e-3, o.comm_alone.median = 1e-3, o.comm_overlapped.median = 1.25e-3;
+  CHECK(o.gemm_slowdown() == approx(1.5));
+  CHECK(o.comm_slowdown() == approx(1.25));
+  const ExpertFfnRow row{256, {{256, 8, 4, t}, {256, 4, 8, t}}};
+  CHECK(row.forward_s() == approx(2e-3));
+}
