@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> command{"hecate-validate"};
     command.insert(command.end(), args.begin(), args.end());
     validate::Context c(*boot, nccl, command);
+    if (rank == 0) std::printf("%s\n", measure::provenance_line(c.provenance).c_str());
     if (o.self_test) return boot->all_true(validate::self_test(c)) ? 0 : 1;
     c.provenance.method = "CUDA events per iteration after warm-up iterations; ranks meet at a barrier before each; an "
                           "iteration's time is the slowest rank's; median and quartiles over iterations; data random and "

@@ -65,6 +65,16 @@ std::string join_command_line(const std::vector<std::string>& args) {
   return out;
 }
 
+std::string provenance_line(const Provenance& p) {
+  std::string gpu = p.gpus.empty() ? std::string("no GPU")
+                                   : fmt::format("GPU 0 {} (cc {}.{})", p.gpus[0].name, p.gpus[0].cc_major, p.gpus[0].cc_minor);
+  std::string line = fmt::format("{}, {}: {} rank(s) on {} node(s), {}; CUDA runtime {}, driver {}, cuBLAS {}, NCCL {}", p.tool, p.when,
+                                 p.ranks, p.nodes(), gpu, p.cuda_runtime, p.cuda_driver, p.cublas, p.nccl);
+  for (std::size_t i = 0; i < p.nccl_env.size(); ++i)
+    line += fmt::format("{}{}={}", i ? " " : "; ", p.nccl_env[i].first, p.nccl_env[i].second);
+  return line;
+}
+
 std::string provenance_json(const Provenance& p, int indent) {
   const std::string in(static_cast<std::size_t>(indent), ' ');
   auto str = [](const std::string& s) { return "\"" + json_escape(s) + "\""; };

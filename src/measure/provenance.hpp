@@ -55,6 +55,10 @@ bool launched_by_mpi(const GetEnv& getenv);
 // The provenance as a JSON object (deterministic key order; `indent` spaces before each key).
 std::string provenance_json(const Provenance& p, int indent);
 
+// One line for the console: "TOOL, WHEN: R rank(s) on N node(s), GPU 0 NAME (cc X.Y); CUDA runtime
+// A, driver D, cuBLAS B, NCCL C; NCCL_X=V ..." (the variables only when set).
+std::string provenance_line(const Provenance& p);
+
 // "a b c", each argument JSON-escaped later; arguments with spaces are single-quoted.
 std::string join_command_line(const std::vector<std::string>& args);
 

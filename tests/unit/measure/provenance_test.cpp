@@ -74,4 +74,7 @@ TEST_CASE("provenance JSON: every field, escaped, GPUs in rank order, nodes = di
   CHECK(js.front() == '{');
   CHECK(js.back() == '}');
   CHECK(provenance_json(p, 4) == js);  // deterministic
+  CHECK(provenance_line(p) ==
+        "hecate-validate 0.1.0, 2026-01-02T03:04:05Z: 2 rank(s) on 2 node(s), GPU 0 NVIDIA H100 (cc 9.0); CUDA runtime 13000, "
+        "driver 13000, cuBLAS 130000, NCCL 22809; NCCL_ALGO=Ring NCCL_X=a\"b");
 }
