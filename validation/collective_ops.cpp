@@ -49,7 +49,7 @@ long check_collective(NcclOp op, const measure::OpBuffers& b, const float* recv,
                       ncclComm_t comm, cudaStream_t s, std::string& first) {
   if (!measure::has_output(op, rank)) return 0;
   const std::size_t n = b.recv_elems;
-  const std::size_t stride = n <= (std::size_t{1} << 22) ? 1 : n / (std::size_t{1} << 20);
+  const std::size_t stride = measure::check_stride(op, n, ranks);
   const std::size_t samples = (n + stride - 1) / stride;
   std::vector<float> host(samples);
   // One element every `stride`: a 2-D copy of width one element.

@@ -13,8 +13,8 @@ namespace hs::validate {
 void launch_collective(collective::NcclOp op, const measure::OpBuffers& b, const float* send, float* recv, int rank, int ranks,
                        ncclComm_t comm, cudaStream_t s);
 
-// Copies up to ~1M evenly spaced elements of the device buffer `recv` (all of them when it has at
-// most 4M) and compares them with measure::expected_value; returns the mismatches and describes the
+// Copies evenly spaced elements of the device buffer `recv` (measure::check_stride: all of them for
+// small buffers) and compares them with measure::expected_value; returns the mismatches and describes the
 // first in `first`.
 long check_collective(collective::NcclOp op, const measure::OpBuffers& b, const float* recv, std::uint64_t seed, int rank,
                       int ranks, ncclComm_t comm, cudaStream_t s, std::string& first);

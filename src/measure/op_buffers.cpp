@@ -2,6 +2,8 @@
 
 #include "measure/pattern.hpp"
 
+#include <algorithm>
+
 namespace hs::measure {
 
 using collective::NcclOp;
@@ -39,6 +41,13 @@ OpBuffers op_buffers(NcclOp op, std::uint64_t bytes, int ranks) {
   }
   if (b.count == 0) b = OpBuffers{};
   return b;
+}
+
+std::size_t check_stride(NcclOp op, std::size_t recv_elems, int ranks) {
+  const bool reduces = op == NcclOp::kAllReduce || op == NcclOp::kReduce || op == NcclOp::kReduceScatter;
+  const std::size_t cost = reduces ? static_cast<std::size_t>(ranks) : 1;
+  const std::size_t samples = std::max<std::size_t>(1024, (std::size_t{1} << 26) / cost);
+  return recv_elems <= samples ? 1 : (recv_elems + samples - 1) / samples;
 }
 
 bool has_output(NcclOp op, int me) { return op != NcclOp::kReduce || me == 0; }

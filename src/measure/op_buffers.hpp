@@ -38,6 +38,11 @@ OpBuffers op_buffers(collective::NcclOp op, std::uint64_t bytes, int ranks);
 // output is defined; other ranks are not checked.
 float expected_value(collective::NcclOp op, std::uint64_t seed, int me, int ranks, std::size_t count, std::size_t i);
 
+// The distance between the output elements the check compares (1: every element): at most 2^26
+// pattern evaluations per check (an element of a reduction costs one per rank), at least 1,024
+// elements checked (or all of them). Evenly spaced samples still cover every rank's block.
+std::size_t check_stride(collective::NcclOp op, std::size_t recv_elems, int ranks);
+
 // Whether rank `me`'s output is checked (everyone but non-root ranks of reduce).
 bool has_output(collective::NcclOp op, int me);
 

@@ -83,3 +83,14 @@ TEST_CASE("the CPU reference of each collective, worked by hand on 3 ranks") {
     CHECK(has_output(NcclOp::kAllReduce, me));
   }
 }
+
+TEST_CASE("the check's sampling: every element while the CPU reference costs at most 2^26 evaluations") {
+  // All-gather costs 1 per element: 2^26 elements are all checked, 2^27 every second one.
+  CHECK(check_stride(NcclOp::kAllGather, std::size_t{1} << 26, 64) == 1);
+  CHECK(check_stride(NcclOp::kAllGather, std::size_t{1} << 27, 64) == 2);
+  // All-reduce on 64 ranks costs 64 per element: 2^20 samples; 2^28 elements -> every 256th.
+  CHECK(check_stride(NcclOp::kAllReduce, std::size_t{1} << 20, 64) == 1);
+  CHECK(check_stride(NcclOp::kAllReduce, std::size_t{1} << 28, 64) == 256);
+  // However many ranks, at least 1,024 elements: 2^17 ranks would allow 512.
+  CHECK(check_stride(NcclOp::kReduceScatter, 4096, 1 << 17) == 4);
+}
