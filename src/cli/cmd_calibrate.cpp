@@ -65,6 +65,10 @@ int run_calibrate(const CalibrateOptions& o) {
   std::vector<calib::Measured> measured;
   for (const auto& path : o.measured) {
     measured.push_back(calib::read_measured(path));
+    if (!measured.back().collectives.empty() && measured.back().ranks < 2) {
+      report += fmt::format("\ncollectives ({}): measured on one rank, which crosses no link; not fitted\n", path);
+      continue;
+    }
     for (auto& x : calib::nccl_measurements(measured.back())) {
       cal.sources.push_back({x.log.file, report::content_hash(read_file(path)),
                              fmt::format("hecate-validate {}, {} ranks on {} node(s), {} sizes", collective::to_string(x.op),

@@ -31,6 +31,12 @@ expect 0 -- "$sim" validate "$tmp/coll.json" --topology dgx-h100-1node --model m
 grep -q "collectives on 8 ranks over 1 node(s)" "$tmp/out" && grep -q "all_to_all: median |error|" "$tmp/out" && grep -q "sparse: 1 rows measured" "$tmp/out" \
   && echo "ok: validate compares the collectives section" || { echo "FAIL: validate output lacks the collectives table"; fails=$((fails+1)); }
 expect 2 "coll.json \(all_reduce\)" "too few to fit" -- "$sim" calibrate "$tmp/coll.json" --topology dgx-h100-1node -o "$tmp/cal.yaml"
+# One rank's collectives cross no link: calibrate says so and fits the GPU from the same file.
+sed '0,/{/s//{"collectives": {"ranks": 1, "nodes": 1, "rows": [{"op": "all_reduce", "bytes": 8, "median_s": 1e-5, "algbw_Bps": 8e5, "busbw_Bps": 0}]},/' \
+  "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" > "$tmp/onerank.json"
+expect 0 -- "$sim" calibrate "$tmp/onerank.json" --topology dgx-h100-1node -o "$tmp/cal1.yaml"
+grep -q "measured on one rank, which crosses no link; not fitted" "$tmp/out" && grep -q "expert GEMM" "$tmp/out" \
+  && echo "ok: calibrate skips one-rank collectives" || { echo "FAIL: calibrate on one-rank collectives"; fails=$((fails+1)); }
 sed 's/"all_to_all"/"all_to_none"/' "$tmp/coll.json" > "$tmp/badop.json"
 expect 2 "collectives.rows\[1\].op" -- "$sim" validate "$tmp/badop.json" --topology dgx-h100-1node --model mixtral-8x7b
 printf 'name: not json\n' > "$tmp/notjson.json"
