@@ -74,6 +74,32 @@ std::vector<int> nccl_group(const topology::Topology& topo, int ranks, int nodes
   return g;
 }
 
+std::vector<NcclMeasurement> nccl_measurements(const Measured& m) {
+  std::vector<NcclMeasurement> out;
+  for (const CollectiveRow& r : m.collectives) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const NcclMeasurement& x) { return x.op == r.op; });
+    if (it == out.end()) {
+      NcclMeasurement x;
+      x.op = r.op;
+      x.log.file = fmt::format("{} ({})", m.file, collective::to_string(r.op));
+      x.log.ranks = m.ranks;
+      x.log.nodes = m.nodes;
+      out.push_back(std::move(x));
+      it = out.end() - 1;
+    }
+    NcclTestsRow row;
+    row.bytes = r.bytes;
+    row.count = r.bytes / 4;
+    row.type = "float";
+    row.redop = "sum";
+    row.time_us = r.seconds * 1e6;
+    row.algbw = r.algbw / 1e9;
+    row.busbw = r.busbw / 1e9;
+    it->log.rows.push_back(row);
+  }
+  return out;
+}
+
 LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, const std::vector<NcclMeasurement>& logs) {
   Model model{topo_text, topo_source};
   const topology::TopologyAdjust none;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "calib/calibration.hpp"
+#include "calib/measured.hpp"
 #include "calib/nccl_tests_log.hpp"
 #include "collective/nccl_op.hpp"
 
@@ -50,6 +51,10 @@ struct LinkFit {
   std::vector<LinkClassCalibration> classes;
   std::vector<LogCheck> checks;
 };
+
+// hecate-validate's collectives (measured.json) as nccl-tests logs: one per operation, in the file's
+// row order, named "FILE (op)", with the file's ranks and nodes and the median time as the time.
+std::vector<NcclMeasurement> nccl_measurements(const Measured& m);
 
 // topo_text/topo_source: the topology to calibrate (rebuilt with trial adjustments). Throws InputError
 // for a log that cannot be fitted (too few rows, ranks or nodes the topology cannot host).

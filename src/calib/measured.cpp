@@ -11,62 +11,108 @@ namespace hs::calib {
 
 // Reads the fields `validate` and `calibrate` use; a missing or mistyped one is an input error naming
 // it and its line (util/json_tree: keys given twice, non-UTF-8 text and NaN are refused there too).
-// Sections this version does not read (provenance, suites added later) are skipped.
+// Fields this version does not read (provenance beyond the GPU's name) are skipped.
 Measured read_measured(const std::string& path) {
+  using Kind = json::Node::Kind;
   const json::Document doc = json::Document::load(path);
   const json::Node& root = doc.root();
-  if (root.kind != json::Node::Kind::kObject) doc.fail(root, "", "expected a JSON object (hecate-validate's measured.json)");
+  if (root.kind != Kind::kObject) doc.fail(root, "", "expected a JSON object (hecate-validate's measured.json)");
   // The node `key` of `parent` (named `field` in messages): absent -> error at the parent.
   auto need = [&](const json::Node& parent, const char* key, const std::string& field, const char* what) -> const json::Node& {
     const json::Node* n = parent.find(key);
     if (!n) doc.fail(parent, field, fmt::format("missing: expected {}", what));
     return *n;
   };
-  auto positive_int = [&](const json::Node& n, const std::string& field, int64_t max) {
-    if (n.kind != json::Node::Kind::kInteger || n.integer <= 0 || n.integer > max)
+  auto positive_int = [&](const json::Node& parent, const char* key, const std::string& field, int64_t max) {
+    const json::Node& n = need(parent, key, field, "a positive integer");
+    if (n.kind != Kind::kInteger || n.integer <= 0 || n.integer > max)
       doc.fail(n, field, fmt::format("expected a positive integer (at most {})", max));
     return n.integer;
   };
   auto object = [&](const json::Node& n, const std::string& field) -> const json::Node& {
-    if (n.kind != json::Node::Kind::kObject) doc.fail(n, field, "expected an object");
+    if (n.kind != Kind::kObject) doc.fail(n, field, "expected an object");
     return n;
   };
+  // The list `rows` of `section` (named `name`), each row an object.
+  auto rows_of = [&](const json::Node& section, const std::string& name) -> const std::vector<json::Node>& {
+    const json::Node& rows = need(section, "rows", name + ".rows", "a list of measured rows");
+    if (rows.kind != Kind::kArray) doc.fail(rows, name + ".rows", "expected a list of measured rows");
+    for (size_t i = 0; i < rows.items.size(); ++i) object(rows.items[i], fmt::format("{}.rows[{}]", name, i));
+    return rows.items;
+  };
   const json::Node& schema = need(root, "schema", "schema", "\"hecate-sim/measured@1\"");
-  if (schema.kind != json::Node::Kind::kString || schema.string != "hecate-sim/measured@1")
+  if (schema.kind != Kind::kString || schema.string != "hecate-sim/measured@1")
     doc.fail(schema, "schema", "expected \"hecate-sim/measured@1\" (written by hecate-validate)");
   Measured m;
   m.file = path;
-  if (const json::Node* dev = root.find("device"); dev && dev->kind == json::Node::Kind::kObject)
-    if (const json::Node* name = dev->find("name"); name && name->kind == json::Node::Kind::kString) m.device = name->string;
+  auto string_at = [](const json::Node* n) { return n && n->kind == Kind::kString ? n->string : std::string(); };
+  if (const json::Node* dev = root.find("device"); dev && dev->kind == Kind::kObject) m.device = string_at(dev->find("name"));
+  if (const json::Node* prov = root.find("provenance"); m.device.empty() && prov && prov->kind == Kind::kObject)
+    if (const json::Node* gpus = prov->find("gpus"); gpus && gpus->kind == Kind::kArray && !gpus->items.empty())
+      m.device = string_at(gpus->items[0].find("name"));
   constexpr int64_t kMaxDim = int64_t{1} << 24;
-  const json::Node& ffn = object(need(root, "expert_ffn", "expert_ffn", "the expert-FFN measurements"), "expert_ffn");
-  m.d_model = positive_int(need(ffn, "d_model", "expert_ffn.d_model", "a positive integer"), "expert_ffn.d_model", kMaxDim);
-  m.d_ffn = positive_int(need(ffn, "d_ffn", "expert_ffn.d_ffn", "a positive integer"), "expert_ffn.d_ffn", kMaxDim);
-  const json::Node& mats = need(ffn, "mats", "expert_ffn.mats", "2 or 3");
-  if (mats.kind != json::Node::Kind::kInteger || (mats.integer != 2 && mats.integer != 3)) doc.fail(mats, "expert_ffn.mats", "expected 2 or 3");
-  m.mats = static_cast<int>(mats.integer);
   // rows: [{"tokens": T, "forward_s": S}, ...] under `section`.
   auto read_rows = [&](const json::Node& section, const std::string& name, std::vector<GemmRow>& out) {
-    const json::Node& rows = need(section, "rows", name + ".rows", "a list of measured rows");
-    if (rows.kind != json::Node::Kind::kArray) doc.fail(rows, name + ".rows", "expected a list of measured rows");
-    for (size_t i = 0; i < rows.items.size(); ++i) {
-      const json::Node& r = rows.items[i];
+    const auto& rows = rows_of(section, name);
+    for (size_t i = 0; i < rows.size(); ++i) {
       const std::string at = fmt::format("{}.rows[{}]", name, i);
-      object(r, at);
-      const double t = static_cast<double>(positive_int(need(r, "tokens", at + ".tokens", "a positive integer"), at + ".tokens", int64_t{1} << 40));
-      const json::Node& s = need(r, "forward_s", at + ".forward_s", "a positive time in seconds");
+      const double t = static_cast<double>(positive_int(rows[i], "tokens", at + ".tokens", int64_t{1} << 40));
+      const json::Node& s = need(rows[i], "forward_s", at + ".forward_s", "a positive time in seconds");
       if (!s.is_number() || !(s.number > 0)) doc.fail(s, at + ".forward_s", "expected a positive time in seconds");
       out.push_back({t, s.number});
     }
-    if (out.empty()) doc.fail(rows, name + ".rows", "expected at least one row");
+    if (out.empty()) doc.fail(section, name + ".rows", "expected at least one row");
   };
-  read_rows(ffn, "expert_ffn", m.rows);
+  if (const json::Node* ffn = root.find("expert_ffn")) {
+    object(*ffn, "expert_ffn");
+    m.d_model = positive_int(*ffn, "d_model", "expert_ffn.d_model", kMaxDim);
+    m.d_ffn = positive_int(*ffn, "d_ffn", "expert_ffn.d_ffn", kMaxDim);
+    const json::Node& mats = need(*ffn, "mats", "expert_ffn.mats", "2 or 3");
+    if (mats.kind != Kind::kInteger || (mats.integer != 2 && mats.integer != 3)) doc.fail(mats, "expert_ffn.mats", "expected 2 or 3");
+    m.mats = static_cast<int>(mats.integer);
+    read_rows(*ffn, "expert_ffn", m.rows);
+  }
   if (const json::Node* b = root.find("expert_ffn_batched")) {
     object(*b, "expert_ffn_batched");
-    m.batched_experts = static_cast<int>(
-        positive_int(need(*b, "experts", "expert_ffn_batched.experts", "a positive integer"), "expert_ffn_batched.experts", 1 << 20));
+    if (!m.has_gemm()) doc.fail(*b, "expert_ffn_batched", "needs the expert_ffn section (its d_model, d_ffn and mats)");
+    m.batched_experts = static_cast<int>(positive_int(*b, "experts", "expert_ffn_batched.experts", 1 << 20));
     read_rows(*b, "expert_ffn_batched", m.batched);
   }
+  if (const json::Node* coll = root.find("collectives")) {
+    object(*coll, "collectives");
+    m.ranks = static_cast<int>(positive_int(*coll, "ranks", "collectives.ranks", 1 << 20));
+    const json::Node& nodes = need(*coll, "nodes", "collectives.nodes", "an integer in [1, ranks]");
+    if (nodes.kind != Kind::kInteger || nodes.integer <= 0 || nodes.integer > m.ranks)
+      doc.fail(nodes, "collectives.nodes", "expected an integer in [1, ranks]");
+    m.nodes = static_cast<int>(nodes.integer);
+    const auto& rows = rows_of(*coll, "collectives");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const json::Node& r = rows[i];
+      const std::string at = fmt::format("collectives.rows[{}]", i);
+      const json::Node& op = need(r, "op", at + ".op", "an operation");
+      const auto parsed = op.kind == Kind::kString ? collective::parse_nccl_op(op.string) : std::nullopt;
+      if (!parsed)
+        doc.fail(op, at + ".op", "expected all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv");
+      CollectiveRow c;
+      c.op = *parsed;
+      // bytes and time positive; bandwidths non-negative (0 where the time was below the timer's resolution).
+      auto number = [&](const char* key, double& out, bool zero_ok) {
+        const json::Node& v = need(r, key, at + "." + key, "a number");
+        if (!v.is_number() || !std::isfinite(v.number) || v.number < 0 || (v.number == 0 && !zero_ok))
+          doc.fail(v, at + "." + key, zero_ok ? "expected a non-negative number" : "expected a positive number");
+        out = v.number;
+      };
+      number("bytes", c.bytes, false);
+      number("median_s", c.seconds, false);
+      number("algbw_Bps", c.algbw, true);
+      number("busbw_Bps", c.busbw, true);
+      m.collectives.push_back(c);
+    }
+    if (m.collectives.empty()) doc.fail(*coll, "collectives.rows", "expected at least one row");
+  }
+  for (const char* other : {"alltoallv", "sparse", "materialize", "overlap"})
+    if (const json::Node* sec = root.find(other))
+      m.other_sections.emplace_back(other, static_cast<int>(rows_of(object(*sec, other), other).size()));
   if (const json::Node* hbm = root.find("hbm_copy")) {
     object(*hbm, "hbm_copy");
     if (const json::Node* bw = hbm->find("bandwidth_Bps")) {
@@ -74,6 +120,9 @@ Measured read_measured(const std::string& path) {
       m.hbm_Bps = bw->number;
     }
   }
+  if (!m.has_gemm() && m.collectives.empty() && m.other_sections.empty() && m.hbm_Bps <= 0)
+    doc.fail(root, "", "no measurements: expected at least one of expert_ffn, hbm_copy, collectives, alltoallv, sparse, "
+                       "materialize, overlap");
   return m;
 }
 
@@ -85,6 +134,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::optional<GemmCalibration> fit_gemm(const Measured& m, double peak) {
+  if (!m.has_gemm()) return std::nullopt;
   const bool batched = m.batched_experts > 0;
   const auto& rows = batched ? m.batched : m.rows;
   const int experts = batched ? m.batched_experts : 1;

@@ -1,8 +1,9 @@
 // hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP=]LOG...] --topology T -o CAL.yaml
 //
 // Fits the model to measurements and writes a calibration file (calib/calibration.hpp):
-//   * link classes from nccl-tests logs (calib/link_fit.hpp): bandwidth scale and per-link latency of
-//     the class that bounds each operation, checked on held-out sizes;
+//   * link classes from nccl-tests logs and from the collectives suite of hecate-validate's
+//     measured.json (calib/link_fit.hpp): bandwidth scale and per-link latency of the class that
+//     bounds each operation, checked on held-out sizes;
 //   * the GPU from hecate-validate's measured.json: expert-GEMM efficiency curve (held-out rows) and
 //     HBM efficiency.
 // Prints what it fitted with the error before and after on data the fit never saw. Too little data
@@ -60,6 +61,21 @@ int run_calibrate(const CalibrateOptions& o) {
                            fmt::format("nccl-tests {}, {} ranks on {} node(s), {} sizes", collective::to_string(*op),
                                        logs.back().log.ranks, logs.back().log.nodes, logs.back().log.rows.size())});
   }
+  // hecate-validate's collectives suite: one log per operation, fitted with the nccl-tests logs.
+  std::vector<calib::Measured> measured;
+  for (const auto& path : o.measured) {
+    measured.push_back(calib::read_measured(path));
+    if (!measured.back().collectives.empty() && measured.back().ranks < 2) {
+      report += fmt::format("\ncollectives ({}): measured on one rank, which crosses no link; not fitted\n", path);
+      continue;
+    }
+    for (auto& x : calib::nccl_measurements(measured.back())) {
+      cal.sources.push_back({x.log.file, report::content_hash(read_file(path)),
+                             fmt::format("hecate-validate {}, {} ranks on {} node(s), {} sizes", collective::to_string(x.op),
+                                         x.log.ranks, x.log.nodes, x.log.rows.size())});
+      logs.push_back(std::move(x));
+    }
+  }
   if (!logs.empty()) {
     calib::LinkFit fit = calib::fit_links(topo_in.text, topo_in.source, logs);
     cal.links = fit.classes;
@@ -83,23 +99,26 @@ int run_calibrate(const CalibrateOptions& o) {
   }
 
   // The GPU from hecate-validate.
-  for (const auto& path : o.measured) {
-    const calib::Measured m = calib::read_measured(path);
-    cal.sources.push_back({path, report::content_hash(read_file(path)),
-                           fmt::format("hecate-validate on {}: expert FFN d_model {} d_ffn {}", m.device.empty() ? "?" : m.device,
-                                       m.d_model, m.d_ffn)});
-    const double peak = topo.gpu_model().peak_flops.value();
-    if (auto g = calib::fit_gemm(m, peak)) {
-      if (cal.eta_max)
-        throw InputError({path, 0, 0}, "expert_ffn", "a second GEMM measurement: calibrate one GPU's curve from one file");
-      cal.eta_max = g->fit.eta_max;
-      cal.t_half = g->fit.t_half;
-      report += fmt::format("\nexpert GEMM ({}): eta_max {:.3f}, t_half {:.1f} from {} compute-bound rows of the {}-expert "
-                            "suite; efficiency error on {} held-out rows {:.1f}% median ({:.1f}% with the defaults)\n",
-                            path, g->fit.eta_max, g->fit.t_half, g->fit_rows, g->experts, g->held_rows,
-                            g->held_median_error * 100, g->held_median_error_default * 100);
-    } else {
-      report += fmt::format("\nexpert GEMM ({}): not fitted, fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n", path);
+  for (const calib::Measured& m : measured) {
+    const std::string& path = m.file;
+    for (const auto& [section, rows] : m.other_sections)
+      report += fmt::format("\n{} ({}): {} rows measured; no model parameter is fitted to them yet\n", section, path, rows);
+    if (m.has_gemm()) {
+      cal.sources.push_back({path, report::content_hash(read_file(path)),
+                             fmt::format("hecate-validate on {}: expert FFN d_model {} d_ffn {}", m.device.empty() ? "?" : m.device,
+                                         m.d_model, m.d_ffn)});
+      if (auto g = calib::fit_gemm(m, topo.gpu_model().peak_flops.value())) {
+        if (cal.eta_max)
+          throw InputError({path, 0, 0}, "expert_ffn", "a second GEMM measurement: calibrate one GPU's curve from one file");
+        cal.eta_max = g->fit.eta_max;
+        cal.t_half = g->fit.t_half;
+        report += fmt::format("\nexpert GEMM ({}): eta_max {:.3f}, t_half {:.1f} from {} compute-bound rows of the {}-expert "
+                              "suite; efficiency error on {} held-out rows {:.1f}% median ({:.1f}% with the defaults)\n",
+                              path, g->fit.eta_max, g->fit.t_half, g->fit_rows, g->experts, g->held_rows,
+                              g->held_median_error * 100, g->held_median_error_default * 100);
+      } else {
+        report += fmt::format("\nexpert GEMM ({}): not fitted, fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n", path);
+      }
     }
     if (m.hbm_Bps > 0) {
       cal.hbm_efficiency = std::min(1.0, m.hbm_Bps / topo.gpu_model().hbm_bandwidth.value());

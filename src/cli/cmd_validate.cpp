@@ -1,15 +1,20 @@
-// hecate-sim validate MEASURED.json --topology T --model M: compares the compute cost model with
-// what hecate-validate measured on a GPU (validation/README.md), and fits the expert-GEMM efficiency
-// curve to the measurements, checking the fit on rows it was not fitted on.
+// hecate-sim validate MEASURED.json --topology T --model M: compares the cost models with what
+// hecate-validate measured (validation/README.md): the expert GEMMs (and fits the expert-GEMM
+// efficiency curve, checking the fit on rows it was not fitted on), the HBM copy rate, and the
+// collectives suite against the analytic model of each operation on the same ranks.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <fmt/format.h>
 #include <simdjson.h>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "calib/calibration.hpp"
+#include "calib/link_fit.hpp"
+#include "collective/analytic_network.hpp"
+#include "collective/nccl_op.hpp"
 #include "calib/measured.hpp"
 #include "cli/presets.hpp"
 #include "cost/compute_cost.hpp"
@@ -32,12 +37,31 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+void gemm_tables(const Options& o, const calib::Measured& meas, const topology::Topology& topo, const workload::ModelSpec& model);
+void collective_table(const calib::Measured& meas, const topology::Topology& topo);
+
 int run(const Options& o) {
   const calib::Measured meas = calib::read_measured(o.measured);
   ResolvedInput topo_in = resolve_input(o.topology, "topologies");
   const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
   ResolvedInput model_in = resolve_input(o.model, "models");
   const workload::ModelSpec model = workload::load_model(model_in.text, model_in.source);
+  fmt::print("measured on {} ({}), compared with the cost model for {} on {}\n", meas.device.empty() ? "unknown device" : meas.device,
+             o.measured, model.name, topo.gpu_model().model);
+  if (meas.has_gemm()) gemm_tables(o, meas, topo, model);
+  if (meas.hbm_Bps > 0) {
+    const double spec = topo.gpu_model().hbm_bandwidth.value();
+    fmt::print("\nHBM copy: {:.0f} GB/s (read + write) = {:.2f} of the topology's {:.0f} GB/s (cost model eta_mem "
+               "default {:.2f})\n",
+               meas.hbm_Bps / 1e9, meas.hbm_Bps / spec, spec / 1e9, cost::ComputeParams{}.eta_mem);
+  }
+  if (!meas.collectives.empty()) collective_table(meas, topo);
+  for (const auto& [section, rows] : meas.other_sections)
+    fmt::print("\n{}: {} rows measured (not compared with the model yet)\n", section, rows);
+  return 0;
+}
+
+void gemm_tables(const Options& o, const calib::Measured& meas, const topology::Topology& topo, const workload::ModelSpec& model) {
   if (model.d_model != meas.d_model || model.d_ffn != meas.d_ffn || model.n_mats() != meas.mats)
     throw InputError({o.measured, 0, 0}, "expert_ffn",
                      fmt::format("measured d_model {} d_ffn {} with {} matrices, but model {} has d_model {} d_ffn {} "
@@ -46,9 +70,7 @@ int run(const Options& o) {
                                  model.n_mats(), model.d_model, model.d_ffn, model.n_mats()));
   const double peak = topo.gpu_model().peak_flops.value();
   const double flops_per_token = 2.0 * meas.d_model * meas.d_ffn * meas.mats;
-  fmt::print("measured on {} ({}), compared with the cost model for {} on {} ({:.0f} TFLOP/s peak)\n",
-             meas.device.empty() ? "unknown device" : meas.device, o.measured, model.name, topo.gpu_model().model,
-             peak / 1e12);
+  fmt::print("GPU peak {:.0f} TFLOP/s\n", peak / 1e12);
   // Rows of one suite: `experts` == 1 for separate calls on one expert, E for one batched call per
   // weight matrix over E experts with t tokens each (what a grouped MoE kernel runs per layer).
   struct Suite {
@@ -101,13 +123,30 @@ int run(const Options& o) {
     calib::apply_compute(cal, p);
     table(p, fs, fmt::format("cost model with the calibration {}", o.calibration).c_str());
   }
-  if (meas.hbm_Bps > 0) {
-    const double spec = topo.gpu_model().hbm_bandwidth.value();
-    fmt::print("\nHBM copy: {:.0f} GB/s (read + write) = {:.2f} of the topology's {:.0f} GB/s (cost model eta_mem "
-               "default {:.2f})\n",
-               meas.hbm_Bps / 1e9, meas.hbm_Bps / spec, spec / 1e9, cost::ComputeParams{}.eta_mem);
+}
+
+// The collectives suite against the analytic model of the same operation on the same ranks
+// (collective/nccl_op.hpp; ranks placed as calibrate places nccl-tests' ranks).
+void collective_table(const calib::Measured& meas, const topology::Topology& topo) {
+  if (meas.ranks < 2) {
+    fmt::print("\ncollectives: measured on one rank; the model has no one-rank collective to compare with\n");
+    return;
   }
-  return 0;
+  collective::AnalyticNetwork net(topo);
+  const auto group = calib::nccl_group(topo, meas.ranks, meas.nodes, meas.file);
+  fmt::print("\ncollectives on {} ranks over {} node(s)\n{:<15} {:>14} {:>12} {:>12} {:>9}\n", meas.ranks, meas.nodes, "op", "bytes",
+             "measured us", "model us", "error");
+  std::map<collective::NcclOp, std::vector<double>> errs;
+  for (const auto& r : meas.collectives) {
+    const double pred = collective::nccl_op_time(net, r.op, group, r.bytes).seconds;
+    const double err = (pred - r.seconds) / r.seconds;
+    errs[r.op].push_back(std::abs(err));
+    fmt::print("{:<15} {:>14.0f} {:>12.2f} {:>12.2f} {:>8.1f}%\n", collective::to_string(r.op), r.bytes, r.seconds * 1e6, pred * 1e6,
+               err * 100);
+  }
+  for (const auto& [op, e] : errs)
+    fmt::print("{}: median |error| {:.1f}%, max {:.1f}% over {} sizes\n", collective::to_string(op), median(e) * 100,
+               *std::max_element(e.begin(), e.end()) * 100, e.size());
 }
 
 }  // namespace

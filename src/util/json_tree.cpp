@@ -11,8 +11,9 @@ namespace hs::json {
 namespace od = simdjson::ondemand;
 
 const Node* Node::find(std::string_view key) const {
-  for (const auto& [k, v] : members)
-    if (k == key) return &v;
+  if (kind != Kind::kObject) return nullptr;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == key) return &items[i];
   return nullptr;
 }
 
@@ -113,7 +114,8 @@ class Builder {
           if (auto e = field.value().get(item)) malformed(at, e);
           Node child = value(item, depth + 1);
           if (n.find(k)) fail(buf_.data() + child.offset, k, "key given twice in this object");
-          n.members.emplace_back(std::move(k), std::move(child));
+          n.keys.push_back(std::move(k));
+          n.items.push_back(std::move(child));
         }
         break;
       }

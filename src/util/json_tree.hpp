@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "util/diagnostics.hpp"
@@ -27,8 +26,8 @@ struct Node {
   int64_t integer = 0;         // kInteger (fits int64)
   double number = 0;           // kInteger and kNumber
   std::string string;          // kString
-  std::vector<Node> items;     // kArray
-  std::vector<std::pair<std::string, Node>> members;  // kObject, in the order written
+  std::vector<Node> items;     // kArray; kObject: the members' values, in the order written
+  std::vector<std::string> keys;  // kObject: the members' keys (keys[i] names items[i])
 
   bool is_number() const { return kind == Kind::kInteger || kind == Kind::kNumber; }
   // The member `key` of an object, nullptr when absent or when this is not an object.

@@ -18,6 +18,27 @@ expect 0 -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/mixtral-8x7
 expect 2 "expert_ffn" "measure with hecate-validate --d-model 1536" -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/gpt-moe-s.json" --topology dgx-h100-1node --model gpt-moe-l
 printf '{"schema": "hecate-sim/measured@1", "expert_ffn": {"d_model": 4096, "d_ffn": 14336, "mats": 3, "rows": [{"tokens": -4}]}}' > "$tmp/badmeasured.json"
 expect 2 "badmeasured.json" "rows\[0\].tokens" "positive integer" -- "$sim" validate "$tmp/badmeasured.json" --topology dgx-h100-1node --model mixtral-8x7b
+# A collectives section (hecate-validate --suite collectives): validate compares each row with the
+# analytic model on the same ranks; calibrate refuses too few sizes to fit; a bad op names its row.
+cat > "$tmp/coll.json" <<'JSON'
+{"schema": "hecate-sim/measured@1", "provenance": {"gpus": [{"rank": 0, "name": "NVIDIA H100 80GB HBM3"}]},
+ "collectives": {"ranks": 8, "nodes": 1, "rows": [
+  {"op": "all_reduce", "bytes": 1048576, "median_s": 3e-5, "algbw_Bps": 3.5e10, "busbw_Bps": 6.1e10},
+  {"op": "all_to_all", "bytes": 134217728, "median_s": 9e-4, "algbw_Bps": 1.5e11, "busbw_Bps": 1.3e11}]},
+ "sparse": {"rows": [{"layer": 0}]}}
+JSON
+expect 0 -- "$sim" validate "$tmp/coll.json" --topology dgx-h100-1node --model mixtral-8x7b
+grep -q "collectives on 8 ranks over 1 node(s)" "$tmp/out" && grep -q "all_to_all: median |error|" "$tmp/out" && grep -q "sparse: 1 rows measured" "$tmp/out" \
+  && echo "ok: validate compares the collectives section" || { echo "FAIL: validate output lacks the collectives table"; fails=$((fails+1)); }
+expect 2 "coll.json \(all_reduce\)" "too few to fit" -- "$sim" calibrate "$tmp/coll.json" --topology dgx-h100-1node -o "$tmp/cal.yaml"
+# One rank's collectives cross no link: calibrate says so and fits the GPU from the same file.
+sed '0,/{/s//{"collectives": {"ranks": 1, "nodes": 1, "rows": [{"op": "all_reduce", "bytes": 8, "median_s": 1e-5, "algbw_Bps": 8e5, "busbw_Bps": 0}]},/' \
+  "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" > "$tmp/onerank.json"
+expect 0 -- "$sim" calibrate "$tmp/onerank.json" --topology dgx-h100-1node -o "$tmp/cal1.yaml"
+grep -q "measured on one rank, which crosses no link; not fitted" "$tmp/out" && grep -q "expert GEMM" "$tmp/out" \
+  && echo "ok: calibrate skips one-rank collectives" || { echo "FAIL: calibrate on one-rank collectives"; fails=$((fails+1)); }
+sed 's/"all_to_all"/"all_to_none"/' "$tmp/coll.json" > "$tmp/badop.json"
+expect 2 "collectives.rows\[1\].op" -- "$sim" validate "$tmp/badop.json" --topology dgx-h100-1node --model mixtral-8x7b
 printf 'name: not json\n' > "$tmp/notjson.json"
 expect 2 "notjson.json:1" "expected a JSON object" -- "$sim" validate "$tmp/notjson.json" --topology dgx-h100-1node --model mixtral-8x7b
 # measured.json: problems are located (file:line) and a key given twice is refused.

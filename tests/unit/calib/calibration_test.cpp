@@ -17,18 +17,7 @@
 using namespace hs;
 
 namespace {
-// Two nodes of 4 GPUs: NVSwitch inside (nvlink class), one NIC per node (nic class).
-const char* kTopo = R"(schema: hecate-sim/topology@1
-name: two nodes
-gpu: {model: H100-SXM5-80GB, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}
-nodes: 2
-gpus_per_node: 4
-intra_node: {kind: nvswitch, bandwidth: 450GB/s, efficiency: 0.8, latency: 3us}
-nics_per_node: 1
-nic: {bandwidth: 400Gbps, efficiency: 0.95, latency: 2us}
-fabric: {kind: single-switch}
-)";
-
+const char* const kTopo = kTwoNodeTopo;
 }  // namespace
 
 TEST_CASE("calibrate recovers known link parameters from the simulator's own timings with noise") {

@@ -12,6 +12,19 @@
 
 namespace hs {
 
+// Two nodes of 4 GPUs: NVSwitch inside (nvlink class), one NIC per node (nic class).
+inline const char* const kTwoNodeTopo = R"(schema: hecate-sim/topology@1
+name: two nodes
+gpu: {model: H100-SXM5-80GB, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}
+nodes: 2
+gpus_per_node: 4
+intra_node: {kind: nvswitch, bandwidth: 450GB/s, efficiency: 0.8, latency: 3us}
+nics_per_node: 1
+nic: {bandwidth: 400Gbps, efficiency: 0.95, latency: 2us}
+fabric: {kind: single-switch}
+)";
+
+
 // An nccl-tests log of `op` over `ranks` GPUs on `nodes` hosts, the times the simulator gives on the
 // topology with `truth` applied, times (1 + noise), noise uniform in [-amp, amp] (seeded).
 inline std::string synthetic_log(const std::string& topo_text, collective::NcclOp op, int ranks, int nodes, const topology::TopologyAdjust& truth, double amp,

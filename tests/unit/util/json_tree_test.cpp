@@ -24,8 +24,9 @@ TEST_CASE("json tree: values, kinds and the line each value starts on") {
   const Document d = Document::parse("{\"a\": 1,\n \"b\": [true, null, -2.5e3],\n \"c\": {\"s\": \"x\\u00e9\"}}", "f.json");
   const auto& r = d.root();
   REQUIRE(r.kind == Kind::kObject);
-  REQUIRE(r.members.size() == 3);
-  CHECK(r.members[0].first == "a");  // order as written
+  REQUIRE(r.keys.size() == 3);
+  CHECK(r.keys[0] == "a");  // order as written
+  CHECK(r.keys[2] == "c");
   const auto* a = r.find("a");
   REQUIRE(a);
   CHECK(a->kind == Kind::kInteger);
