@@ -95,7 +95,12 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
       else if (c == "algbw") (group == 0 ? r.algbw : r.in_algbw) = num("bandwidth in GB/s");
       else if (c == "busbw") (group == 0 ? r.busbw : r.in_busbw) = num("bandwidth in GB/s");
       else if (c == "#wrong" || c == "error") {
-        if (c == "#wrong" && !na) r.wrong += static_cast<long>(num("count of wrong values"));
+        if (c == "#wrong" && !na) {
+          // A count past 2^53 is no count nccl-tests prints (and would not convert to an integer).
+          const double w = num("count of wrong values");
+          if (w > 9007199254740992.0) fail(c, fmt::format("count of wrong values out of range: '{}'", t[i]));
+          r.wrong += static_cast<long>(w);
+        }
         ++group;
       }
     }

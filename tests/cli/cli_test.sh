@@ -507,6 +507,8 @@ expect 2 "sweep-commas.yaml:1:1: " "$comma" -- timeout 20 "$sim" sweep "$reg/swe
 expect 2 "calibration-comma.yaml:1:1: " "$comma" -- timeout 20 "${run[@]}" --calibration "$reg/calibration-comma.yaml"
 expect 2 "all_reduce_perf-huge-nthread.log:1: error: nThread" "integers in \\[1, 65536\\]" -- \
   timeout 20 "$sim" calibrate --nccl-tests "$reg/all_reduce_perf-huge-nthread.log" --topology dgx-h100-1node -o "$tmp/regcal.yaml"
+expect 2 "all_reduce_perf-huge-wrong.log:13: error: #wrong" "out of range" -- \
+  timeout 20 "$sim" calibrate --nccl-tests "$reg/all_reduce_perf-huge-wrong.log" --topology dgx-h100-1node -o "$tmp/regcal.yaml"
 expect 2 "trace-corrupt.json.gz: error: corrupt gzip data" -- timeout 20 "$sim" trace validate "$reg/trace-corrupt.json.gz"
 mkdir -p "$tmp/regsm" && cp "$reg/smartmoe-no-layers.log" "$tmp/regsm/table_iter1_rank0.log"
 expect 2 "table_iter1_rank0.log: error: layers: no layer rows" -- timeout 20 "$sim" trace import smartmoe "$tmp/regsm" -o "$tmp/regsm.json"
