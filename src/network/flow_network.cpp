@@ -4,7 +4,6 @@
 #include <bit>
 #include <functional>
 #include <limits>
-#include <unordered_map>
 
 namespace hs::network {
 
@@ -63,8 +62,17 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   gnext_same_hash_.clear();
   gelems_.clear();
   gcap_.clear();
-  std::unordered_map<uint64_t, int> by_hash;
-  by_hash.reserve(co.size());
+  // Open addressing, linear probing: hash -> the last class made with it (gnext_same_hash_ chains
+  // the earlier ones). No allocation per class (a million transfers make a million classes).
+  size_t slots = 16;
+  while (slots < 2 * co.size()) slots *= 2;
+  hash_keys_.assign(slots, 0);
+  hash_class_.assign(slots, -1);
+  const auto slot_of = [&](uint64_t h) {
+    size_t k = static_cast<size_t>(h ^ (h >> 29)) & (slots - 1);
+    while (hash_class_[k] >= 0 && hash_keys_[k] != h) k = (k + 1) & (slots - 1);
+    return k;
+  };
   for (size_t i = 0; i < co.size(); ++i) {
     const auto& tr = co[i];
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
@@ -89,13 +97,14 @@ void FlowNetwork::start(engine::TaskId t, double now) {
       return true;
     };
     if (!aggregate_) h = i;  // every flow a class of its own
-    const auto it = by_hash.try_emplace(h, -1).first;
-    int g = it->second;
+    const size_t k = slot_of(h);
+    int g = hash_class_[k];
     while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
     if (g < 0) {
       g = static_cast<int>(gcount_.size());
-      gnext_same_hash_.push_back(it->second);
-      it->second = g;
+      gnext_same_hash_.push_back(hash_class_[k]);
+      hash_keys_[k] = h;
+      hash_class_[k] = g;
       if (gelem_begin_.empty()) gelem_begin_.push_back(0);
       gelems_.insert(gelems_.end(), scratch_.begin(), scratch_.end());
       gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
@@ -222,22 +231,12 @@ double FlowNetwork::next_completion() {
       next_flow_ = first.time;
       if (precision_ > 0) {
         // Merge every completion projected within precision x (the earliest's elapsed time, or its
-        // task's duration scale if longer).
+        // task's duration scale if longer): the latest valid projection up to that bound (for_due).
         const Flow& ff = flow_[first.id];
         const double bound = first.time + precision_ * std::max(first.time - ff.start, scale_[ff.task]);
-        window_.clear();
-        while (!heap_.empty() && heap_.front().time <= bound) {
-          std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-          const Due d = heap_.back();
-          heap_.pop_back();
-          if (!valid(d)) continue;
-          window_.push_back(d);
-          next_flow_ = std::max(next_flow_, d.time);
-        }
-        for (const Due& d : window_) {
-          heap_.push_back(d);
-          std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-        }
+        for_due(bound, [&](const Due& d) {
+          if (valid(d)) next_flow_ = std::max(next_flow_, d.time);
+        });
       }
     }
   }
@@ -290,6 +289,36 @@ void FlowNetwork::finish_class(int id, double now) {
 void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) {
   now_ = now;
   bool any = false;
+  // The entries due by now are the top of the heap. Few: pop them one by one. Many (a uniform
+  // all-to-all finishes everything at once): take them out in one pass, sort them into the same
+  // (time, id) order the pops would give, and rebuild the heap from the rest.
+  due_.clear();
+  for_due(now, [&](const Due& d) { due_.push_back(d); });
+  if (due_.size() * 8 > heap_.size() && due_.size() > 64) {
+    size_t w = 0;
+    for (const Due& d : heap_)
+      if (d.time > now && valid(d)) heap_[w++] = d;
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    // Order by (time, id). All at one time (the common case: a uniform all-to-all): by id, through
+    // a per-id mark (one valid entry per id at most), linear.
+    if (std::all_of(due_.begin(), due_.end(), [&](const Due& d) { return d.time == due_.front().time; })) {
+      due_at_.assign(flow_.size(), 0);
+      for (const Due& d : due_)
+        if (valid(d)) due_at_[d.id] = 1;
+      const double t = due_.front().time;
+      due_.clear();
+      for (size_t id = 0; id < due_at_.size(); ++id)
+        if (due_at_[id]) due_.push_back({t, static_cast<int>(id), flow_[id].version});
+    } else {
+      std::sort(due_.begin(), due_.end(), [](const Due& a, const Due& b) { return b > a; });
+    }
+    for (const Due& d : due_) {
+      if (!valid(d)) continue;  // stale, or its id finished earlier in this pass
+      finish_class(d.id, now);
+      any = true;
+    }
+  }
   while (true) {
     pop_stale();
     if (heap_.empty() || heap_.front().time > now) break;

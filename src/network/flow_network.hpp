@@ -114,6 +114,21 @@ class FlowNetwork final : public engine::ActivityModel {
     tag_[id] = f.version;
   }
   void pop_stale();
+  // Calls fn on every heap entry (valid or stale) due by `time`: the top of the heap (a parent is
+  // never later than its children), walked down from the root without reordering it.
+  template <class Fn>
+  void for_due(double time, Fn fn) {
+    walk_.clear();
+    walk_.push_back(0);
+    while (!walk_.empty()) {
+      const size_t i = walk_.back();
+      walk_.pop_back();
+      if (i >= heap_.size() || heap_[i].time > time) continue;
+      fn(heap_[i]);
+      walk_.push_back(2 * i + 1);
+      walk_.push_back(2 * i + 2);
+    }
+  }
   void finish_class(int id, double now);
   void project(Flow& f);              // finish of the next member at the current rate
   void binding_elements(int src, int dst);  // scratch_ = the route's links that may bind
@@ -138,8 +153,12 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> gfirst_, gnext_same_hash_;
   std::vector<double> gcap_;  // per class: its members' rate cap (Transfer::rate_cap; kUnlimited if none)
   std::vector<solver::Element> gelems_;
+  std::vector<uint64_t> hash_keys_;  // start()'s table of element-list hashes
+  std::vector<int> hash_class_;
   std::vector<uint32_t> tag_;
-  std::vector<Due> heap_, window_;  // min-heap of projected finishes; scratch
+  std::vector<Due> heap_, due_;  // min-heap of projected finishes; scratch
+  std::vector<size_t> walk_;     // scratch: heap positions to visit
+  std::vector<char> due_at_;     // scratch: advance_to()'s ids due at once
   std::vector<Timer> timers_;       // min-heap: tasks whose flows drained, waiting out latency
   double now_ = 0;
   bool dirty_ = false;              // flows started or ended since the last solve
