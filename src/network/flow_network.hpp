@@ -153,8 +153,6 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> gfirst_, gnext_same_hash_;
   std::vector<double> gcap_;  // per class: its members' rate cap (Transfer::rate_cap; kUnlimited if none)
   std::vector<solver::Element> gelems_;
-  std::vector<uint64_t> hash_keys_;  // start()'s table of element-list hashes
-  std::vector<int> hash_class_;
   std::vector<uint32_t> tag_;
   std::vector<Due> heap_, due_;  // min-heap of projected finishes; scratch
   std::vector<size_t> walk_;     // scratch: heap positions to visit
