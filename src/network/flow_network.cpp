@@ -42,6 +42,7 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   if (coflow_.size() < n) coflow_.resize(n), extra_.resize(n, 0.0);
   alpha_.assign(n, 0.0);
   scale_.assign(n, 0.0);
+  task_start_.assign(n, 0.0);
   pending_.assign(n, 0);
   now_ = 0;
   dirty_ = false;
@@ -142,13 +143,13 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     f.mnext = b;
     f.mend = e;
     f.progress = 0;
-    f.since = f.start = now;
+    f.since = now;
     f.rate = 0;
-    f.finish = kInf;
     f.live = true;
     ++live_classes_;
     bump(id);
   }
+  task_start_[t] = now;
   stats_.flows += count;
   stats_.classes += classes;
   // The task's duration scale: its most loaded link's bytes / capacity (its analytic-tier time
@@ -170,10 +171,10 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   cached_ = false;
 }
 
-void FlowNetwork::project(Flow& f) {
+double FlowNetwork::project(const Flow& f) const {
   const double left = members_[f.mnext] - f.progress;
-  if (left <= 1e-12 * members_[f.mnext]) f.finish = now_;
-  else f.finish = f.rate > 0 ? now_ + left / f.rate : kInf;
+  if (left <= 1e-12 * members_[f.mnext]) return now_;
+  return f.rate > 0 ? now_ + left / f.rate : kInf;
 }
 
 void FlowNetwork::settle() {
@@ -191,9 +192,9 @@ void FlowNetwork::settle() {
     f.progress += f.rate * (now_ - f.since);
     f.since = now_;
     f.rate = solver_.rate(id);
-    project(f);
+    const double finish = project(f);
     bump(id);
-    if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
+    if (finish < kInf) heap_.push_back({finish, id, f.version});
   }
   // Stale entries (superseded projections) are dropped when they surface, or all at once when the
   // heap is rebuilt: after many new projections, or when they outnumber the live classes.
@@ -235,7 +236,7 @@ double FlowNetwork::next_completion() {
         // Merge every completion projected within precision x (the earliest's elapsed time, or its
         // task's duration scale if longer): the latest valid projection up to that bound (for_due).
         const Flow& ff = flow_[first.id];
-        const double bound = first.time + precision_ * std::max(first.time - ff.start, scale_[ff.task]);
+        const double bound = first.time + precision_ * std::max(first.time - task_start_[ff.task], scale_[ff.task]);
         for_due(bound, [&](const Due& d) {
           if (valid(d)) next_flow_ = std::max(next_flow_, d.time);
         });
@@ -276,7 +277,6 @@ void FlowNetwork::finish_class(int id, double now) {
     g.progress = p;
     g.since = now;
     g.rate = 0;
-    g.finish = kInf;
     g.live = true;
     ++live_classes_;
     bump(nid);
