@@ -24,8 +24,10 @@ echo "-- uniform all-to-all, 1,024 GPUs: one solve, so per-flow set-up"
 $b/network_bench -u 1024
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-3 1024
-  $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes
+  $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)
 fi
+echo "== 4,096-GPU preset (512 nodes, two-tier fat tree 2:1): loading it, routes included"
+$b/network_bench -t topologies/h100-fattree-2to1-512node.yaml
 echo "== flow-tier iterations"
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 3 flow
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-l.yaml 3 ep 3 flow

@@ -4,7 +4,6 @@
 #include <bit>
 #include <functional>
 #include <limits>
-#include <unordered_map>
 
 namespace hs::network {
 
@@ -43,6 +42,7 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   if (coflow_.size() < n) coflow_.resize(n), extra_.resize(n, 0.0);
   alpha_.assign(n, 0.0);
   scale_.assign(n, 0.0);
+  task_start_.assign(n, 0.0);
   pending_.assign(n, 0);
   now_ = 0;
   dirty_ = false;
@@ -63,8 +63,17 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   gnext_same_hash_.clear();
   gelems_.clear();
   gcap_.clear();
-  std::unordered_map<uint64_t, int> by_hash;
-  by_hash.reserve(co.size());
+  // Open addressing, linear probing: hash -> the last class made with it (gnext_same_hash_ chains
+  // the earlier ones). No allocation per class (a million transfers make a million classes).
+  size_t slots = 16;
+  while (slots < 2 * co.size()) slots *= 2;
+  std::vector<uint64_t> hash_keys(slots, 0);
+  std::vector<int> hash_class(slots, -1);
+  const auto slot_of = [&](uint64_t h) {
+    size_t k = static_cast<size_t>(h ^ (h >> 29)) & (slots - 1);
+    while (hash_class[k] >= 0 && hash_keys[k] != h) k = (k + 1) & (slots - 1);
+    return k;
+  };
   for (size_t i = 0; i < co.size(); ++i) {
     const auto& tr = co[i];
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
@@ -89,13 +98,14 @@ void FlowNetwork::start(engine::TaskId t, double now) {
       return true;
     };
     if (!aggregate_) h = i;  // every flow a class of its own
-    const auto it = by_hash.try_emplace(h, -1).first;
-    int g = it->second;
+    const size_t k = slot_of(h);
+    int g = hash_class[k];
     while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
     if (g < 0) {
       g = static_cast<int>(gcount_.size());
-      gnext_same_hash_.push_back(it->second);
-      it->second = g;
+      gnext_same_hash_.push_back(hash_class[k]);
+      hash_keys[k] = h;
+      hash_class[k] = g;
       if (gelem_begin_.empty()) gelem_begin_.push_back(0);
       gelems_.insert(gelems_.end(), scratch_.begin(), scratch_.end());
       gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
@@ -106,6 +116,8 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     gid_[i] = g;
     ++gcount_[g];
   }
+  std::vector<uint64_t>().swap(hash_keys);  // freed before the classes' records are made (4,096 GPUs: 400 MB)
+  std::vector<int>().swap(hash_class);
   // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
   const size_t classes = gcount_.size();
   std::vector<uint32_t> fill(classes);
@@ -131,13 +143,13 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     f.mnext = b;
     f.mend = e;
     f.progress = 0;
-    f.since = f.start = now;
+    f.since = now;
     f.rate = 0;
-    f.finish = kInf;
     f.live = true;
     ++live_classes_;
     bump(id);
   }
+  task_start_[t] = now;
   stats_.flows += count;
   stats_.classes += classes;
   // The task's duration scale: its most loaded link's bytes / capacity (its analytic-tier time
@@ -159,10 +171,10 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   cached_ = false;
 }
 
-void FlowNetwork::project(Flow& f) {
+double FlowNetwork::project(const Flow& f) const {
   const double left = members_[f.mnext] - f.progress;
-  if (left <= 1e-12 * members_[f.mnext]) f.finish = now_;
-  else f.finish = f.rate > 0 ? now_ + left / f.rate : kInf;
+  if (left <= 1e-12 * members_[f.mnext]) return now_;
+  return f.rate > 0 ? now_ + left / f.rate : kInf;
 }
 
 void FlowNetwork::settle() {
@@ -180,9 +192,9 @@ void FlowNetwork::settle() {
     f.progress += f.rate * (now_ - f.since);
     f.since = now_;
     f.rate = solver_.rate(id);
-    project(f);
+    const double finish = project(f);
     bump(id);
-    if (f.finish < kInf) heap_.push_back({f.finish, id, f.version});
+    if (finish < kInf) heap_.push_back({finish, id, f.version});
   }
   // Stale entries (superseded projections) are dropped when they surface, or all at once when the
   // heap is rebuilt: after many new projections, or when they outnumber the live classes.
@@ -222,22 +234,12 @@ double FlowNetwork::next_completion() {
       next_flow_ = first.time;
       if (precision_ > 0) {
         // Merge every completion projected within precision x (the earliest's elapsed time, or its
-        // task's duration scale if longer).
+        // task's duration scale if longer): the latest valid projection up to that bound (for_due).
         const Flow& ff = flow_[first.id];
-        const double bound = first.time + precision_ * std::max(first.time - ff.start, scale_[ff.task]);
-        window_.clear();
-        while (!heap_.empty() && heap_.front().time <= bound) {
-          std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-          const Due d = heap_.back();
-          heap_.pop_back();
-          if (!valid(d)) continue;
-          window_.push_back(d);
-          next_flow_ = std::max(next_flow_, d.time);
-        }
-        for (const Due& d : window_) {
-          heap_.push_back(d);
-          std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-        }
+        const double bound = first.time + precision_ * std::max(first.time - task_start_[ff.task], scale_[ff.task]);
+        for_due(bound, [&](const Due& d) {
+          if (valid(d)) next_flow_ = std::max(next_flow_, d.time);
+        });
       }
     }
   }
@@ -275,7 +277,6 @@ void FlowNetwork::finish_class(int id, double now) {
     g.progress = p;
     g.since = now;
     g.rate = 0;
-    g.finish = kInf;
     g.live = true;
     ++live_classes_;
     bump(nid);
@@ -290,6 +291,36 @@ void FlowNetwork::finish_class(int id, double now) {
 void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) {
   now_ = now;
   bool any = false;
+  // The entries due by now are the top of the heap. Few: pop them one by one. Many (a uniform
+  // all-to-all finishes everything at once): take them out in one pass, sort them into the same
+  // (time, id) order the pops would give, and rebuild the heap from the rest.
+  due_.clear();
+  for_due(now, [&](const Due& d) { due_.push_back(d); });
+  if (due_.size() * 8 > heap_.size() && due_.size() > 64) {
+    size_t w = 0;
+    for (const Due& d : heap_)
+      if (d.time > now && valid(d)) heap_[w++] = d;
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    // Order by (time, id). All at one time (the common case: a uniform all-to-all): by id, through
+    // a per-id mark (one valid entry per id at most), linear.
+    if (std::all_of(due_.begin(), due_.end(), [&](const Due& d) { return d.time == due_.front().time; })) {
+      due_at_.assign(flow_.size(), 0);
+      for (const Due& d : due_)
+        if (valid(d)) due_at_[d.id] = 1;
+      const double t = due_.front().time;
+      due_.clear();
+      for (size_t id = 0; id < due_at_.size(); ++id)
+        if (due_at_[id]) due_.push_back({t, static_cast<int>(id), flow_[id].version});
+    } else {
+      std::sort(due_.begin(), due_.end(), [](const Due& a, const Due& b) { return b > a; });
+    }
+    for (const Due& d : due_) {
+      if (!valid(d)) continue;  // stale, or its id finished earlier in this pass
+      finish_class(d.id, now);
+      any = true;
+    }
+  }
   while (true) {
     pop_stale();
     if (heap_.empty() || heap_.front().time > now) break;

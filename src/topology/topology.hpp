@@ -79,8 +79,60 @@ struct RouteHop {
   double fraction;  // share of the transfer's bytes crossing this link (1 unless ECMP splits)
 };
 
+// The hops of a route: one stored run, or (factored routes, below) the concatenation of up to
+// three: the source's way out of its node, the fabric between two gateways, the way into the
+// destination. Iterates like a span; views the topology's storage (valid while it lives).
+class HopSeq {
+ public:
+  HopSeq() = default;
+  explicit HopSeq(std::span<const RouteHop> a, std::span<const RouteHop> b = {}, std::span<const RouteHop> c = {})
+      : part_{a, b, c} {}
+  size_t size() const { return part_[0].size() + part_[1].size() + part_[2].size(); }
+  bool empty() const { return size() == 0; }
+  const RouteHop& operator[](size_t i) const {
+    for (const auto& p : part_) {
+      if (i < p.size()) return p[i];
+      i -= p.size();
+    }
+    return part_[2][i];  // out of range, as a span's would be
+  }
+  class iterator {
+   public:
+    using value_type = RouteHop;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const HopSeq* s, int part, size_t i) : s_(s), part_(part), i_(i) { skip(); }
+    const RouteHop& operator*() const { return s_->part_[part_][i_]; }
+    const RouteHop* operator->() const { return &s_->part_[part_][i_]; }
+    iterator& operator++() {
+      ++i_;
+      skip();
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator o = *this;
+      ++*this;
+      return o;
+    }
+    bool operator==(const iterator& o) const { return part_ == o.part_ && i_ == o.i_; }
+
+   private:
+    void skip() {
+      while (part_ < 3 && i_ >= s_->part_[part_].size()) ++part_, i_ = 0;
+    }
+    const HopSeq* s_ = nullptr;
+    int part_ = 3;
+    size_t i_ = 0;
+  };
+  iterator begin() const { return iterator(this, 0, 0); }
+  iterator end() const { return iterator(this, 3, 0); }
+
+ private:
+  std::span<const RouteHop> part_[3];
+};
+
 struct Route {
-  std::span<const RouteHop> hops;
+  HopSeq hops;
   Seconds latency{0};  // sum of link latencies along the (longest, if ECMP) path
   int hop_count = 0;
 };
@@ -105,16 +157,20 @@ class Topology {
   // NCCL's point-to-point configuration on this machine (topology/nccl_config.hpp).
   const NcclConfig& nccl() const { return nccl_; }
 
-  // Route between two GPUs (src != dst). Precomputed; O(1).
+  // Route between two GPUs (src != dst). Precomputed, or composed from precomputed parts; O(1).
   Route route(int src_gpu, int dst_gpu) const {
+    if (factored_) return factored_route(src_gpu, dst_gpu);
     const size_t p = static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu);
     const uint32_t b = route_offset_[p], e = route_offset_[p + 1];
-    return Route{std::span<const RouteHop>(route_hops_.data() + b, e - b), Seconds(route_latency_[p]),
+    return Route{HopSeq(std::span<const RouteHop>(route_hops_.data() + b, e - b)), Seconds(route_latency_[p]),
                  route_hop_count_[p]};
   }
   Seconds route_latency(int src_gpu, int dst_gpu) const {
+    if (factored_) return Seconds(factored_latency(src_gpu, dst_gpu));
     return Seconds(route_latency_[static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu)]);
   }
+  // Whether routes are stored factored (see the private part): large compact topologies.
+  bool factored_routes() const { return factored_; }
   // False when the link can never limit a flow, because either every route through it also crosses
   // a link m with capacity(m) x max over those routes of (fraction here / fraction on m) <=
   // capacity here (typical: the PCIe hop to a slower NIC), or the summed bound over the sources
@@ -128,9 +184,10 @@ class Topology {
   // The hops of route(src, dst) whose links may bind, in route order (precomputed; O(1)): all the
   // flow tier gives the max-min solver, and all the analytic tier needs (a coflow's most loaded link
   // relative to its capacity is always one of them, by the same argument).
-  std::span<const RouteHop> binding_hops(int src_gpu, int dst_gpu) const {
+  HopSeq binding_hops(int src_gpu, int dst_gpu) const {
+    if (factored_) return factored_hops(src_gpu, dst_gpu, 1);
     const size_t p = static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu);
-    return {bind_hops_.data() + bind_offset_[p], bind_offset_[p + 1] - bind_offset_[p]};
+    return HopSeq({bind_hops_.data() + bind_offset_[p], bind_offset_[p + 1] - bind_offset_[p]});
   }
   // Endpoint-separable binding hops: when every route's binding hops are its source's egress hops
   // plus its destination's ingress hops, both fixed per GPU and per locality (cross_node: the pair
@@ -158,7 +215,7 @@ class Topology {
   std::vector<VertexId> gpu_vertex_;
   std::vector<int> gpu_node_;
   std::vector<std::vector<int>> node_gpus_;
-  // All-pairs routes in CSR form: pair p = src * n + dst -> hops_[offset_[p] .. offset_[p+1]).
+  // All-pairs routes in CSR form (unless factored): pair p = src * n + dst -> hops_[offset_[p] .. offset_[p+1]).
   std::vector<uint32_t> route_offset_;
   std::vector<RouteHop> route_hops_;
   std::vector<float> route_latency_;
@@ -172,6 +229,48 @@ class Topology {
     const size_t k = (static_cast<size_t>(gpu) * 2 + (cross_node ? 1 : 0)) * 2 + static_cast<size_t>(ingress);
     return {end_hops_.data() + end_offset_[k], end_offset_[k + 1] - end_offset_[k]};
   }
+  // Factored routes (TopologyBuilder::set_factoring; compact topologies of more than
+  // kAllPairsMaxGpus GPUs, where every GPU's only way out of its node is its NIC's link to one
+  // fabric switch, its gateway): a pair on different nodes routes as seg(out of s) + seg(gateway of
+  // s -> gateway of d, empty if the same) + seg(into d); a pair on one node as its node's stored
+  // route. Storage O(GPUs x GPUs per node + gateways^2) instead of O(GPUs^2). Each segment is kept
+  // twice: all its hops (kind 0) and its hops that may bind (kind 1), in seg_off_[kind].
+  Route factored_route(int s, int d) const {
+    return Route{factored_hops(s, d, 0), Seconds(factored_latency(s, d)), factored_hop_count(s, d)};
+  }
+  HopSeq factored_hops(int s, int d, int kind) const {
+    const auto seg = [&](uint32_t i) {
+      const auto& off = seg_off_[kind];
+      return std::span<const RouteHop>(seg_hops_[kind].data() + off[i], off[i + 1] - off[i]);
+    };
+    if (gpu_node_[s] == gpu_node_[d]) return HopSeq(seg(local_seg(s, d)));
+    return HopSeq(seg(out_seg_[s]), seg(mid_seg(s, d)), seg(in_seg_[d]));
+  }
+  // As the all-pairs routing sums it (from the destination back), in double, stored as float.
+  double factored_latency(int s, int d) const {
+    if (gpu_node_[s] == gpu_node_[d]) return static_cast<float>(seg_lat_[local_seg(s, d)]);
+    // Segment latencies are summed from their far end, so the nesting below is the route's.
+    return static_cast<float>(seg_lat_[out_seg_[s]] + (seg_lat_[mid_seg(s, d)] + seg_lat_[in_seg_[d]]));
+  }
+  int factored_hop_count(int s, int d) const {
+    if (gpu_node_[s] == gpu_node_[d]) return seg_hop_count_[local_seg(s, d)];
+    return seg_hop_count_[out_seg_[s]] + seg_hop_count_[mid_seg(s, d)] + seg_hop_count_[in_seg_[d]];
+  }
+  uint32_t local_seg(int s, int d) const {
+    return local_base_[s] + static_cast<uint32_t>(local_index_[d]);
+  }
+  uint32_t mid_seg(int s, int d) const {
+    return mid_base_ + static_cast<uint32_t>(gate_[s] * num_gates_ + gate_[d]);
+  }
+  bool factored_ = false;
+  std::vector<uint32_t> seg_off_[2];
+  std::vector<RouteHop> seg_hops_[2];
+  std::vector<double> seg_lat_;        // per segment: latency of its longest path
+  std::vector<uint8_t> seg_hop_count_;
+  std::vector<uint32_t> out_seg_, in_seg_, local_base_;  // per GPU
+  std::vector<int> local_index_, gate_;                  // per GPU: index in its node, gateway
+  int num_gates_ = 0;
+  uint32_t mid_base_ = 0;              // segment of gateway pair (a, b) = mid_base_ + a x gates + b
   bool separable_ = false;
   std::vector<uint32_t> end_offset_;
   std::vector<RouteHop> end_hops_;

@@ -101,8 +101,8 @@ class DominatorCandidates {
   explicit DominatorCandidates(const Topology& t)
       : t_(t), cands_(static_cast<size_t>(t.num_links())), seen_(cands_.size(), 0), frac_on_(cands_.size(), 0.0) {}
   double bound(const Cand& c) const { return c.ratio * t_.link(c.link).bandwidth.value(); }
-  template <class Consider, class Accept>
-  void add_route(std::span<const RouteHop> hops, Consider consider, Accept accept) {
+  template <class Hops, class Consider, class Accept>
+  void add_route(const Hops& hops, Consider consider, Accept accept) {
     for (const auto& h : hops) frac_on_[h.link] = h.fraction;
     for (const auto& h : hops) {
       if (!consider(h.link)) continue;
@@ -158,12 +158,19 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
   DominatorCandidates cands(t);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d)
-        cands.add_route(
-            t.route(s, d).hops, [](LinkId) { return true; },
-            [&](LinkId l, const DominatorCandidates::Cand& m) { return cands.bound(m) <= cap(l); });
+  const auto consider = [](LinkId) { return true; };
+  const auto accept = [&](LinkId l, const DominatorCandidates::Cand& m) { return cands.bound(m) <= cap(l); };
+  if (t.factored_) {
+    // Every route is a concatenation of segments, each in every route through its links: a
+    // segment's other links are candidates (fewer than a whole route's, which can only keep a link).
+    for (size_t i = 0; i + 1 < t.seg_off_[0].size(); ++i)
+      cands.add_route(std::span<const RouteHop>(t.seg_hops_[0].data() + t.seg_off_[0][i], t.seg_off_[0][i + 1] - t.seg_off_[0][i]),
+                      consider, accept);
+  } else {
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d)
+        if (s != d) cands.add_route(t.route(s, d).hops, consider, accept);
+  }
   // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
   for (size_t l = 0; l < nl; ++l)
@@ -200,6 +207,8 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
 // is valid only while the links h it uses stay in the problem: a link whose bound uses a pruned h
 // is kept again, until nothing changes.
 void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
+  // Factored routes skip this pass (it walks every pair): such links stay, which changes no rate.
+  if (t.factored_) return;
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
@@ -245,27 +254,95 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
     if (pruned[l]) t.may_bind_[l] = 0;
 }
 
-Topology TopologyBuilder::build(const SourceLocation& where) {
-  Diagnostics diags;
-  Topology& t = topo_;
+// Factored routes (Topology, factored_): the generator's structure gives each GPU's way out of its
+// node to its gateway and back, and the spines between gateways; they are exact routes when the
+// node's GPUs can only leave it through those links (build_compact's factoring conditions) and a
+// pair on one node is strictly cheaper through the node's switch than any way out and back (checked
+// here; else false, and all pairs are routed). Cross-gateway traffic splits evenly over the spines
+// (every spine is one hop up and one down, at the same cost from a given leaf), as ECMP does.
+bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   const int n = t.num_gpus();
-  if (n == 0) diags.error(where, "gpus", "the topology has no GPU");
-  if (n > kMaxGpus)
-    diags.error(where, "gpus", fmt::format("{} GPUs: this version supports at most {} (routes are precomputed for "
-                                           "every GPU pair)", n, kMaxGpus));
-  for (size_t i = 0; i < t.links_.size(); ++i) {
-    const Link& l = t.links_[i];
-    if (!(l.bandwidth.value() > 0))
-      diags.error(where, fmt::format("links[{}]", i), fmt::format("link {} -> {} needs a positive bandwidth",
-                                                                  t.vertices_[l.from].name, t.vertices_[l.to].name));
+  auto cost = [&](LinkId l) { return link_cost(t.links_[l]); };
+  auto path_cost = [&](const std::vector<LinkId>& p) {
+    int64_t c = 0;
+    for (LinkId l : p) c += cost(l);
+    return c;
+  };
+  std::vector<int> local(static_cast<size_t>(n));
+  for (int node = 0; node < t.num_nodes_; ++node) {
+    const auto& gpus = t.node_gpus_[node];
+    for (size_t i = 0; i < gpus.size(); ++i) local[gpus[i]] = static_cast<int>(i);
+    for (int a : gpus)
+      for (int b : gpus) {
+        if (a == b) continue;
+        const int64_t via_switch = cost(f.to_switch[a]) + cost(f.from_switch[b]);
+        if (via_switch >= path_cost(f.out[a]) + path_cost(f.in[b])) return false;
+        // GPUs sharing a NIC also reach each other through it over their two PCIe links.
+        if (t.links_[f.out[a].front()].to == t.links_[f.in[b].back()].from &&
+            via_switch >= cost(f.out[a].front()) + cost(f.in[b].back()))
+          return false;
+      }
   }
-  diags.throw_if_errors();
-  int max_node = -1;
-  for (int g = 0; g < n; ++g) max_node = std::max(max_node, t.gpu_node_[g]);
-  t.num_nodes_ = max_node + 1;
-  t.node_gpus_.assign(t.num_nodes_, {});
-  for (int g = 0; g < n; ++g) t.node_gpus_[t.gpu_node_[g]].push_back(g);
+  const int gates = static_cast<int>(f.up.size());
+  t.factored_ = true;
+  t.num_gates_ = gates;
+  t.gate_ = f.gate;
+  t.local_index_ = local;
+  t.seg_off_[0].assign(1, 0);
+  t.seg_hops_[0].clear();
+  t.seg_lat_.clear();
+  t.seg_hop_count_.clear();
+  // One segment: its hops sorted by link (as all-pairs routes are), its latency summed from the far
+  // end (as the all-pairs routing does), its hop count.
+  std::vector<RouteHop> hops;
+  auto add = [&](double latency, int hop_count) {
+    std::sort(hops.begin(), hops.end(), [](const RouteHop& a, const RouteHop& b) { return a.link < b.link; });
+    t.seg_hops_[0].insert(t.seg_hops_[0].end(), hops.begin(), hops.end());
+    t.seg_off_[0].push_back(static_cast<uint32_t>(t.seg_hops_[0].size()));
+    t.seg_lat_.push_back(latency);
+    t.seg_hop_count_.push_back(static_cast<uint8_t>(hop_count));
+    hops.clear();
+    return static_cast<uint32_t>(t.seg_lat_.size() - 1);
+  };
+  auto add_path = [&](const std::vector<LinkId>& p) {
+    double lat = 0;
+    for (auto it = p.rbegin(); it != p.rend(); ++it) lat = t.links_[*it].latency.value() + lat;
+    for (LinkId l : p) hops.push_back({l, 1.0});
+    return add(lat, static_cast<int>(p.size()));
+  };
+  t.out_seg_.resize(static_cast<size_t>(n));
+  t.in_seg_.resize(static_cast<size_t>(n));
+  t.local_base_.resize(static_cast<size_t>(n));
+  for (int g = 0; g < n; ++g) t.out_seg_[g] = add_path(f.out[g]);
+  for (int g = 0; g < n; ++g) t.in_seg_[g] = add_path(f.in[g]);
+  for (int a = 0; a < n; ++a) {
+    for (int b : t.node_gpus_[t.gpu_node_[a]]) {
+      const uint32_t seg = a == b ? add(0.0, 0) : add_path({f.to_switch[a], f.from_switch[b]});
+      if (b == t.node_gpus_[t.gpu_node_[a]].front()) t.local_base_[a] = seg;
+    }
+  }
+  t.mid_base_ = static_cast<uint32_t>(t.seg_lat_.size());
+  for (int a = 0; a < gates; ++a)
+    for (int b = 0; b < gates; ++b) {
+      if (a == b || f.up[a].empty()) {
+        add(0.0, 0);
+        continue;
+      }
+      const size_t spines = f.up[a].size();
+      double lat = 0;
+      for (size_t k = 0; k < spines; ++k) {
+        hops.push_back({f.up[a][k], 1.0 / static_cast<double>(spines)});
+        hops.push_back({f.down[b][k], 1.0 / static_cast<double>(spines)});
+        lat = std::max(lat, t.links_[f.up[a][k]].latency.value() + (t.links_[f.down[b][k]].latency.value() + 0.0));
+      }
+      add(lat, 2);
+    }
+  return true;
+}
 
+// All-pairs routes (Topology::route): see the comment inside.
+void TopologyBuilder::all_pairs_routes(Topology& t, Diagnostics& diags, const SourceLocation& where) {
+  const int n = t.num_gpus();
   // Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's
   // distance to dst (GPUs other than dst are not expanded: a GPU never forwards on a switched path);
   // the links on shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each
@@ -469,6 +546,34 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
     }
     std::vector<RouteHop>().swap(by_dst[d]);
   }
+}
+
+Topology TopologyBuilder::build(const SourceLocation& where) {
+  Diagnostics diags;
+  Topology& t = topo_;
+  const int n = t.num_gpus();
+  if (n == 0) diags.error(where, "gpus", "the topology has no GPU");
+  if (n > kMaxGpus)
+    diags.error(where, "gpus", fmt::format("{} GPUs: this version supports at most {}", n, kMaxGpus));
+  for (size_t i = 0; i < t.links_.size(); ++i) {
+    const Link& l = t.links_[i];
+    if (!(l.bandwidth.value() > 0))
+      diags.error(where, fmt::format("links[{}]", i), fmt::format("link {} -> {} needs a positive bandwidth",
+                                                                  t.vertices_[l.from].name, t.vertices_[l.to].name));
+  }
+  diags.throw_if_errors();
+  int max_node = -1;
+  for (int g = 0; g < n; ++g) max_node = std::max(max_node, t.gpu_node_[g]);
+  t.num_nodes_ = max_node + 1;
+  t.node_gpus_.assign(t.num_nodes_, {});
+  for (int g = 0; g < n; ++g) t.node_gpus_[t.gpu_node_[g]].push_back(g);
+
+  if (factoring_ && (n > kAllPairsMaxGpus || force_factoring_) && factored_routes(t, *factoring_)) {
+    factoring_.reset();
+  } else {
+    factoring_.reset();
+    all_pairs_routes(t, diags, where);
+  }
   diags.throw_if_errors();
   compute_may_bind(t);
   compute_binding_hops(t);
@@ -479,8 +584,10 @@ namespace {
 
 // One node's PCIe side (see CompactSpec): its GPUs' links to PCIe switches, the host or the NICs,
 // and its NICs (appended to `nics`).
+// With its own PCIe link straight to its NIC, GPU i's link to the NIC gets id gpu_nic[i] (the way
+// back is the next id).
 void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std::vector<VertexId>& gpus,
-                   std::vector<VertexId>& nics) {
+                   std::vector<VertexId>& nics, std::vector<LinkId>& gpu_nic) {
   const int g = s.gpus_per_node, k = s.nics_per_node, per_nic = g / k;
   LinkParams p = s.pcie;
   p.link_class = "pcie";
@@ -488,7 +595,10 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
   if (per_switch == 0 && s.gpudirect_rdma) {  // each GPU's own PCIe link straight to its NIC
     for (int n = 0; n < k; ++n) {
       nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
-      for (int i = n * per_nic; i < (n + 1) * per_nic; ++i) b.add_duplex_link(gpus[i], nics.back(), p);
+      for (int i = n * per_nic; i < (n + 1) * per_nic; ++i) {
+        gpu_nic.push_back(b.num_links());
+        b.add_duplex_link(gpus[i], nics.back(), p);
+      }
     }
     return;
   }
@@ -521,17 +631,32 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
 void TopologyBuilder::compute_binding_hops(Topology& t) {
   const int n = t.num_gpus();
   const size_t pairs = static_cast<size_t>(n) * n;
-  t.bind_offset_.assign(pairs + 1, 0);
-  t.bind_hops_.clear();
-  for (size_t p = 0; p < pairs; ++p) {
-    t.bind_offset_[p] = static_cast<uint32_t>(t.bind_hops_.size());
-    for (uint32_t k = t.route_offset_[p]; k < t.route_offset_[p + 1]; ++k)
-      if (t.may_bind_[t.route_hops_[k].link]) t.bind_hops_.push_back(t.route_hops_[k]);
+  if (t.factored_) {
+    t.seg_off_[1].assign(1, 0);
+    t.seg_hops_[1].clear();
+    for (size_t i = 0; i + 1 < t.seg_off_[0].size(); ++i) {
+      for (uint32_t k = t.seg_off_[0][i]; k < t.seg_off_[0][i + 1]; ++k)
+        if (t.may_bind_[t.seg_hops_[0][k].link]) t.seg_hops_[1].push_back(t.seg_hops_[0][k]);
+      t.seg_off_[1].push_back(static_cast<uint32_t>(t.seg_hops_[1].size()));
+    }
+  } else {
+    t.bind_offset_.assign(pairs + 1, 0);
+    t.bind_hops_.clear();
+    for (size_t p = 0; p < pairs; ++p) {
+      t.bind_offset_[p] = static_cast<uint32_t>(t.bind_hops_.size());
+      for (uint32_t k = t.route_offset_[p]; k < t.route_offset_[p + 1]; ++k)
+        if (t.may_bind_[t.route_hops_[k].link]) t.bind_hops_.push_back(t.route_hops_[k]);
+    }
+    t.bind_offset_[pairs] = static_cast<uint32_t>(t.bind_hops_.size());
   }
-  t.bind_offset_[pairs] = static_cast<uint32_t>(t.bind_hops_.size());
   t.separable_ = false;
   t.end_offset_.clear();
   t.end_hops_.clear();
+  // Factored: a binding link between leaves carries traffic of many sources to many destinations,
+  // so the check below would fail on it; spare its pass over every pair.
+  if (t.factored_)
+    for (size_t i = t.mid_base_; i + 1 < t.seg_off_[1].size(); ++i)
+      if (t.seg_off_[1][i + 1] > t.seg_off_[1][i]) return;
   const size_t nl = t.links_.size();
   constexpr int kNone = -1, kMany = -2;
   // Per locality and link: the one source (destination) of the routes crossing it, or kMany.
@@ -542,7 +667,7 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
       if (s == d) continue;
       const size_t k = t.gpu_node_[s] != t.gpu_node_[d] ? 1 : 0;
       for (const auto& h : t.binding_hops(s, d)) note(src_of[k * nl + h.link], s), note(dst_of[k * nl + h.link], d);
-      if (t.route_latency_[static_cast<size_t>(s) * n + d] != t.route_latency_[static_cast<size_t>(d) * n + s]) return;
+      if (t.route_latency(s, d).value() != t.route_latency(d, s).value()) return;
     }
   // Each GPU's egress and ingress hops per locality, from its first route of that locality; every
   // other route must match them exactly.
@@ -598,6 +723,12 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
   b.set_nvls(s.nvls && s.intra_kind == "nvswitch");
   b.set_nccl(s.nccl);
   std::vector<VertexId> nics;  // node-major
+  // Factored routes (TopologyBuilder::set_factoring) when a GPU's only way out of its node is its own
+  // PCIe link to its NIC, and the NIC's only link out goes to one fabric switch (its gateway).
+  const bool factorable = s.nodes > 1 && !cube_mesh && s.gpus_per_pcie_switch == 0 && s.gpudirect_rdma;
+  RouteFactoring f;
+  std::vector<LinkId> gpu_nic, nic_gate;  // per GPU: its link to its NIC; per NIC: its link to its gateway
+  std::vector<int> nic_gate_index;
   for (int node = 0; node < s.nodes; ++node) {
     std::vector<VertexId> gpus;
     LinkParams p = s.intra;
@@ -620,11 +751,15 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
       half.latency = p.latency * 0.5;
       for (int i = 0; i < g; ++i) {
         gpus.push_back(b.add_gpu(fmt::format("node{}.gpu{}", node, i), node));
+        f.to_switch.push_back(b.num_links());
+        f.from_switch.push_back(b.num_links() + 1);
         b.add_duplex_link(gpus.back(), sw, half);
       }
     }
-    if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics);
+    if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics, gpu_nic);
   }
+  nic_gate.assign(nics.size(), -1);
+  nic_gate_index.assign(nics.size(), 0);
   if (s.nodes > 1) {
     LinkParams nicp = s.nic;
     nicp.link_class = "nic";
@@ -633,21 +768,25 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
       const VertexId core = b.add_switch("fabric.core");
       LinkParams p = nicp;
       p.latency = p.latency + s.switch_latency;
-      for (VertexId nic : nics) b.add_duplex_link(nic, core, p);
+      for (size_t j = 0; j < nics.size(); ++j) {
+        nic_gate[j] = b.num_links();
+        b.add_duplex_link(nics[j], core, p);
+      }
+      f.up.assign(1, {});
+      f.down.assign(1, {});
     } else {
       // Leaves: rail-optimized = leaf r joins NIC r of every node; fat-tree = leaf per group of
       // nodes_per_leaf nodes. Spines join every leaf; uplink capacity = downlink / oversubscription.
-      std::vector<std::vector<VertexId>> leaf_ports;
+      std::vector<std::vector<size_t>> leaf_ports;  // indices into nics
       if (s.fabric_kind == "rail-optimized") {
         leaf_ports.assign(k, {});
         for (int node = 0; node < s.nodes; ++node)
-          for (int r = 0; r < k; ++r) leaf_ports[r].push_back(nics[static_cast<size_t>(node) * k + r]);
+          for (int r = 0; r < k; ++r) leaf_ports[r].push_back(static_cast<size_t>(node) * k + r);
       } else {
         const int groups = (s.nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf;
         leaf_ports.assign(groups, {});
         for (int node = 0; node < s.nodes; ++node)
-          for (int r = 0; r < k; ++r)
-            leaf_ports[node / s.nodes_per_leaf].push_back(nics[static_cast<size_t>(node) * k + r]);
+          for (int r = 0; r < k; ++r) leaf_ports[node / s.nodes_per_leaf].push_back(static_cast<size_t>(node) * k + r);
       }
       const int leaves = static_cast<int>(leaf_ports.size());
       std::vector<VertexId> leaf_v;
@@ -655,8 +794,14 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
         leaf_v.push_back(b.add_switch(fmt::format("fabric.leaf{}", i)));
         LinkParams p = nicp;
         p.latency = p.latency + s.switch_latency;
-        for (VertexId nic : leaf_ports[i]) b.add_duplex_link(nic, leaf_v.back(), p);
+        for (size_t j : leaf_ports[i]) {
+          nic_gate[j] = b.num_links();
+          nic_gate_index[j] = i;
+          b.add_duplex_link(nics[j], leaf_v.back(), p);
+        }
       }
+      f.up.assign(leaves, {});
+      f.down.assign(leaves, {});
       if (leaves > 1) {
         // Default: up to 8 spines. Every cross-leaf transfer splits evenly over all spines, so each
         // leaf-spine link carries 1/spines of the leaf's cross traffic at 1/spines of its uplink
@@ -672,10 +817,28 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
           up.efficiency = nicp.efficiency;
           up.latency = s.switch_latency;
           up.link_class = "fabric";
-          for (VertexId sp : spine_v) b.add_duplex_link(leaf_v[i], sp, up);
+          for (VertexId sp : spine_v) {
+            f.up[i].push_back(b.num_links());
+            f.down[i].push_back(b.num_links() + 1);
+            b.add_duplex_link(leaf_v[i], sp, up);
+          }
         }
       }
     }
+  }
+  if (factorable) {
+    const int per_nic = g / s.nics_per_node;
+    const int n = s.nodes * g;
+    f.gate.resize(static_cast<size_t>(n));
+    f.out.resize(static_cast<size_t>(n));
+    f.in.resize(static_cast<size_t>(n));
+    for (int gpu = 0; gpu < n; ++gpu) {
+      const size_t nic = static_cast<size_t>(gpu / g) * s.nics_per_node + static_cast<size_t>(gpu % g / per_nic);
+      f.gate[gpu] = nic_gate_index[nic];
+      f.out[gpu] = {gpu_nic[gpu], nic_gate[nic]};
+      f.in[gpu] = {nic_gate[nic] + 1, gpu_nic[gpu] + 1};
+    }
+    b.set_factoring(std::move(f), s.force_factored_routes);
   }
   return b.build(where);
 }

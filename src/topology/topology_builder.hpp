@@ -31,8 +31,24 @@ struct TopologyAdjust {
   std::optional<double> compute_slowdown, communication_slowdown;
 };
 
-// Routes are precomputed for every GPU pair (O(N^2) memory), which bounds the GPU count for now.
+// The largest topology accepted. Routes are precomputed for every GPU pair (O(N^2) memory) up to
+// kAllPairsMaxGpus GPUs; larger compact topologies whose structure allows it store them factored
+// (Topology::factored_routes: O(N x GPUs per node)); an explicit topology of more GPUs still routes
+// every pair (minutes and GBs at 4,096).
 inline constexpr int kMaxGpus = 4096;
+inline constexpr int kAllPairsMaxGpus = 1024;
+
+// What a generator knows that lets routes be stored factored (TopologyBuilder::set_factoring): every
+// GPU leaves its node only through `out` (its links, in path order, to its gateway: the fabric
+// switch its NIC hangs off) and is entered only through `in` (gateway to GPU); GPUs of one node
+// reach each other through their node's switch (to_switch, from_switch); gateways, when there are
+// several, are joined by spines (up[gate][k]: gateway -> spine k; down[gate][k]: spine k -> gateway).
+struct RouteFactoring {
+  std::vector<int> gate;                       // per GPU
+  std::vector<std::vector<LinkId>> out, in;    // per GPU
+  std::vector<LinkId> to_switch, from_switch;  // per GPU
+  std::vector<std::vector<LinkId>> up, down;   // per gateway, per spine (empty: a single gateway)
+};
 
 class TopologyBuilder {
  public:
@@ -45,20 +61,31 @@ class TopologyBuilder {
   void add_duplex_link(VertexId a, VertexId b, const LinkParams& p);
   void add_link(VertexId from, VertexId to, const LinkParams& p);
   VertexId find(const std::string& name) const;  // -1 if absent
+  int num_links() const { return static_cast<int>(topo_.links_.size()); }  // the next link's id
   void set_description(std::string d) { topo_.description = std::move(d); }
   void set_nvls(bool on) { topo_.nvls_ = on; }
   void set_nccl(const NcclConfig& c) { topo_.nccl_ = c; }
   // Every link added afterwards whose class is adjusted gets the calibrated bandwidth and latency.
   void set_adjust(const TopologyAdjust* a) { adjust_ = a; }
+  // Routes of more than kAllPairsMaxGpus GPUs (or any count, `force`: tests compare the two) are
+  // stored factored when `f` describes the topology (and the same-node check holds; else all pairs).
+  void set_factoring(RouteFactoring f, bool force = false) {
+    factoring_ = std::move(f);
+    force_factoring_ = force;
+  }
   // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
   Topology build(const SourceLocation& where);
 
  private:
+  static void all_pairs_routes(Topology& t, Diagnostics& diags, const SourceLocation& where);
+  static bool factored_routes(Topology& t, const RouteFactoring& f);
   static void compute_may_bind(Topology& t);
   static void compute_binding_hops(Topology& t);
   static void prune_by_endpoint_bounds(Topology& t);
   Topology topo_;
   const TopologyAdjust* adjust_ = nullptr;
+  std::optional<RouteFactoring> factoring_;
+  bool force_factoring_ = false;
 };
 
 // Compact-form generator shared by the YAML loader and code: `nodes` nodes of `gpus_per_node` GPUs
@@ -98,6 +125,7 @@ struct CompactSpec {
   int spines = 0;                       // 0 = as many as needed for the oversubscription (min 1)
   Seconds switch_latency{0};
   NcclConfig nccl;                      // NCCL's point-to-point configuration (`nccl:`)
+  bool force_factored_routes = false;   // factored routes at any size, where possible (tests)
 };
 
 // NVLinks between the 8 GPUs of a DGX-1 with V100 (and AWS p3dn.24xlarge, same hybrid cube-mesh):

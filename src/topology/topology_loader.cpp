@@ -224,8 +224,7 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   s.nodes = static_cast<int>(r.integer("nodes", true, 1, 1 << 16).value_or(1));
   s.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", true, 1, 1024).value_or(1));
   if (static_cast<long long>(s.nodes) * s.gpus_per_node > kMaxGpus)
-    r.error("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs: this version supports at most {} (routes are "
-                                 "precomputed for every GPU pair)", s.nodes, s.gpus_per_node,
+    r.error("nodes", fmt::format("{} nodes x {} GPUs = {} GPUs: this version supports at most {}", s.nodes, s.gpus_per_node,
                                  static_cast<long long>(s.nodes) * s.gpus_per_node, kMaxGpus));
   {
     YAML::Node in = r.child("intra_node");

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
@@ -370,4 +373,114 @@ TEST_CASE("without GPUDirect RDMA every inter-node route is staged through the h
   // from a GPU crosses the CPU, as NCCL's PHB distance).
   CHECK(crosses(load_topology(with(kCubeMesh, "gpudirect_rdma: false", "gpudirect_rdma: true"), "t.yaml"), 0, 8,
                 "node0.host", "node0.nic0"));
+}
+
+namespace {
+// Compact spec of `nodes` 8-GPU nodes for the factored-routes comparison.
+CompactSpec factoring_spec(int nodes, const std::string& fabric, int nics, double oversub, int per_leaf, int spines) {
+  CompactSpec s;
+  s.name = "f";
+  s.gpu = {"X", FlopRate(1e15), Bandwidth(3e12), Bytes(80e9)};
+  s.nodes = nodes;
+  s.gpus_per_node = 8;
+  s.intra = {Bandwidth(450e9), 0.82, Seconds(3.4e-6), ""};
+  s.nics_per_node = nics;
+  s.nic = {Bandwidth(50e9), 0.95, Seconds(2e-6), ""};
+  s.pcie = {Bandwidth(64e9), 0.85, Seconds(1e-6), ""};
+  s.fabric_kind = fabric;
+  s.oversubscription = oversub;
+  s.nodes_per_leaf = per_leaf;
+  s.spines = spines;
+  s.switch_latency = Seconds(0.6e-6);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, latencies, hop counts") {
+  // Large compact topologies store a route as (the source's way out of its node) + (gateway to
+  // gateway over the spines) + (the way into the destination), or its node's route; forced here
+  // on small ones, every pair must match the all-pairs shortest-path routing exactly (hops as sets:
+  // the factored ones come segment by segment), latencies to float storage.
+  struct Case {
+    int nodes;
+    const char* fabric;
+    int nics;
+    double oversub;
+    int per_leaf, spines;
+  };
+  for (const Case& c : {Case{3, "single-switch", 8, 1.0, 4, 0}, Case{5, "fat-tree", 8, 2.0, 2, 0},
+                        Case{6, "fat-tree", 8, 1.0, 4, 3}, Case{4, "rail-optimized", 8, 1.0, 4, 0},
+                        Case{4, "rail-optimized", 2, 1.0, 4, 0}, Case{3, "single-switch", 4, 1.0, 4, 0}}) {
+    CAPTURE(c.fabric);
+    CAPTURE(c.nodes);
+    CAPTURE(c.nics);
+    auto spec = factoring_spec(c.nodes, c.fabric, c.nics, c.oversub, c.per_leaf, c.spines);
+    const Topology all = build_compact(spec, {"f", 0, 0});
+    spec.force_factored_routes = true;
+    const Topology fac = build_compact(spec, {"f", 0, 0});
+    REQUIRE_FALSE(all.factored_routes());
+    REQUIRE(fac.factored_routes());
+    REQUIRE(all.num_links() == fac.num_links());
+    auto sorted = [](const HopSeq& h) {
+      std::vector<std::pair<LinkId, double>> v;
+      for (const auto& x : h) v.emplace_back(x.link, x.fraction);
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    for (int a = 0; a < all.num_gpus(); ++a)
+      for (int b = 0; b < all.num_gpus(); ++b) {
+        if (a == b) continue;
+        const auto ra = all.route(a, b), rf = fac.route(a, b);
+        CHECK(sorted(ra.hops) == sorted(rf.hops));
+        CHECK(ra.hop_count == rf.hop_count);
+        CHECK(rf.latency.value() == hs::test::approx(ra.latency.value(), 1e-6));
+        CHECK(rf.latency.value() == fac.route_latency(a, b).value());
+      }
+    // Pruning. The all-pairs form has a second pass the factored one skips (it may prune more); the
+    // factored one sees the spines' links in every route through any of them (a route splits over
+    // all of them), at the same load and capacity, so it keeps one where the all-pairs form's
+    // candidate lists (4 per link) miss that. Pruning either way changes no rate: a link only the
+    // factored form prunes is crossed by no route that does not cross a kept link with the same
+    // fraction and no more capacity.
+    for (LinkId l = 0; l < all.num_links(); ++l) {
+      if (fac.may_bind(l) || !all.may_bind(l)) continue;
+      CAPTURE(l);
+      std::vector<char> on_all(static_cast<size_t>(fac.num_links()), 1);
+      for (int a = 0; a < fac.num_gpus(); ++a)
+        for (int b = 0; b < fac.num_gpus(); ++b) {
+          if (a == b) continue;
+          const auto hops = sorted(fac.route(a, b).hops);
+          double here = 0;
+          for (const auto& [m, f] : hops)
+            if (m == l) here = f;
+          if (here == 0) continue;
+          std::vector<char> ok(on_all.size(), 0);
+          for (const auto& [m, f] : hops) ok[m] = f == here;
+          for (size_t m = 0; m < ok.size(); ++m) on_all[m] = on_all[m] && ok[m];
+        }
+      bool dominated = false;
+      for (LinkId m = 0; m < fac.num_links(); ++m)
+        dominated = dominated || (m != l && on_all[m] && fac.may_bind(m) && fac.link(m).bandwidth.value() <= fac.link(l).bandwidth.value());
+      CHECK(dominated);
+    }
+    for (int a = 0; a < all.num_gpus(); ++a)
+      for (int b = 0; b < all.num_gpus(); ++b)
+        if (a != b)
+          for (const auto& h : fac.binding_hops(a, b)) CHECK(fac.may_bind(h.link));
+  }
+}
+
+TEST_CASE("4,096 GPUs: the largest compact topology builds with factored routes; one more GPU is refused") {
+  auto spec = factoring_spec(512, "fat-tree", 8, 2.0, 8, 0);
+  const Topology t = build_compact(spec, {"f", 0, 0});
+  CHECK(t.num_gpus() == 4096);
+  CHECK(t.factored_routes());
+  // Same node: through the NVSwitch, 2 hops; same leaf (8 nodes per leaf): 4 hops; across leaves
+  // through a spine: 6 hops, split over the 8 spines.
+  CHECK(t.route(0, 1).hop_count == 2);
+  CHECK(t.route(0, 8).hop_count == 4);
+  CHECK(t.route(0, 4095).hop_count == 6);
+  CHECK(t.route(0, 4095).hops.size() == 2 + 2 * 8 + 2);
+  auto big = factoring_spec(513, "fat-tree", 8, 2.0, 8, 0);
+  CHECK_THROWS_AS(build_compact(big, {"f", 0, 0}), InputError);
 }
