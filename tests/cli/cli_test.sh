@@ -438,6 +438,9 @@ n = sum(1 for _ in open(sys.argv[2]))
 sys.exit(0 if g == t and n < 144 else 1)
 PY
 then echo "ok: tune reaches the grid optimum with fewer evaluations"; else echo "FAIL: tune vs grid"; cat "$tmp/t.out"; fails=$((fails+1)); fi
+# tune under a layout: SmartMoE's knobs inside the layout's EP groups; a layout that does not fit is refused.
+expect 0 -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy smartmoe --layout tp=2,ep=4 --budget 4 --iterations 3
+expect 2 "--layout: error: layout.pp: pp 4 exceeds the model's 2 blocks" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy smartmoe --layout pp=4
 expect 2 "has no knob 'colour'" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy fssdp --knobs colour
 
 printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [t.json]\nstrategies:\n  fssdp: {window: [0]}\n' > "$tmp/bad-sweep.yaml"
