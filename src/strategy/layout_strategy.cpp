@@ -14,10 +14,13 @@ namespace {
 // EP inside each stage: the GPUs of the stage that holds MoE layer l route its tokens (their
 // trace rows, / tp: with sequence parallelism a GPU routes its s*b/tp tokens of the micro-batch),
 // every other GPU routes none; experts are blocks of E/ep on each EP group of ep consecutive GPUs.
+// The oracle (balanced = true): the same, but every GPU of the stage computes the stage's mean load
+// and every source sends an equal share of its assignments to each GPU of its EP group
+// (balance_ep_layer over the stage's GPUs).
 class LayoutExpertParallel final : public Strategy {
  public:
-  LayoutExpertParallel(const Context& ctx, const workload::ParallelLayout& layout)
-      : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()) {
+  LayoutExpertParallel(const Context& ctx, const workload::ParallelLayout& layout, bool balanced)
+      : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()), balanced_(balanced) {
     for (int l = 0; l < ctx.model.moe_layers(); ++l)
       stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
   }
@@ -32,7 +35,10 @@ class LayoutExpertParallel final : public Strategy {
       rows.assign(static_cast<size_t>(n) * E, 0.0);
       const size_t lo = static_cast<size_t>(stage_[l]) * S * E, hi = lo + static_cast<size_t>(S) * E;
       for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout_.tp;
-      route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plans_[l]);
+      if (balanced_)
+        balance_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plans_[l]);
+      else
+        route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plans_[l]);
     }
     IterationResult r = graph_.run(plans_);
     set_layout_memory(m, layout_, stage_, plans_, r);
@@ -47,6 +53,7 @@ class LayoutExpertParallel final : public Strategy {
   LayoutIterationGraph graph_;
   std::vector<LayerPlan> plans_;
   std::vector<int> stage_;  // [MoE layer] -> pipeline stage
+  bool balanced_;
 };
 
 }  // namespace
@@ -78,20 +85,20 @@ std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const C
   if (spec.name == "fssdp") return make_layout_fssdp(spec, ctx, layout);
   if (spec.name == "fsdp") return make_layout_fsdp(spec, ctx, layout);
   if (spec.name == "smartmoe") return make_layout_smartmoe(spec, ctx, layout);
-  if (spec.name != "ep") {
+  if (spec.name != "ep" && spec.name != "oracle") {
     // Why each of the others is not built yet: the part of its mechanism that has no counterpart
     // inside a stage's EP groups so far.
     const char* why = spec.name == "flexmoe"  ? "its replica slots, moves and replica all-reduces are not planned per EP group"
                       : spec.name == "fastermoe" ? "its shadowing model and the shadow broadcasts are not planned per EP group"
                       : spec.name == "bound"    ? "the lower bound's traffic floors are derived for the whole cluster, not for a pipeline"
-                      : spec.name == "oracle"   ? "the balanced reference is not built per EP group"
                                                 : "not built";
     throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("strategy {} does not run under --layout yet: {} (built: ep, fssdp, fsdp, smartmoe)", spec.name, why));
+                     fmt::format("strategy {} does not run under --layout yet: {} (built: ep, oracle, fssdp, fsdp, smartmoe)", spec.name, why));
   }
   if (!spec.knobs.empty())
-    throw InputError({"--strategy", 0, 0}, spec.full, "under --layout, EP's group size is the layout's ep: drop the knobs");
-  return std::make_unique<LayoutExpertParallel>(ctx, layout);
+    throw InputError({"--strategy", 0, 0}, spec.full,
+                     fmt::format("under --layout, {}'s group size is the layout's ep: drop the knobs", spec.name));
+  return std::make_unique<LayoutExpertParallel>(ctx, layout, spec.name == "oracle");
 }
 
 }  // namespace hs::strategy

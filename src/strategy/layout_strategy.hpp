@@ -1,6 +1,7 @@
 // Strategies under a parallel layout (`--layout`): the layout's iteration graph
 // (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each stage's EP groups.
-// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does), FSSDP
+// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does), the
+// oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group) and SmartMoE (each group re-plans its placement:
 // strategy/layout_smartmoe.cpp). The other strategies are refused with a message

@@ -388,7 +388,7 @@ TEST_CASE("FSDP of experts under a layout: every expert gathered to every GPU of
     CHECK(std::string(e.what()).find("fsdp:rematerialize") != std::string::npos);
   }
   // The strategies still refused say why.
-  for (const char* name : {"flexmoe", "fastermoe", "bound", "oracle"}) {
+  for (const char* name : {"flexmoe", "fastermoe", "bound"}) {
     try {
       f.make(name);
       FAIL("accepted ", name);
@@ -436,4 +436,22 @@ TEST_CASE("SmartMoE under a layout: each EP group re-plans its placement; the mo
   // Fewer than 2 experts per GPU of a group: refused (SmartMoE swaps experts within the group).
   workload::ParallelLayout wide = layout("pp=2,ep=4", f.topo, f.model);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("smartmoe"), f.ctx, wide), InputError);
+}
+
+TEST_CASE("the oracle under a layout: every GPU of a stage computes the stage's mean; no straggler") {
+  // The fixture with experts 0 and 1 hot (1400 tokens from each GPU) and 2, 3 cold (200): a stage's
+  // 4 GPUs route 4 x 3200 = 12,800 assignments per layer, so the oracle has each compute 3,200, where
+  // EP's expert-0/1 owners compute 2 x 2800 = 5,600 and the others 800: with every GPU at the mean
+  // no expert task outlasts the stage's mean (straggler wait 0) and the iteration is shorter.
+  Fixture f;
+  std::vector<double> loads(4 * 8 * 4, 200.0);
+  for (size_t i = 0; i < loads.size(); i += 4) loads[i] = loads[i + 1] = 1400.0;
+  auto ep = f.make("ep");
+  auto oracle = f.make("oracle");
+  const auto a = ep->simulate(loads), b = oracle->simulate(loads);
+  const int straggle = static_cast<int>(strategy::Component::kStragglerWait);
+  CHECK(b.breakdown[straggle] == 0.0);
+  CHECK(a.breakdown[straggle] > 0.0);
+  CHECK(b.time < a.time);
+  CHECK_THROWS_AS(f.make("oracle:ep_size=2"), InputError);  // the group size is the layout's ep
 }
