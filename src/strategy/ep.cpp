@@ -46,13 +46,20 @@ double ep_owned_params(const Context& ctx, int ep) {
   return params.dense + params.per_expert * static_cast<double>(ctx.model.experts) / ep * ctx.model.moe_layers();
 }
 
-void route_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, const std::vector<char>& shadowed,
-                    LayerPlan& p) {
-  const int per = E / ep;
+namespace {
+// An empty EP plan: n GPUs with `per` expert slots each, no tokens, no bytes.
+void reset_ep_plan(LayerPlan& p, int n, int per) {
   p.expert_tokens.resize(n);
   for (auto& v : p.expert_tokens) v.assign(static_cast<size_t>(per), 0.0);
   p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
   p.received_tokens.assign(n, 0.0);
+}
+}  // namespace
+
+void route_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, const std::vector<char>& shadowed,
+                    LayerPlan& p) {
+  const int per = E / ep;
+  reset_ep_plan(p, n, per);
   if (shadowed.empty()) p.shadow_tokens.clear();
   else p.shadow_tokens.assign(n, std::vector<double>(E, 0.0));
   for (int s = 0; s < n; ++s) {
@@ -78,10 +85,7 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
 void balance_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, std::span<const int> gpus,
                       LayerPlan& p) {
   const int per = E / ep;
-  p.expert_tokens.resize(n);
-  for (auto& v : p.expert_tokens) v.assign(static_cast<size_t>(per), 0.0);
-  p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
-  p.received_tokens.assign(n, 0.0);
+  reset_ep_plan(p, n, per);
   double total = 0;
   for (int g : gpus)
     for (int e = 0; e < E; ++e) total += layer[static_cast<size_t>(g) * E + e];

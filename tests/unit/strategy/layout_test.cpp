@@ -152,6 +152,12 @@ struct Fixture {
     return strategy::make_layout_strategy(strategy::parse_strategy_spec(spec), ctx, l);
   }
 };
+// Every GPU routes (per iteration) 1400 tokens to experts 0 and 1 and 200 to experts 2 and 3.
+std::vector<double> two_hot_loads(int L, int n) {
+  std::vector<double> v(static_cast<size_t>(L) * n * 4, 200.0);
+  for (size_t i = 0; i < v.size(); i += 4) v[i] = v[i + 1] = 1400.0;
+  return v;
+}
 // Every GPU routes (per iteration) `hot` tokens to expert 0 and `cold` to each other expert.
 std::vector<double> hot_loads(int L, int n, double hot, double cold) {
   std::vector<double> v(static_cast<size_t>(L) * n * 4, cold);
@@ -409,8 +415,7 @@ TEST_CASE("SmartMoE under a layout: each EP group re-plans its placement; the mo
   // moves (0 and 3). 4 layers x 2 groups x 2 = 16 moves, in one re-plan; iteration 2 predicts the
   // same loads and keeps the placement (no move).
   Fixture f;
-  std::vector<double> loads(4 * 8 * 4, 200.0);
-  for (size_t i = 0; i < loads.size(); i += 4) loads[i] = loads[i + 1] = 1400.0;
+  const auto loads = two_hot_loads(4, 8);
   auto ep = f.make("ep");
   auto sm = f.make("smartmoe:period=1:window=1");
   std::vector<strategy::IterationResult> a, b;
@@ -444,8 +449,7 @@ TEST_CASE("the oracle under a layout: every GPU of a stage computes the stage's 
   // EP's expert-0/1 owners compute 2 x 2800 = 5,600 and the others 800: with every GPU at the mean
   // no expert task outlasts the stage's mean (straggler wait 0) and the iteration is shorter.
   Fixture f;
-  std::vector<double> loads(4 * 8 * 4, 200.0);
-  for (size_t i = 0; i < loads.size(); i += 4) loads[i] = loads[i + 1] = 1400.0;
+  const auto loads = two_hot_loads(4, 8);
   auto ep = f.make("ep");
   auto oracle = f.make("oracle");
   const auto a = ep->simulate(loads), b = oracle->simulate(loads);
