@@ -148,13 +148,15 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
 
 void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec& m, const SourceLocation& source) {
   Diagnostics d;
-  if (n % (l.tp * l.pp) != 0) {
-    d.error(source, "layout.tp", fmt::format("tp {} x pp {} = {} does not divide the {} GPUs", l.tp, l.pp, l.tp * l.pp, n));
+  // Products in 64 bits: each size is any positive int until checked here.
+  const long long tp_pp = static_cast<long long>(l.tp) * l.pp;
+  if (n % tp_pp != 0) {
+    d.error(source, "layout.tp", fmt::format("tp {} x pp {} = {} does not divide the {} GPUs", l.tp, l.pp, tp_pp, n));
   } else if (l.dp == 0) {
-    l.dp = n / (l.tp * l.pp);
-  } else if (l.tp * l.pp * l.dp != n) {
+    l.dp = static_cast<int>(n / tp_pp);
+  } else if (tp_pp * l.dp != n) {
     d.error(source, "layout.dp", fmt::format("tp {} x pp {} x dp {} = {} GPUs, the topology has {}", l.tp, l.pp, l.dp,
-                                             l.tp * l.pp * l.dp, n));
+                                             tp_pp * l.dp, n));
   }
   if (!l.tp_across_nodes && (l.tp > gpus_per_node || gpus_per_node % l.tp != 0))
     d.error(source, "layout.tp", fmt::format("tp {} does not fit inside a node of {} GPUs (TP groups would cross the "
@@ -177,20 +179,20 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
   if (l.vpp > 1) {
     if (l.pp < 2)
       d.error(source, "layout.vpp", fmt::format("vpp {} interleaves pipeline stages: it needs pp >= 2", l.vpp));
-    if (m.layers % (l.pp * l.vpp) != 0)
+    const long long chunks = static_cast<long long>(l.pp) * l.vpp;  // vpp is any positive int until here
+    if (chunks > m.layers || m.layers % chunks != 0)
       d.error(source, "layout.vpp", fmt::format("the model's {} blocks do not split evenly into pp {} x vpp {} = {} "
-                                                "chunks (interleaving needs equal chunks)", m.layers, l.pp, l.vpp,
-                                                l.pp * l.vpp));
+                                                "chunks (interleaving needs equal chunks)", m.layers, l.pp, l.vpp, chunks));
     if (m.grad_accum % l.pp != 0)
       d.error(source, "layout.vpp", fmt::format("interleaved 1F1B runs micro-batches in groups of pp: grad_accum {} "
                                                 "(micro-batches) must be a multiple of pp {}", m.grad_accum, l.pp));
   }
   if (m.moe_layers() > 0 && m.experts % l.ep != 0)
     d.error(source, "layout.ep", fmt::format("ep {} must divide the {} experts", l.ep, m.experts));
-  if (l.dp > 0 && (l.tp * l.dp) % l.ep != 0)
+  if (l.dp > 0 && (static_cast<long long>(l.tp) * l.dp) % l.ep != 0)
     d.error(source, "layout.ep", fmt::format("ep {} must divide the {} GPUs of a pipeline stage (tp {} x dp {}): "
                                              "EP groups are carved from a stage's ranks, as Megatron-Core's "
-                                             "expert rank generator does", l.ep, l.tp * l.dp, l.tp, l.dp));
+                                             "expert rank generator does", l.ep, static_cast<long long>(l.tp) * l.dp, l.tp, l.dp));
   d.throw_if_errors();
 }
 

@@ -64,6 +64,8 @@ TEST_CASE("layout errors name the field, all collected") {
   CHECK(error_fields("ep=32", 32, 8) == std::vector<std::string>{"layout.ep"});           // 16 experts
   CHECK(error_fields("pp=4,ep=16", 32, 8) == std::vector<std::string>{"layout.ep"});      // stage of 8
   CHECK(error_fields("tp=2,sp=off", 16, 8) == std::vector<std::string>{"layout.sp"});
+  // Sizes whose products overflow 32 bits (65,536^2 = 2^32) are errors, not wrapped arithmetic.
+  CHECK(error_fields("tp=65536,pp=65536,tp_span=any", 16, 8).front() == "layout.tp");
   CHECK(error_fields("tp=0,xx=1,sp=maybe,tp", 16, 8) ==
         std::vector<std::string>{"layout.tp", "layout.xx", "layout.sp", "layout"});
 }
@@ -134,4 +136,5 @@ TEST_CASE("interleaved stages: chunks of pp x vpp, stage s holds chunks s, s + p
   CHECK(bad[0].find("layout.vpp: the model's 16 blocks do not split evenly into pp 2 x vpp 3 = 6") == 0);
   CHECK(bad[1].find("layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 3") == 0);
   CHECK(fields("vpp=0", 4).front().find("layout.vpp: '0' is not a positive integer") == 0);
+  CHECK(fields("pp=2,vpp=2147483647", 4).front().find("layout.vpp: the model's 16 blocks do not split evenly") == 0);
 }
