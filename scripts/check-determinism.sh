@@ -37,6 +37,7 @@ cases=(
   "run-flow|run aws-p3dn-v100-2node $PWD/$trace --iterations 2 --network flow --format json"
   "run-flow-l|run dgx-h100-4node $PWD/traces/gpt-moe-l-aux_loss.json.gz --iterations 3 --network flow --format json"
   "run-256gpu|run dgx-h100-32node $PWD/traces/deepseek-v3-like-aux_free.json.gz --iterations 1 --format json"
+  "run-layout|run dgx-h100-4node $PWD/$trace --layout tp=2,pp=2,vpp=2,ep=8 --set grad_accum=4 --strategy ep,oracle,fssdp,fsdp,smartmoe --iterations 3 --format json"
   "run-p4d-csv|run aws-p4d-a100-4node $PWD/traces/gpt-moe-s-collapsed.json.gz --iterations 3 --format csv"
   "collective|collective aws-p3dn-v100-2node --op all_to_all -b 1M -e 64M -f 4 --network flow --format csv"
   "sweep-j1|sweep sweep.yaml --jobs 1 --out OUT"

@@ -128,6 +128,7 @@ int run_sweep(SweepOptions o) {
   ScenarioCache cache(std::filesystem::path(o.file).parent_path());
   const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
   for (const auto& p : points) cache.load(p, spec.seed);
+  check_layouts(points, cache);
   if (!worker)
     for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
   if (worker) {
@@ -281,11 +282,13 @@ int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::v
       }
     out += fmt::format("{:<56} {:>12.6g} {:>9.2f} {:>14}\n", b.spec, sweep::objective_display(b, spec.objective),
                        b.peak_memory_gib, gain);
-    out += fmt::format("  at {} | {} | {}{}\n", b.topology, b.trace, b.network, b.model.empty() ? "" : " | " + b.model);
+    out += fmt::format("  at {} | {} | {}{}{}\n", b.topology, b.trace, b.network, b.model.empty() ? "" : " | " + b.model,
+                       b.layout.empty() ? "" : " | layout " + b.layout);
   }
   out += fmt::format("\nPareto front (peak memory vs {}): no other point is better on both\n", sweep::objective_name(spec.objective));
   for (const auto& p : sum.pareto)
-    out += fmt::format("{:>9.2f} GiB {:>12.6g} {}  {}\n", p.peak_memory_gib, sweep::objective_display(p, spec.objective), unit, p.spec);
+    out += fmt::format("{:>9.2f} GiB {:>12.6g} {}  {}{}\n", p.peak_memory_gib, sweep::objective_display(p, spec.objective), unit,
+                       p.spec, p.layout.empty() ? "" : " (layout " + p.layout + ")");
   fmt::print("{}", out);
   return 0;
 }

@@ -1,5 +1,5 @@
 // hecate-sim tune TOPOLOGY TRACE --strategy NAME[:KNOB=VALUE...] [--knobs K,K...] [--budget N]
-//                [--jobs N] [--objective O] [--peak-memory SIZE] [--allow-oom] [--out PREFIX] ...
+//                [--jobs N] [--objective O] [--peak-memory SIZE] [--allow-oom] [--layout L] [--out PREFIX] ...
 //
 // Finds the strategy's best knobs at one setting by coordinate descent (sweep/tune.hpp) over every
 // knob's candidate values as the registry declares them; knobs given on --strategy stay fixed.
@@ -25,7 +25,7 @@ namespace hs::cli {
 namespace {
 
 struct TuneOptions {
-  std::string calibration;
+  std::string calibration, layout;
   std::string topology, trace, model, strategy, knobs, objective = "mean_iteration_time", network = "analytic", out,
       peak_memory;
   std::vector<std::string> sets;
@@ -77,6 +77,8 @@ int run_tune(const TuneOptions& o) {
   base.trace = o.trace;
   base.model_file = o.model;
   base.calibration = o.calibration;
+  base.layout = o.layout;
+  base.layout_at = {"--layout", 0, 0};
   for (const auto& s : o.sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos) throw InputError({"--set", 0, 0}, s, "expected FIELD=VALUE");
@@ -88,6 +90,7 @@ int run_tune(const TuneOptions& o) {
   base.seed = o.seed;
   ScenarioCache cache("");
   cache.load(base, o.seed);
+  check_layouts({base}, cache);  // a layout that does not fit the setting fails here, exit 2
   for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
   Constraints c{!o.allow_oom, 0};
   if (!o.peak_memory.empty()) {
@@ -177,6 +180,7 @@ void setup_tune(CLI::App& sub, int& exit_code) {
   sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
   sub.add_option("--set", o->sets, "override a model field, e.g. --set micro_batch=4 (repeatable)");
   sub.add_option("--calibration", o->calibration, "calibration file from `hecate-sim calibrate`");
+  sub.add_option("--layout", o->layout, "parallel layout [PRESET,]KEY=VALUE,... as run takes it (README, Parallel layouts)");
   sub.add_option("--iterations", o->iterations, "iterations per evaluation (default: the trace's records)")
       ->check(CLI::PositiveNumber);
   sub.add_option("--seed", o->seed, "random seed (default 1)");

@@ -1,6 +1,12 @@
 #include "cli/point_eval.hpp"
 
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+
+#include "strategy/layout_strategy.hpp"
 #include "strategy/runner.hpp"
+#include "workload/parallel_layout.hpp"
 
 namespace hs::cli {
 
@@ -31,19 +37,63 @@ void ScenarioCache::load(const sweep::SweepPoint& p, uint64_t seed, const std::s
   map_[k] = std::move(sc);
 }
 
+namespace {
+
+// The point's layout, parsed and resolved against its topology and model (InputError at the
+// layout's place in the sweep file when it does not fit).
+workload::ParallelLayout point_layout(const sweep::SweepPoint& p, const Scenario& sc) {
+  auto l = workload::parse_parallel_layout(p.layout, p.layout_at);
+  workload::resolve_layout(l, sc.topo->num_gpus(), sc.topo->num_gpus() / sc.topo->num_nodes(), *sc.model, p.layout_at);
+  return l;
+}
+
+}  // namespace
+
+void check_layouts(const std::vector<sweep::SweepPoint>& points, const ScenarioCache& cache) {
+  struct Seen {
+    bool fits = false;
+    std::vector<Diagnostic> first_failure;
+  };
+  std::map<std::string, Seen> seen;  // by the layout's place in the file and text
+  std::vector<std::string> order;
+  for (const auto& p : points) {
+    if (p.layout.empty()) continue;
+    const std::string k = fmt::format("{}:{}:{}\n{}", p.layout_at.file, p.layout_at.line, p.layout_at.column, p.layout);
+    auto [it, inserted] = seen.try_emplace(k);
+    if (inserted) order.push_back(k);
+    if (it->second.fits) continue;
+    try {
+      (void)point_layout(p, cache.get(p));
+      it->second.fits = true;
+    } catch (const InputError& e) {
+      if (it->second.first_failure.empty()) it->second.first_failure = e.diagnostics();
+    }
+  }
+  std::vector<Diagnostic> all;
+  for (const auto& k : order)
+    if (!seen[k].fits) all.insert(all.end(), seen[k].first_failure.begin(), seen[k].first_failure.end());
+  if (!all.empty()) throw InputError(all);
+}
+
 sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c) {
   sweep::Row row = sweep::row_of(p);
   const Scenario& sc = cache.get(p);
   try {
     strategy::Context ctx = sc.context(p.network == "flow", network::kDefaultFlowPrecision);
     ctx.seed = p.seed;
-    auto s = strategy::make_strategy(strategy::parse_strategy_spec(p.spec()), ctx);
+    std::optional<workload::ParallelLayout> layout;
+    if (!p.layout.empty()) layout = point_layout(p, sc);
+    const auto spec = strategy::parse_strategy_spec(p.spec());
+    auto s = layout ? strategy::make_layout_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx);
     const int iterations = p.iterations > 0 ? p.iterations : sc.loads->num_records();
     auto sum = strategy::run_strategy(*s, p.spec(), *sc.loads, iterations, sc.topo->gpu_model().memory.value());
     row.mean_ms = sum.mean * 1e3;
     row.p50_ms = sum.p50 * 1e3;
     row.p99_ms = sum.p99 * 1e3;
-    const double tokens = static_cast<double>(sc.model->tokens_per_gpu_iteration()) * sc.topo->num_gpus();
+    // Tokens per iteration: every GPU's own without a layout; under one, each data-parallel replica's
+    // (its tp x pp GPUs share one stream of micro-batches).
+    const double tokens = static_cast<double>(sc.model->tokens_per_gpu_iteration()) *
+                          (layout ? layout->dp : sc.topo->num_gpus());
     row.tokens_per_s = sum.mean > 0 ? tokens / sum.mean : 0;
     row.peak_memory_gib = sum.peak_memory.total() / (1024.0 * 1024 * 1024);
     row.fits = sum.fits_memory;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cli/scenario.hpp"
 #include "sweep/sweep_points.hpp"
@@ -39,7 +40,13 @@ struct Constraints {
   double peak_memory_cap = 0;  // bytes; 0: none
 };
 
-// Runs the point; a strategy that does not apply to the setting gives a row with status "error".
+// A layout of the sweep that fits none of the (topology, model) settings it is combined with is an
+// error at its place in the sweep file (InputError, every such layout reported); one that fits some
+// of them gives rows with status "error" for the others.
+void check_layouts(const std::vector<sweep::SweepPoint>& points, const ScenarioCache& cache);
+
+// Runs the point (under its layout, if any); a strategy or layout that does not apply to the
+// setting gives a row with status "error".
 sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c);
 
 }  // namespace hs::cli

@@ -7,8 +7,7 @@ namespace hs::cost {
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
   const double d = m.d_model, t = l.tp;
   StageParams p;
-  const auto [first, last] = l.stage_blocks(stage, m.layers);
-  for (int b = first; b < last; ++b) {
+  for (int b : l.stage_block_ids(stage, m.layers)) {
     p.dense += (4 * d * d + 4 * d) / t + 4 * d;  // QKV + out projections (with biases) / TP; two norms
     if (m.is_moe(b)) {
       p.dense += d * m.experts;                          // router gate, replicated
@@ -30,7 +29,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
   const double half = ab / 2.0;  // Korthikanti's coefficients count 2-byte elements
   const double sbh = s * b * h;
   const double tokens = s * b / t;  // tokens of the GPU's sequence shard (MoE needs sp with tp > 1)
-  const auto [first, last] = l.stage_blocks(stage, m.layers);
+  const auto blocks = l.stage_block_ids(stage, m.layers);
   auto block = [&](int blk) {
     double bytes = (l.sequence_parallel ? 15.0 / t : 7.0 + 8.0 / t) * sbh * half;
     if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
@@ -44,7 +43,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
     return bytes;
   };
   double bytes = 0, largest = 0;
-  for (int blk = first; blk < last; ++blk) {
+  for (int blk : blocks) {
     const double x = block(blk);
     largest = std::max(largest, x);
     bytes += x;
@@ -52,17 +51,23 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
   bytes += received_tokens * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
   if (l.recompute == workload::Recompute::kFull) {
     // Each block's input kept; one block (and its routed tokens) re-materialized at a time.
-    const int blocks = last - first;
-    const double per_block_routed = blocks > 0 ? received_tokens / blocks : 0.0;
-    bytes = blocks * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
+    const int n = static_cast<int>(blocks.size());
+    const double per_block_routed = n > 0 ? received_tokens / n : 0.0;
+    bytes = n * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
             per_block_routed * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
   }
   if (stage == l.pp - 1) bytes += s * b * static_cast<double>(m.vocab) * 4.0 / t;  // fp32 logits, vocab-parallel
   return bytes;
 }
 
-int in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
-  return std::max(1, std::min(l.pp - stage, micro_batches));
+double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  if (l.vpp == 1) return std::max(1, std::min(l.pp - stage, micro_batches));
+  // Interleaved: Megatron's warm-up of (pp - s - 1) x 2 + (vpp - 1) x pp chunk forwards, then one more
+  // before the first backward frees one; a chunk holds 1/vpp of the stage's blocks.
+  // (With m == pp every forward runs before the first backward: all m x vpp chunks.)
+  const int chunks = micro_batches == l.pp ? micro_batches * l.vpp
+                                           : std::min((l.pp - stage - 1) * 2 + (l.vpp - 1) * l.pp + 1, micro_batches * l.vpp);
+  return static_cast<double>(std::max(1, chunks)) / l.vpp;
 }
 
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,

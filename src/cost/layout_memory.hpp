@@ -24,6 +24,7 @@
 // each block's input (2sbh/t with sp) plus one block's activations, recomputed in backward.
 // 1F1B keeps min(pp - s, m) micro-batches in flight on stage s (warm-up forwards before the first
 // backward frees one), so stage 0 holds pp of them: pp x (L/pp) blocks = one whole model's worth.
+// Interleaved 1F1B (vpp > 1) keeps more: see in_flight_micro_batches.
 #pragma once
 
 #include "cost/memory_model.hpp"
@@ -45,8 +46,11 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens);
 
-// Micro-batches whose activations stage s keeps at once under 1F1B with m micro-batches.
-int in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches);
+// Micro-batches whose activations stage s keeps at once under 1F1B with m micro-batches; with
+// interleaving (vpp > 1) chunks in flight / vpp, each chunk holding 1/vpp of the stage's blocks
+// (stage 0: (2(pp - 1) + (vpp - 1) pp + 1) / vpp = pp + (pp - 1) / vpp = pp (1 + (pp - 1) / (pp vpp)),
+// Korthikanti et al. 2022's figure for the interleaved schedule's first stage).
+double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches);
 
 // The whole breakdown of one GPU of `stage`: state, activations of the micro-batches in flight,
 // all-to-all buffers of the largest layer (received_max_layer: its routed tokens per micro-batch),

@@ -46,13 +46,20 @@ double ep_owned_params(const Context& ctx, int ep) {
   return params.dense + params.per_expert * static_cast<double>(ctx.model.experts) / ep * ctx.model.moe_layers();
 }
 
-void route_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, const std::vector<char>& shadowed,
-                    LayerPlan& p) {
-  const int per = E / ep;
+namespace {
+// An empty EP plan: n GPUs with `per` expert slots each, no tokens, no bytes.
+void reset_ep_plan(LayerPlan& p, int n, int per) {
   p.expert_tokens.resize(n);
   for (auto& v : p.expert_tokens) v.assign(static_cast<size_t>(per), 0.0);
   p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
   p.received_tokens.assign(n, 0.0);
+}
+}  // namespace
+
+void route_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, const std::vector<char>& shadowed,
+                    LayerPlan& p) {
+  const int per = E / ep;
+  reset_ep_plan(p, n, per);
   if (shadowed.empty()) p.shadow_tokens.clear();
   else p.shadow_tokens.assign(n, std::vector<double>(E, 0.0));
   for (int s = 0; s < n; ++s) {
@@ -75,13 +82,32 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
   }
 }
 
+void balance_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, std::span<const int> gpus,
+                      LayerPlan& p) {
+  const int per = E / ep;
+  reset_ep_plan(p, n, per);
+  double total = 0;
+  for (int g : gpus)
+    for (int e = 0; e < E; ++e) total += layer[static_cast<size_t>(g) * E + e];
+  const double each = total / static_cast<double>(gpus.size());
+  for (int g : gpus) {
+    std::fill(p.expert_tokens[g].begin(), p.expert_tokens[g].end(), each / per);
+    p.received_tokens[g] = each;
+    double sent = 0;
+    for (int e = 0; e < E; ++e) sent += layer[static_cast<size_t>(g) * E + e];
+    const int base = (g / ep) * ep;
+    for (int d = 0; d < ep; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n + base + d] = sent / ep * token_bytes;
+  }
+}
+
 namespace {
 
 class ExpertParallel final : public Strategy {
  public:
   ExpertParallel(const Context& ctx, int ep, bool balanced)
       : ctx_(ctx), n_(ctx.topo.num_gpus()), ep_(ep), balanced_(balanced),
-        graph_(ctx, ep_graph_options(ctx, ep)), plans_(ctx.model.moe_layers()) {
+        graph_(ctx, ep_graph_options(ctx, ep)), plans_(ctx.model.moe_layers()), all_gpus_(n_) {
+    std::iota(all_gpus_.begin(), all_gpus_.end(), 0);
     static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
     nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
   }
@@ -92,7 +118,7 @@ class ExpertParallel final : public Strategy {
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     // The iteration's routing and, with a micro-batch axis, each micro-batch's (same placement).
     auto route = [&](std::span<const double> layer, LayerPlan& p) {
-      if (balanced_) balance_layer(layer.data(), token_bytes, p);
+      if (balanced_) balance_ep_layer(layer.data(), n_, E, ep_, token_bytes, all_gpus_, p);
       else route_ep_layer(layer.data(), n_, E, ep_, token_bytes, {}, p);
     };
     for (int l = 0; l < L; ++l) {
@@ -109,28 +135,6 @@ class ExpertParallel final : public Strategy {
   }
 
  private:
-  // The oracle: the same total assignments, spread perfectly: every GPU computes total/N, every
-  // source sends an equal share of its assignments to every GPU of its group.
-  void balance_layer(const double* layer, double token_bytes, LayerPlan& p) const {
-    const int E = ctx_.model.experts;
-    const int per = E / ep_;
-    p.expert_tokens.resize(n_);
-    for (auto& v : p.expert_tokens) v.resize(static_cast<size_t>(per));
-    p.dispatch_bytes.resize(static_cast<size_t>(n_) * n_);
-    p.received_tokens.resize(n_);
-    double total = 0;
-    for (size_t i = 0; i < static_cast<size_t>(n_) * E; ++i) total += layer[i];
-    const double each = total / n_;
-    for (int g = 0; g < n_; ++g) {
-      std::fill(p.expert_tokens[g].begin(), p.expert_tokens[g].end(), each / per);
-      p.received_tokens[g] = each;
-      double sent = 0;
-      for (int e = 0; e < E; ++e) sent += layer[static_cast<size_t>(g) * E + e];
-      const int base = (g / ep_) * ep_;
-      for (int d = 0; d < ep_; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n_ + base + d] = sent / ep_ * token_bytes;
-    }
-  }
-
   const Context& ctx_;
   int n_, ep_;
   bool balanced_;
@@ -138,6 +142,7 @@ class ExpertParallel final : public Strategy {
   std::vector<LayerPlan> plans_;
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_;  // per GPU
+  std::vector<int> all_gpus_;
 };
 
 }  // namespace

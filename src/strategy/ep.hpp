@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ double ep_owned_params(const Context& ctx, int ep);
 // GPU, in p.shadow_tokens[source][expert], and send nothing (FasterMoE's shadowing).
 void route_ep_layer(const double* counts, int n, int experts, int ep, double token_bytes,
                     const std::vector<char>& shadowed, LayerPlan& p);
+
+// The oracle's routing of one layer: the same total assignments of the GPUs `gpus`, spread
+// perfectly: each of them computes their total / |gpus| (E/ep experts alike), each sends an equal
+// share of its assignments to every GPU of its EP group (of `ep` consecutive GPUs); other GPUs
+// nothing.
+void balance_ep_layer(const double* counts, int n, int experts, int ep, double token_bytes, std::span<const int> gpus,
+                      LayerPlan& p);
 
 std::unique_ptr<Strategy> make_ep(const Context& ctx, const std::map<std::string, std::string>& knobs);
 // Balanced EP (`oracle`): EP with every GPU computing exactly the mean load and sending the mean

@@ -26,6 +26,7 @@
 #include "collective/sparse_plan.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/fssdp.hpp"
+#include "strategy/knobs.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -44,11 +45,7 @@ class LayoutFssdp final : public Strategy {
         n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts),
         G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)) {
     const auto& m = ctx.model;
-    for (int l = 0; l < L_; ++l)
-      for (int s = 0; s < layout.pp; ++s) {
-        const auto [first, last] = layout.stage_blocks(s, m.layers);
-        if (m.moe_layer_ids[l] >= first && m.moe_layer_ids[l] < last) stage_.push_back(s);
-      }
+    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     owner_ = homogeneous_owners(1, E_, layout.ep)[0];  // EP's blocks of E / ep (ep divides E)
     const auto params = cost::count_params(m);
@@ -286,6 +283,23 @@ std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Cont
   if (spec.knobs.count("heterogeneous") && k.heterogeneous)
     refuse("heterogeneous", "owners are the EP group's sharding; heterogeneous=false is the default here");
   if (spec.knobs.count("reshard_every")) refuse("reshard_every", "no re-sharding under a layout");
+  return std::make_unique<LayoutFssdp>(ctx, layout, k);
+}
+
+std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
+                                           const workload::ParallelLayout& layout) {
+  // FSDP of experts inside each EP group: FSSDP with every expert materialized on every GPU of the
+  // group and no memory limit (make_fsdp's knobs), so tokens stay on their GPU. FSDP's
+  // reshard-after-forward (rematerialize) is not built under a layout: off by default here.
+  if (knob_bool(spec.knobs, "fsdp", "rematerialize", false))
+    throw InputError({"--strategy", 0, 0}, spec.full,
+                     "fsdp:rematerialize=true is not built under --layout yet (the experts gathered for a "
+                     "layer stay from the first forward to the last backward); under a layout fsdp runs "
+                     "rematerialize=false");
+  const FssdpKnobs k = parse_fssdp_knobs({{"overlap_degree", std::to_string(ctx.model.experts)},
+                                          {"memory_budget", "1000000TiB"},
+                                          {"heterogeneous", "false"},
+                                          {"comm_queue", "separate"}});
   return std::make_unique<LayoutFssdp>(ctx, layout, k);
 }
 

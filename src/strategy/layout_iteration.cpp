@@ -23,6 +23,26 @@ std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches) {
   return ops;
 }
 
+std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batches, int chunks) {
+  if (chunks == 1) return one_f_one_b(stages, stage, micro_batches);
+  const int total = micro_batches * chunks, group = stages * chunks;
+  // Megatron-LM, core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving:
+  // with m == pp every forward runs first; else (pp - s - 1) x 2 + (vpp - 1) x pp warm-up forwards.
+  const int warm = micro_batches == stages ? total : std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, total);
+  auto op = [&](int k, bool forward) {
+    const int c = (k % group) / stages;  // model chunk of the k-th forward; backwards run them in reverse
+    return PipelineOp{forward, (k / group) * stages + k % stages, forward ? c : chunks - 1 - c};
+  };
+  std::vector<PipelineOp> ops;
+  for (int k = 0; k < warm; ++k) ops.push_back(op(k, true));
+  for (int k = 0; k < total - warm; ++k) {
+    ops.push_back(op(warm + k, true));
+    ops.push_back(op(k, false));
+  }
+  for (int k = total - warm; k < total; ++k) ops.push_back(op(k, false));
+  return ops;
+}
+
 TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool moe_block) {
   TpTraffic t;
   if (l.tp == 1) return t;
@@ -54,12 +74,12 @@ enum Cls : uint8_t { kChunk, kTp, kPp, kDp, kA2a, kSparse, kOther };
 
 }  // namespace
 
-IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
+IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, const collective::Coflow& migrations) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
-  const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size();
+  const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), V = L.vpp, VS = P * V;
   const double t = L.tp;
   engine::TaskGraph g;
   std::unique_ptr<network::FlowNetwork> flow;
@@ -126,7 +146,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   };
   std::vector<std::vector<int>> stage_gpus(P);
   std::vector<std::vector<engine::ResourceId>> st_a2a(P), st_dp(P), st_ppf(P), st_ppb(P), st_sparse(P);
-  std::vector<CommDef> send_fwd(P), send_bwd(P);
+  // Sends between virtual stages (v = chunk x P + stage; without interleaving v is the stage): the
+  // forward of v goes to v + 1 (stage P - 1's chunk k to stage 0's chunk k + 1), its backward to v - 1.
+  std::vector<CommDef> send_fwd(VS), send_bwd(VS);
   const double shard = act / t;  // sequence-parallel activation shard each GPU sends to the next stage
   for (int s = 0; s < P; ++s) {
     stage_gpus[s] = L.stage_gpus(s);
@@ -135,11 +157,14 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
     st_ppf[s] = slice(ppf, stage_gpus[s]);
     st_ppb[s] = slice(ppb, stage_gpus[s]);
     st_sparse[s] = slice(sparse, stage_gpus[s]);
+  }
+  for (int v = 0; v < VS; ++v) {
+    const int s = v % P;
     for (int x : stage_gpus[s]) {
-      if (s + 1 < P) send_fwd[s].flows.push_back({x, x + S, shard});
-      if (s > 0) send_bwd[s].flows.push_back({x, x - S, shard});
+      if (v + 1 < VS) send_fwd[v].flows.push_back({x, x + ((v + 1) % P - s) * S, shard});
+      if (v > 0) send_bwd[v].flows.push_back({x, x + ((v - 1) % P - s) * S, shard});
     }
-    send_fwd[s].made = send_bwd[s].made = true;
+    send_fwd[v].made = send_bwd[v].made = true;
   }
   // MoE layers: stage, per-micro-batch expert durations and the all-to-alls.
   std::vector<int> moe_index(m.layers, -1);
@@ -149,16 +174,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
   std::vector<double> ef_mean(LM, 0), eb_mean(LM, 0);
   std::vector<CommDef> disp(LM), comb(LM), spag(LM), sprs(LM);
   std::vector<double> scratch;
-  auto stage_of_block = [&](int b) {
-    for (int s = 0; s < P; ++s) {
-      const auto [first, last] = L.stage_blocks(s, m.layers);
-      if (b >= first && b < last) return s;
-    }
-    return P - 1;
-  };
   for (int l = 0; l < LM; ++l) {
     const LayerPlan& p = plans[l];
-    const int s = stage_of_block(m.moe_layer_ids[l]);
+    const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
     for (int x : stage_gpus[s]) {
       scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
       for (double& v : scratch) v /= M;
@@ -275,12 +293,16 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
       compute_task(x, forward ? unperm : router, Component::kRouting);
     }
   };
-  std::vector<std::vector<engine::TaskId>> sent_f(P, std::vector<engine::TaskId>(M, engine::kNoTask));
+  std::vector<std::vector<engine::TaskId>> sent_f(VS, std::vector<engine::TaskId>(M, engine::kNoTask));
   std::vector<std::vector<engine::TaskId>> sent_b = sent_f;
-  auto emit = [&](int s, PipelineOp op, engine::TaskId recv) {
-    for (int x : stage_gpus[s]) need[x] = recv;
+  // One op of stage s: a micro-batch's forward or backward through one of its chunks; `final` is the
+  // stage's last op, after which it reduces its gradients.
+  auto emit = [&](int s, PipelineOp op, engine::TaskId recv, bool final) {
+    for (int x : stage_gpus[s])
+      if (recv != engine::kNoTask) need[x] = recv;
     cur_mb = op.mb;
-    const auto [first, lastb] = L.stage_blocks(s, m.layers);
+    const int v = op.chunk * P + s;
+    const auto [first, lastb] = L.chunk_blocks(v, m.layers);
     if (op.forward) {
       for (int b = first; b < lastb; ++b) {
         // The layer's copies are gathered once per iteration, from when the attention before its
@@ -297,14 +319,14 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
         else sublayer(s, ffn_f, Component::kAttention);
       }
-      if (s == P - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention);
-      if (s + 1 < P) {
-        sent_f[s][op.mb] = collective_after(s, st_ppf[s], Component::kDenseAllReduce, kPp);
-        bind(sent_f[s][op.mb], send_fwd[s]);
+      if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention);
+      if (v + 1 < VS) {
+        sent_f[v][op.mb] = collective_after(s, st_ppf[s], Component::kDenseAllReduce, kPp);
+        bind(sent_f[v][op.mb], send_fwd[v]);
       }
       return;
     }
-    if (s == P - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
+    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
     for (int b = lastb - 1; b >= first; --b) {
       // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
       // the block's forward again from its saved input, MoE dispatch and combine included; with
@@ -322,11 +344,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
       else sublayer(s, ffn_b, Component::kAttention);
       sublayer(s, attn_b, Component::kAttention);
     }
-    if (s > 0) {
-      sent_b[s][op.mb] = collective_after(s, st_ppb[s], Component::kDenseAllReduce, kPp);
-      bind(sent_b[s][op.mb], send_bwd[s]);
+    if (v > 0) {
+      sent_b[v][op.mb] = collective_after(s, st_ppb[s], Component::kDenseAllReduce, kPp);
+      bind(sent_b[v][op.mb], send_bwd[v]);
     }
-    if (op.mb + 1 < M) return;
+    if (!final) return;
     // The stage's gradients: reduce-scatter (distributed optimizer) or all-reduce over (expert-)DP.
     const auto params = cost::stage_params(m, L, s);
     const auto& pr = m.precision;
@@ -357,25 +379,33 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans) {
       dp_task(egroups, params.experts * pr.param_bytes, collective::RingOp::kAllGather);
     }
   };
+  // Migrations before anything computes (each GPU's first compute task waits for them).
+  if (!migrations.empty()) {
+    CommDef d{migrations, 0.0, -1, true};
+    const engine::TaskId id = add(a2a, 0.0, Component::kReshard, kOther, true);
+    bind(id, d);
+    for (int x = 0; x < n; ++x) need[x] = id;
+  }
   // Create every stage's ops in 1F1B order, in rounds: an op waits for the send it receives.
   std::vector<std::vector<PipelineOp>> ops(P);
-  for (int s = 0; s < P; ++s) ops[s] = one_f_one_b(P, s, M);
+  for (int s = 0; s < P; ++s) ops[s] = interleaved_1f1b(P, s, M, V);
   std::vector<size_t> next(P, 0);
   for (bool progress = true; progress;) {
     progress = false;
     for (int s = 0; s < P; ++s)
       while (next[s] < ops[s].size()) {
         const PipelineOp op = ops[s][next[s]];
+        const int v = op.chunk * P + s;
         engine::TaskId recv = engine::kNoTask;
-        if (op.forward && s > 0 && (recv = sent_f[s - 1][op.mb]) == engine::kNoTask) break;
-        if (!op.forward && s + 1 < P && (recv = sent_b[s + 1][op.mb]) == engine::kNoTask) break;
-        emit(s, op, recv);
+        if (op.forward && v > 0 && (recv = sent_f[v - 1][op.mb]) == engine::kNoTask) break;
+        if (!op.forward && v + 1 < VS && (recv = sent_b[v + 1][op.mb]) == engine::kNoTask) break;
+        emit(s, op, recv, next[s] + 1 == ops[s].size());
         ++next[s];
         progress = true;
       }
   }
   for (int s = 0; s < P; ++s)
-    if (next[s] != ops[s].size()) throw std::logic_error("1F1B schedule did not complete");
+    if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
   g.seal();
   engine::Simulation sim(g);
   if (flow) sim.add_model(flow.get());

@@ -24,8 +24,11 @@
 // GPU with the same (tp, dp) coordinates on stage s+1 (one task spanning the stage's pp_fwd
 // streams); the backward sends the gradient of the same size to stage s-1 on pp_bwd.
 // 1F1B (Narayanan et al. 2021, PipeDream-Flush): stage s runs min(pp-s-1, m) warm-up forwards, then
-// alternates one forward and one backward, then drains the remaining backwards. Tasks are created
-// in an order consistent with every dependency, stage by stage in rounds.
+// alternates one forward and one backward, then drains the remaining backwards. With vpp > 1 the
+// stage holds vpp model chunks (virtual stages chunk x pp + s) and runs Megatron's interleaved
+// schedule (interleaved_1f1b): a micro-batch's activations leave stage pp-1's chunk k for stage 0's
+// chunk k+1, so each micro-batch crosses the pipeline vpp times and the bubble shrinks about vpp-fold.
+// Tasks are created in an order consistent with every dependency, stage by stage in rounds.
 // After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
 // expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
 // steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
@@ -54,12 +57,19 @@
 
 namespace hs::strategy {
 
-// Micro-batch order of one stage under 1F1B: (forward?, micro-batch) pairs.
+// Micro-batch order of one stage under 1F1B: (forward?, micro-batch, model chunk) triples.
 struct PipelineOp {
   bool forward = true;
   int mb = 0;
+  int chunk = 0;  // which of the stage's vpp model chunks (virtual stage chunk x pp + stage)
 };
 std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
+// Megatron's interleaved 1F1B with `chunks` (vpp) model chunks per stage (chunks = 1: one_f_one_b).
+// The k-th forward runs micro-batch (k / (pp vpp)) pp + k % pp through chunk (k % (pp vpp)) / pp, the
+// k-th backward the same micro-batch through chunk vpp - 1 - (k % (pp vpp)) / pp; stage s warms up
+// with (pp - s - 1) x 2 + (vpp - 1) x pp forwards (all of them when m == pp), then alternates one
+// forward and one backward. Needs m % pp == 0 (resolve_layout checks it).
+std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
 
 // Per transformer block, forward (backward moves the same): the TP collectives one GPU runs, each on
 // `payload` bytes (the s x b x h activation), and the bytes it sends in them on a ring.
@@ -90,7 +100,10 @@ class LayoutIterationGraph {
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
   // tokens); spag/sprs flows and copy_bytes where the layer materializes copies. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
-  IterationResult run(std::span<const LayerPlan> plans);
+  // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
+  // coflow on every GPU's a2a stream before the iteration's first forward, charged to
+  // reshard_migration.
+  IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {});
   const LayoutStats& stats() const { return stats_; }
 
  private:

@@ -1,11 +1,16 @@
 // Strategies under a parallel layout (`--layout`): the layout's iteration graph
 // (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each stage's EP groups.
-// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does) and
-// FSSDP (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp). The other strategies
-// are refused with a message naming --strategy (exit 2) until they compose.
+// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does), the
+// oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
+// (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
+// with every expert materialized in the group) and SmartMoE (each group re-plans its placement:
+// strategy/layout_smartmoe.cpp). The other strategies are refused with a message
+// naming --strategy and why (exit 2) until they compose.
 #pragma once
 
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "strategy/layout_iteration.hpp"
 #include "strategy/strategy.hpp"
@@ -21,8 +26,22 @@ std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const C
 // calibrate, heterogeneous=true and reshard_every are refused (InputError naming the knob).
 std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout);
+// FSDP of experts inside each stage's EP groups (layout_fssdp.cpp): every expert gathered to every
+// GPU of its group per layer, gradients reduce-scattered back; rematerialize=true is refused.
+std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
+                                           const workload::ParallelLayout& layout);
 // The last iteration's per-MoE-layer plans of a strategy make_layout_fssdp built (null otherwise).
 const std::vector<LayerPlan>* layout_fssdp_plans(const Strategy& s);
+
+// SmartMoE inside each stage's EP groups (layout_smartmoe.cpp): each group re-plans its own placement
+// every `period` iterations; needs E / ep >= 2.
+std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const Context& ctx,
+                                               const workload::ParallelLayout& layout);
+
+// The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
+// (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu.
+void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
+                       const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r);
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, and the TP / PP /
 // DP communication on the critical path.

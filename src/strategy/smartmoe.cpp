@@ -16,6 +16,28 @@
 
 namespace hs::strategy {
 
+std::vector<int> lpt_placement(const std::vector<double>& pred, int gpus, int slots, int rotate) {
+  const int E = static_cast<int>(pred.size());
+  std::vector<int> order(E), placement(E, 0);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pred[a] > pred[b]; });
+  std::vector<double> gpu_load(gpus, 0.0);
+  std::vector<int> used(gpus, 0);
+  for (int e : order) {
+    int best = -1;
+    // Ties go to GPUs in an order rotated by `rotate` (the layer), so one GPU does not collect every
+    // layer's hottest expert (and its activations).
+    for (int k = 0; k < gpus; ++k) {
+      const int g = (k + rotate) % gpus;
+      if (used[g] < slots && (best < 0 || gpu_load[g] < gpu_load[best])) best = g;
+    }
+    placement[e] = best;
+    ++used[best];
+    gpu_load[best] += pred[e];
+  }
+  return placement;
+}
+
 namespace {
 
 class SmartMoe final : public Strategy {
@@ -50,24 +72,7 @@ class SmartMoe final : public Strategy {
       Owners next = owners_;
       const int slots = E_ / n_;
       for (int l = 0; l < L_; ++l) {
-        const std::vector<double> pred = history_.mean(l, E_);
-        std::vector<int> order(E_);
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return pred[a] > pred[b]; });
-        std::vector<double> gpu_load(n_, 0.0);
-        std::vector<int> used(n_, 0);
-        for (int e : order) {
-          int best = -1;
-          // Ties go to GPUs in an order rotated by the layer, so one GPU does not collect every
-          // layer's hottest expert (and its activations).
-          for (int k = 0; k < n_; ++k) {
-            const int g = (k + l) % n_;
-            if (used[g] < slots && (best < 0 || gpu_load[g] < gpu_load[best])) best = g;
-          }
-          next[l][e] = best;
-          ++used[best];
-          gpu_load[best] += pred[e];
-        }
+        next[l] = lpt_placement(history_.mean(l, E_), n_, slots, l);
         for (int e = 0; e < E_; ++e)
           if (next[l][e] != owners_[l][e]) moves.push_back({owners_[l][e], next[l][e], state_bytes_});
       }

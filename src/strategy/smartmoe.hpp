@@ -16,10 +16,16 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
+
+// SmartMoE's placement of one layer: experts by predicted load (descending), each to the
+// least-loaded of `gpus` GPUs that still has one of its `slots` free (greedy longest-processing-
+// time); ties go to GPUs in an order rotated by `rotate`. Returns [expert] -> GPU (0..gpus-1).
+std::vector<int> lpt_placement(const std::vector<double>& pred, int gpus, int slots, int rotate);
 
 std::unique_ptr<Strategy> make_smartmoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
 std::unique_ptr<Strategy> make_fsdp(const Context& ctx, const std::map<std::string, std::string>& knobs);

@@ -20,10 +20,11 @@ std::string SweepPoint::model_sets() const {
 }
 
 std::string SweepPoint::canonical() const {
-  // calibration= only when set, so the keys of uncalibrated points stay what they were.
-  return fmt::format("topology={}\ntrace={}\nmodel_file={}\nmodel={}\nnetwork={}\n{}iterations={}\nseed={}\nstrategy={}\n",
+  // calibration= and layout= only when set, so the keys of points without them stay what they were.
+  return fmt::format("topology={}\ntrace={}\nmodel_file={}\nmodel={}\nnetwork={}\n{}{}iterations={}\nseed={}\nstrategy={}\n",
                      topology, trace, model_file, model_sets(), network,
-                     calibration.empty() ? std::string() : "calibration=" + calibration + "\n", iterations, seed, spec());
+                     calibration.empty() ? std::string() : "calibration=" + calibration + "\n",
+                     layout.empty() ? std::string() : "layout=" + layout + "\n", iterations, seed, spec());
 }
 
 std::string point_key(const std::string& canonical) {
@@ -67,7 +68,7 @@ void product(const std::vector<size_t>& sizes, F f) {
 std::vector<SweepPoint> expand(const SweepSpec& s) {
   std::vector<SweepPoint> grid;
   std::vector<size_t> outer = {s.topologies.size(), s.traces.size(), s.networks.size(), s.models.size(),
-                               s.calibrations.size()};
+                               s.calibrations.size(), s.layouts.size()};
   for (const auto& m : s.model) outer.push_back(m.values.size());
   product(outer, [&](const std::vector<size_t>& o) {
     for (const auto& st : s.strategies) {
@@ -80,7 +81,9 @@ std::vector<SweepPoint> expand(const SweepSpec& s) {
         p.network = s.networks[o[2]].text;
         p.model_file = s.models[o[3]].text;
         p.calibration = s.calibrations[o[4]].text;
-        for (size_t m = 0; m < s.model.size(); ++m) p.model.emplace_back(s.model[m].name, s.model[m].values[o[5 + m]].text);
+        p.layout = s.layouts[o[5]].text;
+        p.layout_at = s.layouts[o[5]].at;
+        for (size_t m = 0; m < s.model.size(); ++m) p.model.emplace_back(s.model[m].name, s.model[m].values[o[6 + m]].text);
         p.strategy = st.name;
         for (size_t k = 0; k < st.knobs.size(); ++k) p.knobs.emplace_back(st.knobs[k].name, st.knobs[k].values[in[k]].text);
         p.iterations = s.iterations;

@@ -18,6 +18,8 @@ struct SweepPoint {
   std::string topology, trace, network;
   std::string model_file;  // file or preset; empty = the trace's model.preset
   std::string calibration; // calibration file; empty = none (beyond what the topology names)
+  std::string layout;      // parallel layout as written (run --layout); empty = none
+  SourceLocation layout_at;  // where the sweep file gives it (not part of the key)
   std::vector<std::pair<std::string, std::string>> model;  // field, value (as --set)
   std::string strategy;                                    // registry name
   std::vector<std::pair<std::string, std::string>> knobs;  // knob, value (only those the sweep sets)

@@ -20,6 +20,7 @@ Row row_of(const SweepPoint& p) {
   r.network = p.network;
   r.model_file = p.model_file;
   r.calibration = p.calibration;
+  r.layout = p.layout;
   r.model = p.model_sets();
   r.strategy = p.strategy;
   r.spec = p.spec();
@@ -51,11 +52,11 @@ std::string to_json_line(const Row& r) {
   for (const auto& [k, v] : r.knobs) knobs += fmt::format("{}\"{}\": \"{}\"", knobs.empty() ? "" : ", ", json_escape(k), json_escape(v));
   return fmt::format(
       "{{\"index\": {}, \"role\": \"{}\", \"key\": \"{}\", \"topology\": \"{}\", \"trace\": \"{}\", \"network\": \"{}\", "
-      "\"model_file\": \"{}\", \"model\": \"{}\", \"calibration\": \"{}\", \"strategy\": \"{}\", \"spec\": \"{}\", \"knobs\": {{{}}}, \"status\": \"{}\", \"error\": \"{}\", "
+      "\"model_file\": \"{}\", \"model\": \"{}\", \"calibration\": \"{}\", \"layout\": \"{}\", \"strategy\": \"{}\", \"spec\": \"{}\", \"knobs\": {{{}}}, \"status\": \"{}\", \"error\": \"{}\", "
       "\"mean_ms\": {}, \"p50_ms\": {}, \"p99_ms\": {}, \"tokens_per_s\": {}, \"peak_memory_gib\": {}, \"fits\": {}, "
       "\"feasible\": {}}}\n",
       r.index, r.role, r.key, json_escape(r.topology), json_escape(r.trace), r.network, json_escape(r.model_file), json_escape(r.model), json_escape(r.calibration),
-      r.strategy, json_escape(r.spec), knobs, r.status, json_escape(r.error), num(r.mean_ms), num(r.p50_ms),
+      json_escape(r.layout), r.strategy, json_escape(r.spec), knobs, r.status, json_escape(r.error), num(r.mean_ms), num(r.p50_ms),
       num(r.p99_ms), num(r.tokens_per_s), num(r.peak_memory_gib), r.fits, r.feasible);
 }
 
@@ -75,6 +76,7 @@ std::optional<Row> parse_json_line(std::string_view line) {
     r.model_file = std::string(std::string_view(doc["model_file"]));
     r.model = std::string(std::string_view(doc["model"]));
     r.calibration = std::string(std::string_view(doc["calibration"]));
+    if (std::string_view v; !doc["layout"].get_string().get(v)) r.layout = std::string(v);  // absent before layouts
     r.strategy = std::string(std::string_view(doc["strategy"]));
     r.spec = std::string(std::string_view(doc["spec"]));
     for (auto f : doc["knobs"].get_object()) {
@@ -121,15 +123,15 @@ std::vector<std::string> knob_columns(const SweepSpec& s) {
 }
 
 std::string csv_header(const std::vector<std::string>& cols) {
-  std::string h = "index,role,key,topology,trace,network,model_file,model,calibration,strategy,spec";
+  std::string h = "index,role,key,topology,trace,network,model_file,model,calibration,layout,strategy,spec";
   for (const auto& c : cols) h += "," + csv_field(c);
   return h + ",status,mean_ms,p50_ms,p99_ms,tokens_per_s,peak_memory_gib,fits,feasible,error\n";
 }
 
 std::string to_csv_line(const Row& r, const std::vector<std::string>& cols) {
-  std::string l = fmt::format("{},{},{},{},{},{},{},{},{},{},{}", r.index, r.role, r.key, csv_field(r.topology),
+  std::string l = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", r.index, r.role, r.key, csv_field(r.topology),
                               csv_field(r.trace), r.network, csv_field(r.model_file), csv_field(r.model),
-                              csv_field(r.calibration), r.strategy, csv_field(r.spec));
+                              csv_field(r.calibration), csv_field(r.layout), r.strategy, csv_field(r.spec));
   for (const auto& c : cols) {
     std::string v;
     for (const auto& [k, x] : r.knobs)

@@ -20,7 +20,7 @@ struct Row {
   int index = -1;             // point index; -1 for a strategy's defaults point (role "defaults")
   std::string role = "point"; // point | defaults
   std::string key;
-  std::string topology, trace, network, model_file, model, calibration, strategy, spec;
+  std::string topology, trace, network, model_file, model, calibration, layout, strategy, spec;
   std::vector<std::pair<std::string, std::string>> knobs;
   std::string status = "ok";  // ok | error
   std::string error;          // why a point could not run (e.g. a strategy that does not apply)

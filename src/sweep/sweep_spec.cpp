@@ -4,6 +4,7 @@
 
 #include "strategy/strategy.hpp"
 #include "util/yaml_reader.hpp"
+#include "workload/parallel_layout.hpp"
 
 namespace hs::sweep {
 
@@ -60,6 +61,22 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
       if (v.text == "none") v.text.clear();
   } else {
     s.calibrations = {{"", r.where()}};
+  }
+  if (auto n = r.child("layout", false); n) {
+    s.layouts = values_of(n, "layout", ctx);
+    for (auto& v : s.layouts) {
+      if (v.text == "none") {
+        v.text.clear();
+        continue;
+      }
+      try {
+        (void)workload::parse_parallel_layout(v.text, v.at);
+      } catch (const InputError& e) {
+        for (const auto& d : e.diagnostics()) diags.error(d.where, d.field, d.message);
+      }
+    }
+  } else {
+    s.layouts = {{"", r.where()}};
   }
   if (auto n = r.child("network", false); n) {
     s.networks = values_of(n, "network", ctx);
@@ -168,7 +185,7 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
   // Every point of the grid is held in memory (a random search samples from the expanded grid), so
   // a grid beyond kMaxSweepPoints is refused here, before anything is expanded.
   double points = static_cast<double>(s.topologies.size()) * s.traces.size() * s.networks.size() * s.models.size() *
-                  s.calibrations.size();
+                  s.calibrations.size() * s.layouts.size();
   for (const auto& m : s.model) points *= static_cast<double>(m.values.size());
   double per_setting = 0;
   for (const auto& st : s.strategies) {

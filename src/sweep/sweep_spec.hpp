@@ -14,6 +14,8 @@
 //   model: {micro_batch: [4, 8]}                          # optional: model fields (as --set)
 //   network: [analytic]                                   # optional: analytic | flow
 //   calibrations: [none, cal/cluster.yaml]                # optional: calibration files (none: uncalibrated)
+//   layout: [none, "tp=2,pp=2,ep=4", deepseek-v3]         # optional: parallel layouts, as run --layout
+//                                                         # (none: no layout); one value or an axis
 //   iterations: 50                                        # optional: default the trace's records
 //   seed: 1                                               # optional: the run seed
 //   objective: mean_iteration_time                        # | p99_iteration_time | tokens_per_second
@@ -57,6 +59,10 @@ struct SweepSpec {
   std::vector<AxisValue> topologies, traces, networks;
   std::vector<AxisValue> models;  // model files or presets; one empty value = the trace's own
   std::vector<AxisValue> calibrations;  // calibration files; "" (written `none`) = none beyond the topology's own
+  // Parallel layouts (workload/parallel_layout.hpp), each parsed here (syntax, presets; errors at the
+  // value's file:line:col); "" (written `none`, or no `layout:`) = no layout. Resolved against each
+  // point's topology and model when the scenarios are loaded (resolve_sweep_layouts in the CLI).
+  std::vector<AxisValue> layouts;
   std::vector<StrategyAxes> strategies;
   std::vector<Axis> model;  // model field axes
   int iterations = 0;       // 0: the trace's records

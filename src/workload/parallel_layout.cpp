@@ -4,6 +4,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "workload/layout_presets.hpp"
+
 namespace hs::workload {
 
 const char* recompute_name(Recompute r) {
@@ -60,10 +62,28 @@ std::vector<int> ParallelLayout::stage_gpus(int stage) const {
   return out;
 }
 
-std::pair<int, int> ParallelLayout::stage_blocks(int stage, int layers) const {
-  const int base = layers / pp, extra = layers % pp;
-  const int first = stage * base + std::min(stage, extra);
-  return {first, first + base + (stage < extra ? 1 : 0)};
+std::pair<int, int> ParallelLayout::chunk_blocks(int chunk, int layers) const {
+  const int chunks = pp * vpp;
+  const int base = layers / chunks, extra = layers % chunks;
+  const int first = chunk * base + std::min(chunk, extra);
+  return {first, first + base + (chunk < extra ? 1 : 0)};
+}
+
+std::vector<int> ParallelLayout::stage_block_ids(int stage, int layers) const {
+  std::vector<int> out;
+  for (int k = 0; k < vpp; ++k) {
+    const auto [first, last] = chunk_blocks(k * pp + stage, layers);
+    for (int b = first; b < last; ++b) out.push_back(b);
+  }
+  return out;
+}
+
+int ParallelLayout::stage_of_block(int block, int layers) const {
+  for (int c = 0; c < pp * vpp; ++c) {
+    const auto [first, last] = chunk_blocks(c, layers);
+    if (block >= first && block < last) return c % pp;
+  }
+  return pp - 1;
 }
 
 namespace {
@@ -76,10 +96,11 @@ bool parse_positive(const std::string& v, int& out) {
 
 }  // namespace
 
-ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source) {
+ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocation& source) {
   ParallelLayout l;
-  l.text = text;
+  l.text = given;
   Diagnostics d;
+  const std::string text = given.empty() ? given : expand_layout_preset(given, source);
   if (text.empty()) d.error(source, "layout", "empty layout: expected KEY=VALUE[,KEY=VALUE...], e.g. tp=8,pp=16,ep=64");
   size_t start = 0;
   while (start < text.size()) {
@@ -88,7 +109,7 @@ ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocati
     start = comma == std::string::npos ? text.size() : comma + 1;
     const size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0) {
-      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: tp, pp, dp, ep, sp, tp_span, dist_opt, recompute)", part));
+      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: tp, pp, dp, ep, vpp, sp, tp_span, dist_opt, recompute)", part));
       continue;
     }
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
@@ -105,6 +126,7 @@ ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocati
     else if (key == "pp") integer(l.pp);
     else if (key == "dp") integer(l.dp);
     else if (key == "ep") integer(l.ep);
+    else if (key == "vpp") integer(l.vpp);
     else if (key == "sp") on_off(l.sequence_parallel);
     else if (key == "dist_opt") on_off(l.distributed_optimizer);
     else if (key == "tp_span") {
@@ -117,7 +139,7 @@ ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocati
       else if (value == "full") l.recompute = Recompute::kFull;
       else d.error(source, field, fmt::format("'{}' is not none, selective or full", value));
     } else {
-      d.error(source, field, fmt::format("unknown key '{}' (keys: tp, pp, dp, ep, sp, tp_span, dist_opt, recompute)", key));
+      d.error(source, field, fmt::format("unknown key '{}' (keys: tp, pp, dp, ep, vpp, sp, tp_span, dist_opt, recompute)", key));
     }
   }
   d.throw_if_errors();
@@ -126,13 +148,15 @@ ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocati
 
 void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec& m, const SourceLocation& source) {
   Diagnostics d;
-  if (n % (l.tp * l.pp) != 0) {
-    d.error(source, "layout.tp", fmt::format("tp {} x pp {} = {} does not divide the {} GPUs", l.tp, l.pp, l.tp * l.pp, n));
+  // Products in 64 bits: each size is any positive int until checked here.
+  const long long tp_pp = static_cast<long long>(l.tp) * l.pp;
+  if (n % tp_pp != 0) {
+    d.error(source, "layout.tp", fmt::format("tp {} x pp {} = {} does not divide the {} GPUs", l.tp, l.pp, tp_pp, n));
   } else if (l.dp == 0) {
-    l.dp = n / (l.tp * l.pp);
-  } else if (l.tp * l.pp * l.dp != n) {
+    l.dp = static_cast<int>(n / tp_pp);
+  } else if (tp_pp * l.dp != n) {
     d.error(source, "layout.dp", fmt::format("tp {} x pp {} x dp {} = {} GPUs, the topology has {}", l.tp, l.pp, l.dp,
-                                             l.tp * l.pp * l.dp, n));
+                                             tp_pp * l.dp, n));
   }
   if (!l.tp_across_nodes && (l.tp > gpus_per_node || gpus_per_node % l.tp != 0))
     d.error(source, "layout.tp", fmt::format("tp {} does not fit inside a node of {} GPUs (TP groups would cross the "
@@ -149,19 +173,34 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
                                  "it): remove sp=off or use tp=1");
   if (l.pp > m.layers)
     d.error(source, "layout.pp", fmt::format("pp {} exceeds the model's {} blocks", l.pp, m.layers));
+  // Interleaved 1F1B (Megatron-LM, megatron/training/arguments.py and core/pipeline_parallel/schedules.py):
+  // the blocks split evenly into pp x vpp chunks, and micro-batches go through the pipeline in groups
+  // of pp, so m must be a multiple of pp.
+  if (l.vpp > 1) {
+    if (l.pp < 2)
+      d.error(source, "layout.vpp", fmt::format("vpp {} interleaves pipeline stages: it needs pp >= 2", l.vpp));
+    const long long chunks = static_cast<long long>(l.pp) * l.vpp;  // vpp is any positive int until here
+    if (chunks > m.layers || m.layers % chunks != 0)
+      d.error(source, "layout.vpp", fmt::format("the model's {} blocks do not split evenly into pp {} x vpp {} = {} "
+                                                "chunks (interleaving needs equal chunks)", m.layers, l.pp, l.vpp, chunks));
+    if (m.grad_accum % l.pp != 0)
+      d.error(source, "layout.vpp", fmt::format("interleaved 1F1B runs micro-batches in groups of pp: grad_accum {} "
+                                                "(micro-batches) must be a multiple of pp {}", m.grad_accum, l.pp));
+  }
   if (m.moe_layers() > 0 && m.experts % l.ep != 0)
     d.error(source, "layout.ep", fmt::format("ep {} must divide the {} experts", l.ep, m.experts));
-  if (l.dp > 0 && (l.tp * l.dp) % l.ep != 0)
+  if (l.dp > 0 && (static_cast<long long>(l.tp) * l.dp) % l.ep != 0)
     d.error(source, "layout.ep", fmt::format("ep {} must divide the {} GPUs of a pipeline stage (tp {} x dp {}): "
                                              "EP groups are carved from a stage's ranks, as Megatron-Core's "
-                                             "expert rank generator does", l.ep, l.tp * l.dp, l.tp, l.dp));
+                                             "expert rank generator does", l.ep, static_cast<long long>(l.tp) * l.dp, l.tp, l.dp));
   d.throw_if_errors();
 }
 
 std::string describe(const ParallelLayout& l) {
-  return fmt::format("tp={},pp={},dp={},ep={},sp={},tp_span={},dist_opt={},recompute={}", l.tp, l.pp, l.dp, l.ep,
-                     l.sequence_parallel ? "on" : "off", l.tp_across_nodes ? "any" : "node",
-                     l.distributed_optimizer ? "on" : "off", recompute_name(l.recompute));
+  return fmt::format("tp={},pp={},dp={},ep={},{}sp={},tp_span={},dist_opt={},recompute={}", l.tp, l.pp, l.dp, l.ep,
+                     l.vpp > 1 ? fmt::format("vpp={},", l.vpp) : std::string(), l.sequence_parallel ? "on" : "off",
+                     l.tp_across_nodes ? "any" : "node", l.distributed_optimizer ? "on" : "off",
+                     recompute_name(l.recompute));
 }
 
 }  // namespace hs::workload

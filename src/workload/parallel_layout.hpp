@@ -42,6 +42,7 @@ struct ParallelLayout {
   int pp = 1;
   int dp = 0;  // 0 until resolved: N / (tp * pp)
   int ep = 1;
+  int vpp = 1;  // virtual pipeline stages (model chunks) per stage: Megatron's interleaved 1F1B
   bool sequence_parallel = true;       // sp=on|off (Megatron --sequence-parallel)
   bool tp_across_nodes = false;        // tp_span=node (default) | any
   bool distributed_optimizer = true;   // dist_opt=on|off (Megatron --use-distributed-optimizer)
@@ -63,12 +64,20 @@ struct ParallelLayout {
   std::vector<std::vector<int>> ep_groups() const;
   std::vector<std::vector<int>> edp_groups() const;
   std::vector<int> stage_gpus(int stage) const;
-  // Blocks [first, last) of stage s for `layers` blocks: split as evenly as possible, the first
-  // layers % pp stages taking one more (the last stage also runs the LM head).
-  std::pair<int, int> stage_blocks(int stage, int layers) const;
+  // Blocks [first, last) of virtual stage c (0 <= c < pp x vpp) for `layers` blocks: split as evenly
+  // as possible, the first layers % (pp x vpp) chunks taking one more (the last one also runs the LM
+  // head). Chunk k of stage s is virtual stage k x pp + s (Megatron's interleaved assignment: stage
+  // s holds chunks s, s + pp, s + 2pp, ...), so a micro-batch's forward visits stages 0..pp-1 vpp
+  // times. With vpp = 1, chunk s is stage s.
+  std::pair<int, int> chunk_blocks(int chunk, int layers) const;
+  std::pair<int, int> stage_blocks(int stage, int layers) const { return chunk_blocks(stage, layers); }  // vpp = 1
+  // Every block of stage s, in model order (its vpp chunks).
+  std::vector<int> stage_block_ids(int stage, int layers) const;
+  int stage_of_block(int block, int layers) const;
 };
 
-// Syntax "KEY=VALUE[,KEY=VALUE...]", keys tp, pp, dp, ep (positive integers), sp (on|off),
+// Syntax "[PRESET,]KEY=VALUE[,KEY=VALUE...]" (a preset of workload/layout_presets.hpp, then
+// overrides: a later key wins), keys tp, pp, dp, ep, vpp (positive integers), sp (on|off),
 // tp_span (node|any), dist_opt (on|off), recompute (none|selective|full). `source` names where the
 // text came from in diagnostics ("--layout", "sweep.yaml:12:3").
 ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source);

@@ -236,7 +236,19 @@ assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_
 " "$tmp/lf.json" && echo "ok: fssdp under --layout" || { echo "FAIL: fssdp under --layout"; fails=$((fails+1)); }
 expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
 expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
-expect 2 "smartmoe" "does not run under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy smartmoe
+expect 2 "flexmoe" "does not run under --layout yet: its replica slots" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe
+# Layout presets by name (an unknown one lists them; deepseek-v3 does not fit 8 GPUs), interleaved
+# stages (vpp), FSDP of experts under a layout.
+expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b\\)" -- "${run[@]}" --layout nosuch
+expect 2 "--layout: error: layout.tp: tp 1 x pp 16 = 16 does not divide the 8 GPUs" "layout.pp: pp 16 exceeds" -- "${run[@]}" --layout deepseek-v3
+expect 2 "layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 1" -- "${run[@]}" --layout pp=2,vpp=2
+"${run[@]}" --layout pp=2,vpp=2,ep=4 --set grad_accum=4 --set layers=4 --set "moe_layers=every 2" --strategy ep,fsdp --format json > "$tmp/lv.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep, fsdp = json.load(open(sys.argv[1]))['strategies']
+assert ep['resolved']['layout'] == 'tp=1,pp=2,dp=4,ep=4,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none', ep['resolved']
+assert 0 < ep['resolved']['pp_bubble'] < 1 and fsdp['resolved']['fssdp_group_gpus'] == 4, fsdp['resolved']
+" "$tmp/lv.json" && echo "ok: vpp and fsdp under --layout" || { echo "FAIL: vpp / fsdp under --layout"; fails=$((fails+1)); }
 # FasterMoE says what its policy's automatic model parameters became and what it shadowed per layer.
 "${run[@]}" --strategy fastermoe --format json > "$tmp/fm.json" 2>/dev/null
 python3 -c "
@@ -452,11 +464,33 @@ n = sum(1 for _ in open(sys.argv[2]))
 sys.exit(0 if g == t and n < 144 else 1)
 PY
 then echo "ok: tune reaches the grid optimum with fewer evaluations"; else echo "FAIL: tune vs grid"; cat "$tmp/t.out"; fails=$((fails+1)); fi
+# tune under a layout: SmartMoE's knobs inside the layout's EP groups; a layout that does not fit is refused.
+expect 0 -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy smartmoe --layout tp=2,ep=4 --budget 4 --iterations 3
+expect 2 "--layout: error: layout.pp: pp 4 exceeds the model's 2 blocks" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy smartmoe --layout pp=4
 expect 2 "has no knob 'colour'" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy fssdp --knobs colour
 
 printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [t.json]\nstrategies:\n  fssdp: {window: [0]}\n' > "$tmp/bad-sweep.yaml"
 expect 2 "bad-sweep.yaml:5:20: error: strategies.fssdp.window: expected an integer" -- "$sim" sweep "$tmp/bad-sweep.yaml"
 expect 2 "shard.*expected K/N" -- "$sim" sweep "$tmp/sw.yaml" --shard 2/2
+# Layouts in a sweep: an axis; rows carry the layout; a layout that fits no setting is located.
+printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [%s]\nmodels: [%s]\nstrategies: {ep: {}, fssdp: {}}\nlayout: [none, "tp=2,ep=4", "pp=2,ep=2"]\niterations: 2\n' \
+  "$fx/tiny-trace.json" "$fx/tiny-model.yaml" > "$tmp/lay.yaml"
+( cd "$tmp" && "$simabs" sweep lay.yaml --out lay > lay.out 2>/dev/null )
+python3 - "$tmp/lay.jsonl" "$tmp/lay.csv" <<'PY' && echo "ok: sweep over layouts" || { echo "FAIL: sweep over layouts"; fails=$((fails+1)); }
+import csv, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"role": "point"' in l]
+assert [(r['layout'], r['strategy']) for r in rows] == [('', 'ep'), ('', 'fssdp'), ('tp=2,ep=4', 'ep'), ('tp=2,ep=4', 'fssdp'), ('pp=2,ep=2', 'ep'), ('pp=2,ep=2', 'fssdp')], rows
+assert all(r['status'] == 'ok' and r['mean_ms'] > 0 for r in rows), rows
+# tokens/s: 8 GPUs x 64 tokens without a layout; dp 4 (tp 2) x 64 and dp 4 (pp 2) x 64 under one.
+ratio = [r['tokens_per_s'] * r['mean_ms'] / 1e3 for r in rows]
+assert abs(ratio[0] - 512) < 1e-6 and abs(ratio[2] - 256) < 1e-6 and abs(ratio[4] - 256) < 1e-6, ratio
+assert list(csv.DictReader(open(sys.argv[2])))[2]['layout'] == 'tp=2,ep=4'
+PY
+printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [%s]\nmodels: [%s]\nstrategies: {ep: {}}\nlayout: [none, "pp=64", "tp=0"]\n' \
+  "$fx/tiny-trace.json" "$fx/tiny-model.yaml" > "$tmp/badlay.yaml"
+expect 2 "badlay.yaml:6:25: error: layout.tp: '0' is not a positive integer" -- "$sim" sweep "$tmp/badlay.yaml" --out "$tmp/badlay"
+sed -i 's/, "tp=0"//' "$tmp/badlay.yaml"
+expect 2 "badlay.yaml:6:16: error: layout.pp: pp 64 exceeds the model's 2 blocks" -- "$sim" sweep "$tmp/badlay.yaml" --out "$tmp/badlay"
 
 # Strict inputs: a key twice (YAML and JSON), several YAML documents, merge keys, non-UTF-8 YAML,
 # tabs are errors naming file:line; a UTF-8 byte-order mark is accepted.

@@ -105,6 +105,53 @@ constraints: {peak_memory: 12 apples}
   CHECK(errors_of("schema: hecate-sim/sweep@1\ntopologies: [a]\ntraces: [t]\nstrategies: {}\n").size() == 1);
 }
 
+TEST_CASE("layouts: a fixed layout or an axis of them; syntax checked at the value's place; keys unchanged without one") {
+  // 4 settings x 7 points (the grid test above) x 3 layouts = 84 points, layouts outside the model axis.
+  auto s = parse_sweep(std::string(kBase) + "layout: [none, \"tp=2,pp=2,ep=4\", mixtral-8x7b]\n", "s.yaml");
+  REQUIRE(s.layouts.size() == 3);
+  CHECK(s.layouts[0].text.empty());  // none: no layout
+  auto pts = expand(s);
+  REQUIRE(pts.size() == 84);
+  // Order: topology, trace, network, model file, calibration, layout, model fields, then strategies.
+  CHECK(pts[0].layout.empty());
+  CHECK(pts[14].layout == "tp=2,pp=2,ep=4");
+  CHECK(pts[14].model_sets() == "micro_batch=4");
+  CHECK(pts[28].layout == "mixtral-8x7b");
+  CHECK(pts[14].layout_at.line == 8);
+  CHECK(pts[14].canonical().find("layout=tp=2,pp=2,ep=4\n") != std::string::npos);
+  // A point without a layout keeps the key it had before layouts existed.
+  auto plain = expand(parse_sweep(kBase, "s.yaml"));
+  CHECK(pts[0].key == plain[0].key);
+  CHECK(pts[0].canonical().find("layout") == std::string::npos);
+  std::set<std::string> keys;
+  for (const auto& p : pts) keys.insert(p.key);
+  CHECK(keys.size() == 84);
+  // A single layout (a scalar) is one value.
+  CHECK(parse_sweep(std::string(kBase) + "layout: \"pp=2,ep=2\"\n", "s.yaml").layouts.size() == 1);
+  // Rows carry it through JSON Lines and CSV.
+  Row r = row_of(pts[14]);
+  CHECK(r.layout == "tp=2,pp=2,ep=4");
+  const std::string line = to_json_line(r);
+  auto back = parse_json_line(line.substr(0, line.size() - 1));
+  REQUIRE(back);
+  CHECK(back->layout == "tp=2,pp=2,ep=4");
+  // Rows written before layouts existed (no "layout" key) still read, as no layout.
+  const std::string old_line = std::string(line).replace(line.find("\"layout\": \"tp=2,pp=2,ep=4\", "), 28, "");
+  CHECK(old_line.find("layout") == std::string::npos);
+  auto old_row = parse_json_line(old_line.substr(0, old_line.size() - 1));
+  REQUIRE(old_row);
+  CHECK(old_row->layout.empty());
+  CHECK(old_row->strategy == "ep");
+  CHECK(csv_header({}).find(",calibration,layout,strategy,") != std::string::npos);
+  CHECK(to_csv_line(r, {}).find(",\"tp=2,pp=2,ep=4\",ep,") != std::string::npos);
+  // Bad layouts: each problem at the value's line and column, naming the layout's field.
+  auto e = errors_of(std::string(kBase) + "layout: [\"tp=0\", \"pp=2,xx=1\", nosuchpreset]\n");
+  REQUIRE(e.size() == 3);
+  CHECK(e[0] == "s.yaml:8:10: error: layout.tp: '0' is not a positive integer");
+  CHECK(e[1].find("s.yaml:8:18: error: layout.xx: unknown key 'xx'") == 0);
+  CHECK(e[2].find("s.yaml:8:31: error: layout: 'nosuchpreset' is neither KEY=VALUE nor a layout preset") == 0);
+}
+
 TEST_CASE("rows round-trip through JSON Lines; a torn line is no row") {
   auto pts = expand(parse_sweep(kBase, "s.yaml"));
   Row r = row_of(pts[3]);

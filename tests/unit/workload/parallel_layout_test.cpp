@@ -64,6 +64,77 @@ TEST_CASE("layout errors name the field, all collected") {
   CHECK(error_fields("ep=32", 32, 8) == std::vector<std::string>{"layout.ep"});           // 16 experts
   CHECK(error_fields("pp=4,ep=16", 32, 8) == std::vector<std::string>{"layout.ep"});      // stage of 8
   CHECK(error_fields("tp=2,sp=off", 16, 8) == std::vector<std::string>{"layout.sp"});
+  // Sizes whose products overflow 32 bits (65,536^2 = 2^32) are errors, not wrapped arithmetic.
+  CHECK(error_fields("tp=65536,pp=65536,tp_span=any", 16, 8).front() == "layout.tp");
   CHECK(error_fields("tp=0,xx=1,sp=maybe,tp", 16, 8) ==
         std::vector<std::string>{"layout.tp", "layout.xx", "layout.sp", "layout"});
+}
+
+TEST_CASE("layout presets: the published layouts by name, overridable; an unknown name lists them") {
+  // DeepSeek-V3 (arXiv 2412.19437 §3.2): PP16, EP64, ZeRO-1 DP, no TP; dp derived from the cluster.
+  auto ds = workload::parse_parallel_layout("deepseek-v3", kSrc);
+  CHECK(ds.tp == 1);
+  CHECK(ds.pp == 16);
+  CHECK(ds.ep == 64);
+  CHECK(ds.dp == 0);
+  CHECK(ds.distributed_optimizer);
+  CHECK(ds.text == "deepseek-v3");
+  // On 2,048 GPUs: 128 per stage, two EP groups of 64 each, expert-DP 2.
+  auto ds_model = test::small_moe_model("ds", 256, 8, 4096, 1, 64);
+  workload::resolve_layout(ds, 2048, 8, ds_model, kSrc);
+  CHECK(ds.dp == 128);
+  CHECK(ds.edp() == 2);
+  // Megatron-LM's recommended Mixtral 8x7B training layout TP1EP8PP4; later keys override.
+  auto mx = workload::parse_parallel_layout("mixtral-8x7b,recompute=full,pp=2", kSrc);
+  CHECK(mx.ep == 8);
+  CHECK(mx.pp == 2);
+  CHECK(mx.recompute == workload::Recompute::kFull);
+  CHECK(error_fields("nosuch,tp=2", 16, 8) == std::vector<std::string>{"layout"});
+  try {
+    workload::parse_parallel_layout("nosuch", kSrc);
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.diagnostics().front().message.find("presets: deepseek-v3, mixtral-8x7b") != std::string::npos);
+  }
+  // A preset only as the first item.
+  CHECK(error_fields("tp=2,deepseek-v3", 16, 8) == std::vector<std::string>{"layout"});
+}
+
+TEST_CASE("interleaved stages: chunks of pp x vpp, stage s holds chunks s, s + pp, ...; Megatron's rules") {
+  auto m = model16();
+  m.grad_accum = 4;
+  auto l = workload::parse_parallel_layout("pp=2,vpp=2", kSrc);
+  workload::resolve_layout(l, 16, 8, m, kSrc);
+  CHECK(workload::describe(l) == "tp=1,pp=2,dp=8,ep=1,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none");
+  // 16 blocks in 4 chunks of 4: virtual stages 0..3 = blocks 0-3, 4-7, 8-11, 12-15; stage 0 holds
+  // chunks 0 and 2, stage 1 chunks 1 and 3.
+  CHECK(l.chunk_blocks(2, 16) == std::pair{8, 12});
+  CHECK(l.stage_block_ids(0, 16) == std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11});
+  CHECK(l.stage_block_ids(1, 16) == std::vector<int>{4, 5, 6, 7, 12, 13, 14, 15});
+  CHECK(l.stage_of_block(9, 16) == 0);
+  CHECK(l.stage_of_block(13, 16) == 1);
+  // Without interleaving the stage's blocks are its one range.
+  auto p = workload::parse_parallel_layout("pp=2", kSrc);
+  CHECK(p.stage_block_ids(1, 16) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
+  // Rules: pp >= 2; blocks divisible by pp x vpp (16 % (2 x 3) != 0); m a multiple of pp.
+  auto fields = [&](const std::string& text, int grad_accum) {
+    std::vector<std::string> out;
+    auto mm = model16();
+    mm.grad_accum = grad_accum;
+    try {
+      auto x = workload::parse_parallel_layout(text, kSrc);
+      workload::resolve_layout(x, 16, 8, mm, kSrc);
+    } catch (const InputError& e) {
+      for (const auto& d : e.diagnostics()) out.push_back(d.field + ": " + d.message);
+    }
+    return out;
+  };
+  CHECK(fields("pp=2,vpp=2", 4).empty());
+  CHECK(fields("vpp=2", 4).size() == 1);  // pp 1
+  const auto bad = fields("pp=2,vpp=3", 3);
+  REQUIRE(bad.size() == 2);
+  CHECK(bad[0].find("layout.vpp: the model's 16 blocks do not split evenly into pp 2 x vpp 3 = 6") == 0);
+  CHECK(bad[1].find("layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 3") == 0);
+  CHECK(fields("vpp=0", 4).front().find("layout.vpp: '0' is not a positive integer") == 0);
+  CHECK(fields("pp=2,vpp=2147483647", 4).front().find("layout.vpp: the model's 16 blocks do not split evenly") == 0);
 }
