@@ -5,6 +5,7 @@
 # taking over 30 s is a finding (a hang): valid topologies of a few hundred GPUs take seconds under
 # the sanitizers, and more where other jobs share the cores.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]        (e.g. scripts/fuzz.sh 600 fuzz_trace)
+# HECATE_FUZZ_SEED=N fixes libFuzzer's random seed (CI does); unset, every run mutates differently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"; shift || true
@@ -27,7 +28,8 @@ for t in "${targets[@]}"; do
   # Corpus growth goes to the build dir; the committed seeds stay small.
   out=$(UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
         build-fuzz/tests/fuzz/"$t" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=65536 \
-        -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 "$work" "$seeds" 2>&1) || status=1
+        -artifact_prefix=build-fuzz/findings/"$t"- -print_final_stats=1 ${HECATE_FUZZ_SEED:+-seed="$HECATE_FUZZ_SEED"} \
+        "$work" "$seeds" 2>&1) || status=1
   runs=$(echo "$out" | awk '/stat::number_of_executed_units/ {print $2}')
   crash=$(echo "$out" | grep -cE "ERROR: libFuzzer|SUMMARY: (Address|UndefinedBehavior)Sanitizer|finding:" || true)
   echo "$t: $runs executions in ${secs}s, $crash finding(s)"
