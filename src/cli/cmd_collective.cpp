@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "calib/calibration.hpp"
 #include "calib/link_fit.hpp"
@@ -23,6 +24,7 @@
 #include "collective/byte_matrix.hpp"
 #include "collective/nccl_op.hpp"
 #include "engine/simulation.hpp"
+#include "measure/size_sweep.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
@@ -42,22 +44,13 @@ struct CollectiveOptions {
   double factor = 2;
 };
 
-// nccl-tests sizes: a number with an optional K, M or G (powers of 1024).
+// nccl-tests sizes (8, 64K, 128M, 8G): the parser hecate-validate's -b/-e use (measure/size_sweep.hpp).
 double parse_size(const std::string& s, const char* flag) {
-  double mult = 1;
-  std::string num = s;
-  if (!num.empty() && std::string("KkMmGg").find(num.back()) != std::string::npos) {
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(num.back())));
-    mult = u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : 1073741824.0;
-    num.pop_back();
-  }
   try {
-    size_t used = 0;
-    const double v = std::stod(num, &used);
-    if (used == num.size() && v > 0 && std::isfinite(v)) return v * mult;
-  } catch (const std::exception&) {
+    return static_cast<double>(measure::parse_size(s, flag));
+  } catch (const std::invalid_argument& e) {
+    throw InputError({flag, 0, 0}, s, e.what());
   }
-  throw InputError({flag, 0, 0}, s, "expected a size in bytes as nccl-tests takes it: 8, 64K, 128M, 8G");
 }
 
 std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) {
