@@ -31,10 +31,11 @@ std::string to_yaml(const Calibration& c) {
       s += "}\n";
     }
   }
-  if (c.eta_max || c.hbm_efficiency || c.compute_slowdown || c.communication_slowdown) {
+  if (c.eta_max || c.hbm_efficiency || c.kernel_launch_s || c.compute_slowdown || c.communication_slowdown) {
     s += "gpu:\n";
     if (c.eta_max && c.t_half) s += fmt::format("  gemm: {{eta_max: {:.6g}, t_half: {:.6g}}}\n", *c.eta_max, *c.t_half);
     if (c.hbm_efficiency) s += fmt::format("  hbm_efficiency: {:.6g}\n", *c.hbm_efficiency);
+    if (c.kernel_launch_s) s += fmt::format("  kernel_launch: {:.6g}us\n", *c.kernel_launch_s * 1e6);
     if (c.compute_slowdown || c.communication_slowdown) {
       std::string parts;
       if (c.compute_slowdown) parts += fmt::format("compute: {:.6g}", *c.compute_slowdown);
@@ -106,6 +107,11 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
         }
       }
       if (g.has("hbm_efficiency")) c.hbm_efficiency = g.number("hbm_efficiency", false, 1e-3, 1.0);
+      if (g.has("kernel_launch")) {
+        c.kernel_launch_s = g.quantity("kernel_launch", Dimension::kTime, false);
+        if (c.kernel_launch_s && (*c.kernel_launch_s < 0 || *c.kernel_launch_s > 1e-2))
+          g.error("kernel_launch", "expected a time in [0, 10ms] (per kernel launch)");
+      }
       if (auto o = g.child("overlap_slowdown", false); o) {
         MapReader m(o, "gpu.overlap_slowdown", ctx);
         if (m.valid()) {
@@ -139,6 +145,7 @@ topology::TopologyAdjust topology_adjust(const Calibration& c) {
 void apply_compute(const Calibration& c, cost::ComputeParams& p) {
   if (c.eta_max && c.t_half) p.eta_max = *c.eta_max, p.t_half = *c.t_half;
   if (c.hbm_efficiency) p.eta_mem = *c.hbm_efficiency;
+  if (c.kernel_launch_s) p.launch = Seconds(*c.kernel_launch_s);
 }
 
 }  // namespace hs::calib

@@ -11,6 +11,7 @@
 //   gpu:
 //     gemm: {eta_max: 0.74, t_half: 61}      # expert-GEMM efficiency curve (cost/compute_cost.hpp)
 //     hbm_efficiency: 0.88                   # achievable fraction of HBM bandwidth (eta_mem)
+//     kernel_launch: 4.1us                   # per kernel launch (ComputeParams::launch)
 //     overlap_slowdown: {compute: 0.21, communication: 0.05}
 //
 // bandwidth_scale multiplies the class's effective bandwidth (line rate x efficiency); latency
@@ -44,6 +45,7 @@ struct Calibration {
   std::vector<LinkClassCalibration> links;
   std::optional<double> eta_max, t_half;  // GEMM curve (both or neither)
   std::optional<double> hbm_efficiency;
+  std::optional<double> kernel_launch_s;
   std::optional<double> compute_slowdown, communication_slowdown;
 };
 

@@ -11,7 +11,7 @@ namespace hs::calib {
 
 // Reads the fields `validate` and `calibrate` use; a missing or mistyped one is an input error naming
 // it and its line (util/json_tree: keys given twice, non-UTF-8 text and NaN are refused there too).
-// Fields this version does not read (provenance beyond the GPU's name) are skipped.
+// Fields this version does not read (provenance beyond the GPU's name, ranks and nodes) are skipped.
 Measured read_measured(const std::string& path) {
   using Kind = json::Node::Kind;
   const json::Document doc = json::Document::load(path);
@@ -47,10 +47,35 @@ Measured read_measured(const std::string& path) {
   m.file = path;
   auto string_at = [](const json::Node* n) { return n && n->kind == Kind::kString ? n->string : std::string(); };
   if (const json::Node* dev = root.find("device"); dev && dev->kind == Kind::kObject) m.device = string_at(dev->find("name"));
+  if (const json::Node* prov = root.find("provenance"); prov && prov->kind == Kind::kObject) {
+    // The launch's ranks and nodes (where the alltoallv and sparse suites ran).
+    const json::Node* r = prov->find("ranks");
+    const json::Node* n = prov->find("nodes");
+    if (r && n && r->kind == Kind::kInteger && n->kind == Kind::kInteger && r->integer > 0 && n->integer > 0 &&
+        n->integer <= r->integer && r->integer <= (1 << 20))
+      m.launch_ranks = static_cast<int>(r->integer), m.launch_nodes = static_cast<int>(n->integer);
+  }
   if (const json::Node* prov = root.find("provenance"); m.device.empty() && prov && prov->kind == Kind::kObject)
     if (const json::Node* gpus = prov->find("gpus"); gpus && gpus->kind == Kind::kArray && !gpus->items.empty())
       m.device = string_at(gpus->items[0].find("name"));
   constexpr int64_t kMaxDim = int64_t{1} << 24;
+  // A number of `parent` >= 0 (> 0 unless zero_ok).
+  auto number = [&](const json::Node& parent, const char* key, const std::string& at, bool zero_ok = false) {
+    const std::string field = at + "." + key;
+    const json::Node& v = need(parent, key, field, zero_ok ? "a non-negative number" : "a positive number");
+    if (!v.is_number() || !std::isfinite(v.number) || v.number < 0 || (v.number == 0 && !zero_ok))
+      doc.fail(v, field, zero_ok ? "expected a non-negative number" : "expected a positive number");
+    return v.number;
+  };
+  auto text = [&](const json::Node& parent, const char* key, const std::string& at) -> const std::string& {
+    const json::Node& v = need(parent, key, at + "." + key, "a string");
+    if (v.kind != Kind::kString || v.string.empty()) doc.fail(v, at + "." + key, "expected a non-empty string");
+    return v.string;
+  };
+  // The median of a timing summary {"median_s": ..., ...} named `key` (measure/measured_json.hpp).
+  auto median_of = [&](const json::Node& parent, const char* key, const std::string& at) {
+    return number(object(need(parent, key, at + "." + key, "a timing summary"), at + "." + key), "median_s", at + "." + key);
+  };
   // rows: [{"tokens": T, "forward_s": S}, ...] under `section`.
   auto read_rows = [&](const json::Node& section, const std::string& name, std::vector<GemmRow>& out) {
     const auto& rows = rows_of(section, name);
@@ -96,23 +121,85 @@ Measured read_measured(const std::string& path) {
       CollectiveRow c;
       c.op = *parsed;
       // bytes and time positive; bandwidths non-negative (0 where the time was below the timer's resolution).
-      auto number = [&](const char* key, double& out, bool zero_ok) {
-        const json::Node& v = need(r, key, at + "." + key, "a number");
-        if (!v.is_number() || !std::isfinite(v.number) || v.number < 0 || (v.number == 0 && !zero_ok))
-          doc.fail(v, at + "." + key, zero_ok ? "expected a non-negative number" : "expected a positive number");
-        out = v.number;
-      };
-      number("bytes", c.bytes, false);
-      number("median_s", c.seconds, false);
-      number("algbw_Bps", c.algbw, true);
-      number("busbw_Bps", c.busbw, true);
+      c.bytes = number(r, "bytes", at);
+      c.seconds = number(r, "median_s", at);
+      c.algbw = number(r, "algbw_Bps", at, true);
+      c.busbw = number(r, "busbw_Bps", at, true);
       m.collectives.push_back(c);
     }
     if (m.collectives.empty()) doc.fail(*coll, "collectives.rows", "expected at least one row");
   }
-  for (const char* other : {"alltoallv", "sparse", "materialize", "overlap"})
-    if (const json::Node* sec = root.find(other))
-      m.other_sections.emplace_back(other, static_cast<int>(rows_of(object(*sec, other), other).size()));
+  if (const json::Node* sec = root.find("alltoallv")) {
+    AllToAllVSection a;
+    a.matrix = text(object(*sec, "alltoallv"), "matrix", "alltoallv");
+    a.ranks = static_cast<int>(positive_int(*sec, "ranks", "alltoallv.ranks", 1 << 20));
+    const auto& rows = rows_of(*sec, "alltoallv");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string at = fmt::format("alltoallv.rows[{}]", i);
+      a.rows.push_back({text(rows[i], "direction", at), number(rows[i], "total_bytes", at, true),
+                        number(rows[i], "max_rank_send_bytes", at, true), number(rows[i], "median_s", at)});
+    }
+    if (a.rows.empty()) doc.fail(*sec, "alltoallv.rows", "expected at least one row");
+    m.alltoallv = std::move(a);
+  }
+  if (const json::Node* sec = root.find("sparse")) {
+    SparseSection sp;
+    sp.plan = text(object(*sec, "sparse"), "plan", "sparse");
+    sp.strategy = text(*sec, "strategy", "sparse");
+    sp.scale = number(*sec, "scale", "sparse");
+    sp.ranks = static_cast<int>(positive_int(*sec, "ranks", "sparse.ranks", 1 << 20));
+    const auto& rows = rows_of(*sec, "sparse");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string at = fmt::format("sparse.rows[{}]", i);
+      const json::Node& layer = need(rows[i], "layer", at + ".layer", "a layer index");
+      if (layer.kind != Kind::kInteger || layer.integer < 0 || layer.integer > (1 << 20))
+        doc.fail(layer, at + ".layer", "expected a layer index (an integer >= 0)");
+      sp.rows.push_back({static_cast<int>(layer.integer), number(rows[i], "chunk_bytes", at), median_of(rows[i], "spag", at),
+                         median_of(rows[i], "sprs", at)});
+    }
+    if (sp.rows.empty()) doc.fail(*sec, "sparse.rows", "expected at least one row");
+    m.sparse = std::move(sp);
+  }
+  if (const json::Node* sec = root.find("materialize")) {
+    const auto& rows = rows_of(object(*sec, "materialize"), "materialize");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string at = fmt::format("materialize.rows[{}]", i);
+      const json::Node& r = rows[i];
+      const std::string& kernel = text(r, "kernel", at);
+      const double seconds = number(r, "median_s", at);
+      if (r.find("flops")) {  // a GEMM row
+        GroupedGemmRow g;
+        g.kernel = kernel;
+        g.d_model = positive_int(r, "d_model", at + ".d_model", kMaxDim);
+        g.d_ffn = positive_int(r, "d_ffn", at + ".d_ffn", kMaxDim);
+        const json::Node& tpe = need(r, "tokens_per_expert", at + ".tokens_per_expert", "a list of token counts");
+        if (tpe.kind != Kind::kArray || tpe.items.empty())
+          doc.fail(tpe, at + ".tokens_per_expert", "expected a non-empty list of token counts");
+        for (const auto& t : tpe.items) {
+          if (t.kind != Kind::kInteger || t.integer < 0 || t.integer > (int64_t{1} << 40))
+            doc.fail(t, at + ".tokens_per_expert", "expected token counts (integers >= 0)");
+          g.tokens_per_expert.push_back(static_cast<double>(t.integer));
+        }
+        g.seconds = seconds;
+        m.grouped_gemms.push_back(std::move(g));
+      } else {
+        m.memory_kernels.push_back({kernel, number(r, "bytes", at), seconds});
+      }
+    }
+    if (rows.empty()) doc.fail(*sec, "materialize.rows", "expected at least one row");
+  }
+  if (const json::Node* sec = root.find("overlap")) {
+    m.overlap_ranks = static_cast<int>(positive_int(object(*sec, "overlap"), "ranks", "overlap.ranks", 1 << 20));
+    const auto& rows = rows_of(*sec, "overlap");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string at = fmt::format("overlap.rows[{}]", i);
+      const json::Node& r = rows[i];
+      m.overlap.push_back({text(r, "comm", at), number(r, "comm_bytes", at), median_of(r, "gemm_alone", at),
+                           median_of(r, "gemm_overlapped", at), median_of(r, "comm_alone", at),
+                           median_of(r, "comm_overlapped", at)});
+    }
+    if (m.overlap.empty()) doc.fail(*sec, "overlap.rows", "expected at least one row");
+  }
   if (const json::Node* hbm = root.find("hbm_copy")) {
     object(*hbm, "hbm_copy");
     if (const json::Node* bw = hbm->find("bandwidth_Bps")) {
@@ -120,7 +207,8 @@ Measured read_measured(const std::string& path) {
       m.hbm_Bps = bw->number;
     }
   }
-  if (!m.has_gemm() && m.collectives.empty() && m.other_sections.empty() && m.hbm_Bps <= 0)
+  if (!m.has_gemm() && m.collectives.empty() && !m.alltoallv && !m.sparse && m.memory_kernels.empty() &&
+      m.grouped_gemms.empty() && m.overlap.empty() && m.hbm_Bps <= 0)
     doc.fail(root, "", "no measurements: expected at least one of expert_ffn, hbm_copy, collectives, alltoallv, sparse, "
                        "materialize, overlap");
   return m;

@@ -4,8 +4,10 @@
 //   * link classes from nccl-tests logs and from the collectives suite of hecate-validate's
 //     measured.json (calib/link_fit.hpp): bandwidth scale and per-link latency of the class that
 //     bounds each operation, checked on held-out sizes;
-//   * the GPU from hecate-validate's measured.json: expert-GEMM efficiency curve (held-out rows) and
-//     HBM efficiency.
+//   * the GPU from hecate-validate's measured.json: expert-GEMM efficiency curve (held-out rows), the
+//     memory-bound kernels' HBM efficiency and launch overhead (the materialize suite's pack /
+//     permute kernels, calib/memory_fit.hpp; else the hbm_copy rate), and the overlap slowdowns
+//     (the overlap suite, calib/overlap_fit.hpp).
 // Prints what it fitted with the error before and after on data the fit never saw. Too little data
 // is an input error (exit 2), not a bad fit.
 #include <CLI/CLI.hpp>
@@ -15,6 +17,8 @@
 #include "calib/calibration.hpp"
 #include "calib/link_fit.hpp"
 #include "calib/measured.hpp"
+#include "calib/memory_fit.hpp"
+#include "calib/overlap_fit.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
 #include "report/run_report.hpp"
@@ -29,6 +33,15 @@ struct CalibrateOptions {
   std::vector<std::string> measured, nccl_tests;
   std::string topology, out;
 };
+
+// A GPU parameter comes from one measurement: a second file setting it is an input error, not a
+// silent overwrite.
+void set_once(std::optional<double>& slot, double value, const std::string& file, const char* section) {
+  if (slot)
+    throw InputError({file, 0, 0}, section,
+                     "a second measurement of the same GPU parameter: calibrate one GPU's kernels from one file");
+  slot = value;
+}
 
 int run_calibrate(const CalibrateOptions& o) {
   if (o.measured.empty() && o.nccl_tests.empty())
@@ -101,8 +114,8 @@ int run_calibrate(const CalibrateOptions& o) {
   // The GPU from hecate-validate.
   for (const calib::Measured& m : measured) {
     const std::string& path = m.file;
-    for (const auto& [section, rows] : m.other_sections)
-      report += fmt::format("\n{} ({}): {} rows measured; no model parameter is fitted to them yet\n", section, path, rows);
+    if (m.alltoallv) report += fmt::format("\nalltoallv ({}): compared with the model by validate; nothing to fit\n", path);
+    if (m.sparse) report += fmt::format("\nsparse ({}): compared with the model by validate; nothing to fit\n", path);
     if (m.has_gemm()) {
       cal.sources.push_back({path, report::content_hash(read_file(path)),
                              fmt::format("hecate-validate on {}: expert FFN d_model {} d_ffn {}", m.device.empty() ? "?" : m.device,
@@ -120,14 +133,45 @@ int run_calibrate(const CalibrateOptions& o) {
         report += fmt::format("\nexpert GEMM ({}): not fitted, fewer than two compute-bound rows (tokens >= 256, multiples of 128)\n", path);
       }
     }
+    const double hbm = topo.gpu_model().hbm_bandwidth.value();
+    const cost::ComputeParams defaults;
     if (m.hbm_Bps > 0) {
-      cal.hbm_efficiency = std::min(1.0, m.hbm_Bps / topo.gpu_model().hbm_bandwidth.value());
-      report += fmt::format("HBM copy ({}): {:.0f} GB/s = {:.3f} of the topology's {:.0f} GB/s (was {:.2f})\n", path,
-                            m.hbm_Bps / 1e9, *cal.hbm_efficiency, topo.gpu_model().hbm_bandwidth.value() / 1e9,
-                            cost::ComputeParams{}.eta_mem);
+      const double eta = std::min(1.0, m.hbm_Bps / hbm);
+      report += fmt::format("HBM copy ({}): {:.0f} GB/s = {:.3f} of the topology's {:.0f} GB/s (was {:.2f}){}\n", path,
+                            m.hbm_Bps / 1e9, eta, hbm / 1e9, defaults.eta_mem,
+                            m.memory_kernels.empty() ? "" : "; the materialize kernels below set eta_mem instead");
+      if (m.memory_kernels.empty()) set_once(cal.hbm_efficiency, eta, path, "hbm_copy");
+    }
+    if (auto f = calib::fit_memory_kernels(m.memory_kernels, hbm, defaults.eta_mem, defaults.launch.value())) {
+      set_once(cal.hbm_efficiency, f->eta_mem, path, "materialize");
+      if (f->launch_s) cal.kernel_launch_s = f->launch_s;
+      report += fmt::format("\nmemory-bound kernels ({}): eta_mem {:.3f} (was {:.2f}), launch {} from {} rows", path, f->eta_mem,
+                            defaults.eta_mem,
+                            f->launch_s ? fmt::format("{:.2f} us (was {:.1f})", *f->launch_s * 1e6, defaults.launch.value() * 1e6)
+                                        : std::string("kept (one size measured)"),
+                            f->fit_rows);
+      if (f->held_rows > 0)
+        report += fmt::format("; on {} held-out rows |error| median {:.1f}% (defaults {:.1f}%), max {:.1f}%", f->held_rows,
+                              f->held_median_error * 100, f->held_median_error_default * 100, f->held_max_error * 100);
+      report += "\n";
+      for (const auto& r : m.memory_kernels)
+        report += fmt::format("  {:<18} {:>14.0f} bytes {:>10.2f} us {:>8.0f} GB/s\n", r.kernel, r.bytes, r.seconds * 1e6,
+                              2 * r.bytes / r.seconds / 1e9);
+    }
+    if (auto o = calib::fit_overlap(m.overlap)) {
+      if (cal.compute_slowdown)
+        throw InputError({path, 0, 0}, "overlap", "a second overlap measurement: calibrate one GPU's slowdowns from one file");
+      cal.compute_slowdown = o->compute_slowdown;
+      cal.communication_slowdown = o->communication_slowdown;
+      report += fmt::format("\noverlap ({}): from the {} row, compute slowdown {:.3f} (was {:.3f}), communication {:.3f} (was {:.3f})\n",
+                            path, o->from, o->compute_slowdown, topo.gpu_model().compute_slowdown, o->communication_slowdown,
+                            topo.gpu_model().communication_slowdown);
+      for (const auto& r : m.overlap)
+        report += fmt::format("  {:<16} {:>12.0f} bytes  GEMM x{:.3f}  communication x{:.3f}\n", r.comm, r.comm_bytes,
+                              r.gemm_slowdown(), r.comm_slowdown());
     }
   }
-  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency)
+  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency && !cal.compute_slowdown)
     throw InputError({"calibrate", 0, 0}, "", "the measurements gave nothing to fit (see the messages above)");
   write_file_atomically(o.out, calib::to_yaml(cal));
   fmt::print("calibration of {} written to {}\n{}", topo_in.source, o.out, report);

@@ -30,6 +30,7 @@ struct ScenarioArgs {
 struct Scenario {
   ResolvedInput topo_in, model_in;
   std::string calibration_file, calibration_text;  // the calibration applied ("" if none)
+  bool calibrated_communication_slowdown = false;  // the calibration sets gpu.overlap_slowdown.communication
   std::string trace_file, trace_text;
   std::unique_ptr<topology::Topology> topo;
   std::unique_ptr<workload::Trace> trace;

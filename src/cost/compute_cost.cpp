@@ -38,6 +38,12 @@ Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
   return total;
 }
 
+Seconds ComputeCost::grouped_gemm_forward(std::span<const double> tokens, double k, double n) const {
+  Seconds total = p_.launch;
+  for (double t : tokens) total += gemm(t, k, n, 1.0, 1.0, 0.0);
+  return total;
+}
+
 Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
   Seconds total = p_.launch * 2;  // data-grad and weight-grad grouped launches
   for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes);

@@ -82,6 +82,9 @@ class ComputeCost {
   // Expert FFN of one GPU for one layer: token counts per local expert (after replica splits).
   Seconds expert_forward(std::span<const double> tokens_per_expert) const;
   Seconds expert_backward(std::span<const double> tokens_per_expert) const;
+  // One grouped GEMM (one launch): per expert e, [t_e x k] x [k x n] forward (what the validation
+  // backend's materialize suite times with unequal tokens per expert).
+  Seconds grouped_gemm_forward(std::span<const double> tokens_per_expert, double k, double n) const;
   // Same for a uniform split (cheaper; used by the balanced oracle and shared experts).
   Seconds expert_forward_uniform(double tokens_each, int experts) const;
   Seconds expert_backward_uniform(double tokens_each, int experts) const;

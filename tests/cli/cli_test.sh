@@ -24,12 +24,54 @@ cat > "$tmp/coll.json" <<'JSON'
 {"schema": "hecate-sim/measured@1", "provenance": {"gpus": [{"rank": 0, "name": "NVIDIA H100 80GB HBM3"}]},
  "collectives": {"ranks": 8, "nodes": 1, "rows": [
   {"op": "all_reduce", "bytes": 1048576, "median_s": 3e-5, "algbw_Bps": 3.5e10, "busbw_Bps": 6.1e10},
-  {"op": "all_to_all", "bytes": 134217728, "median_s": 9e-4, "algbw_Bps": 1.5e11, "busbw_Bps": 1.3e11}]},
- "sparse": {"rows": [{"layer": 0}]}}
+  {"op": "all_to_all", "bytes": 134217728, "median_s": 9e-4, "algbw_Bps": 1.5e11, "busbw_Bps": 1.3e11}]}}
 JSON
-expect 0 -- "$sim" validate "$tmp/coll.json" --topology dgx-h100-1node --model mixtral-8x7b
-grep -q "collectives on 8 ranks over 1 node(s)" "$tmp/out" && grep -q "all_to_all: median |error|" "$tmp/out" && grep -q "sparse: 1 rows measured" "$tmp/out" \
+expect 0 -- "$sim" validate "$tmp/coll.json" --topology dgx-h100-1node
+grep -q "collectives on 8 ranks over 1 node(s)" "$tmp/out" && grep -q "all_to_all: median |error|" "$tmp/out" \
   && echo "ok: validate compares the collectives section" || { echo "FAIL: validate output lacks the collectives table"; fails=$((fails+1)); }
+# The other suites (times made up for the test, shaped as hecate-validate writes them): a plan out of
+# the simulator (sparse), a byte matrix beside the file (alltoallv), memory-bound kernels and a
+# grouped GEMM (materialize), overlap. validate compares each with the model; a second file with the
+# same plan gives the plans' order; calibrate fits eta_mem, the launch and the overlap slowdowns.
+for od in 1 2; do
+  expect 0 -- "$sim" plan dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy fssdp:overlap_degree=$od --iteration 0 -o "$tmp/plan$od.json"
+done
+printf '# src dst bytes\n0 1 1048576\n1 0 2097152\n2 3 4096\n' > "$tmp/m.txt"
+cat > "$tmp/suites.json" <<'JSON'
+{"schema": "hecate-sim/measured@1", "provenance": {"ranks": 8, "nodes": 1, "gpus": [{"rank": 0, "name": "NVIDIA H100 80GB HBM3"}]},
+ "alltoallv": {"matrix": "m.txt", "ranks": 8, "rows": [
+  {"direction": "dispatch", "total_bytes": 3149824, "max_rank_send_bytes": 2097152, "median_s": 4e-5},
+  {"direction": "combine", "total_bytes": 3149824, "max_rank_send_bytes": 2097152, "median_s": 4.2e-5}]},
+ "sparse": {"plan": "plan2.json", "strategy": "fssdp", "scale": 1, "ranks": 8, "rows": [
+  {"layer": 0, "chunk_bytes": 524288, "spag": {"median_s": 6e-5}, "sprs": {"median_s": 8e-5}},
+  {"layer": 1, "chunk_bytes": 524288, "spag": {"median_s": 6.5e-5}, "sprs": {"median_s": 8.8e-5}}]},
+ "materialize": {"rows": [
+  {"kernel": "pack_shards", "bytes": 268435456, "median_s": 2.1e-4},
+  {"kernel": "unpack_shards", "bytes": 268435456, "median_s": 2.2e-4},
+  {"kernel": "permute_tokens", "bytes": 16777216, "median_s": 2.4e-5},
+  {"kernel": "unpermute_tokens", "bytes": 16777216, "median_s": 2.5e-5},
+  {"kernel": "grouped_gemm", "d_model": 4096, "d_ffn": 14336, "tokens_per_expert": [900, 120, 30, 0], "median_s": 5e-4, "flops": 1.237e11}]},
+ "overlap": {"ranks": 1, "rows": [
+  {"comm": "copy_engine", "comm_bytes": 268435456, "gemm_alone": {"median_s": 1e-3}, "gemm_overlapped": {"median_s": 1.03e-3},
+   "comm_alone": {"median_s": 2e-4}, "comm_overlapped": {"median_s": 2.1e-4}},
+  {"comm": "copy_kernel", "comm_bytes": 268435456, "gemm_alone": {"median_s": 1e-3}, "gemm_overlapped": {"median_s": 1.25e-3},
+   "comm_alone": {"median_s": 2e-4}, "comm_overlapped": {"median_s": 2.3e-4}}]}}
+JSON
+sed 's/plan2.json/plan1.json/; s/"fssdp"/"fssdp:overlap_degree=1"/; s/"scale": 1/"scale": 0.25/; s/524288/131072/g; s/"median_s": 6e-5/"median_s": 3e-5/; s/"median_s": 6.5e-5/"median_s": 3.5e-5/' \
+  "$tmp/suites.json" > "$tmp/suites2.json"
+expect 0 -- "$sim" validate "$tmp/suites.json" "$tmp/suites2.json" --topology dgx-h100-1node
+for want in "memory-bound kernels" "GEMMs with unequal tokens per expert" "overlap on 1 rank" "alltoallv of .*m.txt on 8 ranks" \
+            "sparse collectives of .*plan2.json (fssdp" "order of the layers' collectives" "order of the plans: Kendall tau 1.000"; do
+  grep -q "$want" "$tmp/out" && echo "ok: validate shows '$want'" || { echo "FAIL: validate lacks '$want'"; fails=$((fails+1)); }
+done
+expect 0 -- "$sim" calibrate "$tmp/suites.json" --topology dgx-h100-1node -o "$tmp/calsuites.yaml"
+grep -q "hbm_efficiency:" "$tmp/calsuites.yaml" && grep -q "kernel_launch:" "$tmp/calsuites.yaml" \
+  && grep -q "overlap_slowdown: {compute: 0.25, communication: 0.15}" "$tmp/calsuites.yaml" \
+  && echo "ok: calibrate fits the memory-bound kernels and the overlap" || { echo "FAIL: calibrate from materialize/overlap"; cat "$tmp/calsuites.yaml"; fails=$((fails+1)); }
+expect 0 "communication beside compute 1.15x slower" -- "${run[@]}" --calibration "$tmp/calsuites.yaml" --network flow
+expect 0 -- "$sim" validate "$tmp/suites.json" --topology dgx-h100-1node --calibration "$tmp/calsuites.yaml"
+grep -q "calibrated" "$tmp/out" && echo "ok: validate compares with the calibration" || { echo "FAIL: validate --calibration"; fails=$((fails+1)); }
+expect 2 "expert_ffn" "give --model" -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" --topology dgx-h100-1node
 expect 2 "coll.json \(all_reduce\)" "too few to fit" -- "$sim" calibrate "$tmp/coll.json" --topology dgx-h100-1node -o "$tmp/cal.yaml"
 # One rank's collectives cross no link: calibrate says so and fits the GPU from the same file.
 sed '0,/{/s//{"collectives": {"ranks": 1, "nodes": 1, "rows": [{"op": "all_reduce", "bytes": 8, "median_s": 1e-5, "algbw_Bps": 8e5, "busbw_Bps": 0}]},/' \

@@ -42,7 +42,7 @@ const char* const kTopo = kTwoNodeTopo;
 
 }  // namespace
 
-TEST_CASE("a multi-rank measured.json: collectives per op, other suites counted, the device from the provenance") {
+TEST_CASE("a multi-rank measured.json: collectives per op, the device from the provenance") {
   const std::string path = temp_json("multi", R"({
   "schema": "hecate-sim/measured@1",
   "provenance": {"ranks": 8, "nodes": 2, "gpus": [{"rank": 0, "name": "NVIDIA H100 80GB HBM3"}]},
@@ -50,9 +50,7 @@ TEST_CASE("a multi-rank measured.json: collectives per op, other suites counted,
     {"op": "all_reduce", "bytes": 1024, "median_s": 2e-5, "algbw_Bps": 5.12e7, "busbw_Bps": 8.96e7},
     {"op": "alltoall", "bytes": 4096, "median_s": 3e-5, "algbw_Bps": 1.365e8, "busbw_Bps": 1.19e8},
     {"op": "all_reduce", "bytes": 2048, "median_s": 2.5e-5, "algbw_Bps": 8.192e7, "busbw_Bps": 1.43e8}
-  ]},
-  "sparse": {"plan": "p.json", "rows": [{"layer": 0}, {"layer": 1}]},
-  "overlap": {"rows": []}
+  ]}
 })");
   const calib::Measured m = calib::read_measured(path);
   CHECK(m.device == "NVIDIA H100 80GB HBM3");
@@ -62,9 +60,8 @@ TEST_CASE("a multi-rank measured.json: collectives per op, other suites counted,
   REQUIRE(m.collectives.size() == 3);
   CHECK(m.collectives[1].op == collective::NcclOp::kAllToAll);
   CHECK(m.collectives[2].seconds == approx(2.5e-5));
-  REQUIRE(m.other_sections.size() == 2);
-  CHECK(m.other_sections[0] == std::pair<std::string, int>{"sparse", 2});
-  CHECK(m.other_sections[1] == std::pair<std::string, int>{"overlap", 0});
+  CHECK_FALSE(m.sparse.has_value());
+  CHECK(m.overlap.empty());
   // One log per operation, rows in file order, times in microseconds, bandwidths in GB/s.
   const auto logs = calib::nccl_measurements(m);
   REQUIRE(logs.size() == 2);
@@ -95,7 +92,16 @@ TEST_CASE("bad measured.json sections name the field") {
   CHECK(error_of(empty).find("no measurements") != std::string::npos);
   const std::string rows = temp_json("rows", R"({"schema": "hecate-sim/measured@1", "materialize": {"kernels": []}})");
   CHECK(error_of(rows).find("materialize.rows") != std::string::npos);
-  for (const auto& p : {bad_op, zero, nodes, empty, rows}) std::remove(p.c_str());
+  // The other suites' rows: a missing timing summary, an empty row list, a negative token count.
+  const std::string sparse = temp_json("sparse", R"({"schema": "hecate-sim/measured@1", "sparse": {"plan": "p.json",
+    "strategy": "fssdp", "scale": 1, "ranks": 8, "rows": [{"layer": 0, "chunk_bytes": 4096, "spag": {"median_s": 1e-4}}]}})");
+  CHECK(error_of(sparse).find("sparse.rows[0].sprs") != std::string::npos);
+  const std::string overlap = temp_json("overlap", R"({"schema": "hecate-sim/measured@1", "overlap": {"ranks": 1, "rows": []}})");
+  CHECK(error_of(overlap).find("overlap.rows") != std::string::npos);
+  const std::string gemm = temp_json("gemm", R"({"schema": "hecate-sim/measured@1", "materialize": {"rows": [
+    {"kernel": "grouped_gemm", "d_model": 8, "d_ffn": 8, "tokens_per_expert": [3, -1], "median_s": 1e-5, "flops": 1}]}})");
+  CHECK(error_of(gemm).find(":2:83: error: materialize.rows[0].tokens_per_expert") != std::string::npos);
+  for (const auto& p : {bad_op, zero, nodes, empty, rows, sparse, overlap, gemm}) std::remove(p.c_str());
 }
 
 TEST_CASE("calibrate fits link classes from a collectives section as from nccl-tests logs") {
@@ -183,10 +189,28 @@ TEST_CASE("every section hecate-validate writes parses, and the reader keeps wha
   CHECK(m.batched_experts == 8);
   CHECK(m.batched[0].seconds == approx(4e-3));
   CHECK(m.hbm_Bps == approx(2.0 * (1 << 30) / 1e-3, 1e-5));
-  REQUIRE(m.other_sections.size() == 4);
-  CHECK(m.other_sections[0] == std::pair<std::string, int>{"alltoallv", 2});
-  CHECK(m.other_sections[1] == std::pair<std::string, int>{"sparse", 1});
-  CHECK(m.other_sections[2] == std::pair<std::string, int>{"materialize", 2});
-  CHECK(m.other_sections[3] == std::pair<std::string, int>{"overlap", 1});
+  REQUIRE(m.alltoallv.has_value());
+  CHECK(m.alltoallv->matrix == "m x.txt");
+  REQUIRE(m.alltoallv->rows.size() == 2);
+  CHECK(m.alltoallv->rows[1].direction == "combine");
+  CHECK(m.alltoallv->rows[1].seconds == approx(1e-3));
+  REQUIRE(m.sparse.has_value());
+  CHECK(m.sparse->plan == "plan.json");
+  CHECK(m.sparse->strategy == "fssdp");
+  CHECK(m.sparse->scale == approx(0.5));
+  REQUIRE(m.sparse->rows.size() == 1);
+  CHECK(m.sparse->rows[0].chunk_bytes == approx(4096));
+  CHECK(m.sparse->rows[0].sprs_s == approx(1e-3));
+  REQUIRE(m.memory_kernels.size() == 1);
+  CHECK(m.memory_kernels[0].kernel == "pack_shards");
+  CHECK(m.memory_kernels[0].bytes == approx(1 << 20));
+  REQUIRE(m.grouped_gemms.size() == 1);
+  CHECK(m.grouped_gemms[0].tokens_per_expert == std::vector<double>{1, 2});
+  CHECK(m.grouped_gemms[0].d_ffn == 8192);
+  CHECK(m.overlap_ranks == 1);
+  REQUIRE(m.overlap.size() == 1);
+  CHECK(m.overlap[0].comm == "copy_engine");
+  CHECK(m.overlap[0].comm_bytes == approx(1 << 28));
+  CHECK(m.overlap[0].gemm_slowdown() == approx(1.0));
   std::remove(path.c_str());
 }

@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "calib/memory_fit.hpp"
+#include "calib/overlap_fit.hpp"
+#include "calib/rank_agreement.hpp"
+#include "support/approx.hpp"
+#include "util/rng.hpp"
+
+using namespace hs;
+using hs::test::approx;
+
+TEST_CASE("memory-bound kernels: eta_mem and launch recovered from times the model's formula gives, with noise") {
+  // time = 2 bytes / (eta hbm) + launch with eta = 0.62, launch = 7 us, hbm = 3.35 TB/s; sizes from
+  // 1 MiB to 1 GiB (a 1024x span), 2% multiplicative noise. Rows 0, 2, ... fitted, 1, 3, ... held out.
+  const double hbm = 3.35e12, eta = 0.62, launch = 7e-6;
+  Rng rng(7);
+  std::vector<calib::MemoryKernelRow> rows;
+  for (int i = 0; i < 12; ++i) {
+    const double bytes = double(1 << 20) * double(1 << (i % 11));
+    const double t = 2 * bytes / (eta * hbm) + launch;
+    rows.push_back({"pack_shards", bytes, t * (1 + 0.02 * (2 * rng.uniform() - 1))});
+  }
+  const auto f = calib::fit_memory_kernels(rows, hbm, 0.85, 5e-6);
+  REQUIRE(f.has_value());
+  CHECK(f->fit_rows == 6);
+  CHECK(f->held_rows == 6);
+  CHECK(f->eta_mem == approx(eta, 0.03));
+  REQUIRE(f->launch_s.has_value());
+  CHECK(*f->launch_s == approx(launch, 0.3));  // the launch is a small part of the larger rows: looser
+  CHECK(f->held_median_error < 0.05);  // the noise alone is up to 2%, the fitted line adds a little
+  CHECK(f->held_median_error_default > 0.2);  // 0.85 vs 0.62: the defaults are ~27% fast
+}
+
+TEST_CASE("memory-bound kernels of one size: eta_mem from the median rate, the launch kept") {
+  // Two rows of 256 MiB at 1 ms and 1.1 ms, launch kept at 5 us: eta = 2 x 256 MiB / ((t - 5us) x hbm),
+  // median of the two (the upper one of an even count): t = 1.1 ms -> 536870912 / (1.095e-3 x 1e12) = 0.4903.
+  std::vector<calib::MemoryKernelRow> rows{{"permute_tokens", 268435456, 1e-3}, {"unpermute_tokens", 268435456, 1.1e-3}};
+  const auto f = calib::fit_memory_kernels(rows, 1e12, 0.85, 5e-6);
+  REQUIRE(f.has_value());
+  CHECK_FALSE(f->launch_s.has_value());
+  CHECK(f->held_rows == 0);
+  CHECK(f->eta_mem == approx(536870912.0 / (1.095e-3 * 1e12), 1e-9));
+  CHECK_FALSE(calib::fit_memory_kernels({}, 1e12, 0.85, 5e-6).has_value());
+}
+
+TEST_CASE("overlap: the NCCL row is preferred, then the SM-sharing copy kernel; below 1 counts as none") {
+  // GEMM 1.0 ms alone, 1.2 ms beside the copy kernel: compute slowdown 0.2; copy 2.0 -> 2.1: 0.05.
+  std::vector<calib::OverlapRow> rows{{"copy_engine", 1 << 28, 1e-3, 1.01e-3, 2e-3, 2e-3},
+                                      {"copy_kernel", 1 << 28, 1e-3, 1.2e-3, 2e-3, 2.1e-3}};
+  auto f = calib::fit_overlap(rows);
+  REQUIRE(f.has_value());
+  CHECK(f->from == "copy_kernel");
+  CHECK(f->compute_slowdown == approx(0.2));
+  CHECK(f->communication_slowdown == approx(0.05));
+  rows.push_back({"nccl_all_reduce", 1 << 28, 1e-3, 1.15e-3, 2e-3, 1.9e-3});  // faster together: noise, 0
+  f = calib::fit_overlap(rows);
+  CHECK(f->from == "nccl_all_reduce");
+  CHECK(f->compute_slowdown == approx(0.15));
+  CHECK(f->communication_slowdown == 0);
+  CHECK_FALSE(calib::fit_overlap(std::vector<calib::OverlapRow>{}).has_value());
+}
+
+TEST_CASE("Kendall tau: same order 1, reversed -1, hand-counted pairs, ties") {
+  const std::vector<double> a{1, 2, 3, 4};
+  CHECK(calib::kendall_tau(a, std::vector<double>{10, 20, 30, 40})->tau == approx(1.0));
+  CHECK(calib::kendall_tau(a, std::vector<double>{4, 3, 2, 1})->tau == approx(-1.0));
+  // m = 1 3 2 4: pairs (1,2) C, (1,3) C, (1,4) C, (2,3) D, (2,4) C, (3,4) C -> (5 - 1) / 6.
+  const auto t = calib::kendall_tau(a, std::vector<double>{1, 3, 2, 4});
+  CHECK(t->concordant == 5);
+  CHECK(t->discordant == 1);
+  CHECK(t->tau == approx(4.0 / 6.0));
+  // One tie in m (items 1 and 2 within 1%): C = 5, D = 0, Tm = 1: 5 / sqrt(6 x 5).
+  CHECK(calib::kendall_tau(a, std::vector<double>{1, 2, 2.01, 4}, 0.01)->tau == approx(5.0 / std::sqrt(30.0)));
+  CHECK_FALSE(calib::kendall_tau(std::vector<double>{1}, std::vector<double>{1}).has_value());
+  CHECK_FALSE(calib::kendall_tau(std::vector<double>{1, 1}, std::vector<double>{1, 2}).has_value());
+}
