@@ -5,10 +5,11 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <stdexcept>
 #include <string>
+
+#include "comm.hpp"
 
 namespace hs::validate {
 
@@ -18,11 +19,13 @@ struct Fatal : std::runtime_error {
 
 void check(cudaError_t e, const char* what);
 void check(cublasStatus_t s, const char* what);
+#if HS_VALIDATE_NCCL
 void check(ncclResult_t r, const char* what);
+#endif
 
 // Wait for a stream / an event while polling the communicator's asynchronous error (as nccl-tests
 // does): a peer that failed or vanished is reported (Fatal) instead of hanging. `comm` may be null.
-void wait_stream(cudaStream_t s, ncclComm_t comm, const char* what);
-void wait_event(cudaEvent_t e, ncclComm_t comm, const char* what);
+void wait_stream(cudaStream_t s, Comm comm, const char* what);
+void wait_event(cudaEvent_t e, Comm comm, const char* what);
 
 }  // namespace hs::validate

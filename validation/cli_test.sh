@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # hecate-validate's command line, checked without a GPU: bad arguments exit 2 naming the flag, before
 # any GPU or MPI is touched; a valid command line exits 77 (skipped) on a machine without a GPU.
-# Usage: cli_test.sh HECATE_VALIDATE
+# Usage: cli_test.sh HECATE_VALIDATE nccl|no-nccl (how it was built)
 set -u
-exe="$1"
+exe="$1"; nccl="${2:-nccl}"
 fails=0
 expect() {  # expect CODE TEXT ARGS...: exit code CODE and TEXT in stderr
   local code="$1" text="$2"; shift 2
@@ -20,7 +20,11 @@ expect 2 "-b 1073741824 is larger than -e 1048576" --suite collectives -b 1G -e 
 expect 2 "unknown collective 'allreduce'" --ops allreduce
 expect 2 "--suite sparse needs --plan FILE" --suite sparse
 expect 2 "usage: hecate-validate" --frobnicate
+if [ "$nccl" = no-nccl ]; then
+  expect 2 "built without NCCL: the collectives, alltoallv and sparse suites need it" --suite gemm,collectives
+fi
 if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L > /dev/null 2>&1; then
-  expect 77 "no CUDA device; skipped" --suite collectives -b 8 -e 1M
+  if [ "$nccl" = nccl ]; then expect 77 "no CUDA device; skipped" --suite collectives -b 8 -e 1M; fi
+  expect 77 "no CUDA device; skipped" --suite gemm,materialize
 fi
 [ "$fails" = 0 ]

@@ -26,12 +26,16 @@ Context::Context(Bootstrap& b, bool need_nccl, const std::vector<std::string>& a
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cublasCreate(&cublas), "cublasCreate");
   check(cublasSetStream(cublas, stream), "cublasSetStream");
+#if HS_VALIDATE_NCCL
   if (need_nccl) {
     ncclUniqueId id{};
     if (b.rank() == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     b.broadcast(&id, sizeof id, 0);
     check(ncclCommInitRank(&comm, b.size(), id, b.rank()), "ncclCommInitRank");
   }
+#else
+  if (need_nccl) throw Fatal("this hecate-validate was built without NCCL");
+#endif
 
   // Provenance: versions from the libraries, one GPU record per rank (gathered as text).
   measure::Provenance& p = provenance;
@@ -40,7 +44,9 @@ Context::Context(Bootstrap& b, bool need_nccl, const std::vector<std::string>& a
   check(cudaRuntimeGetVersion(&p.cuda_runtime), "cudaRuntimeGetVersion");
   check(cudaDriverGetVersion(&p.cuda_driver), "cudaDriverGetVersion");
   check(cublasGetVersion(cublas, &p.cublas), "cublasGetVersion");
+#if HS_VALIDATE_NCCL
   check(ncclGetVersion(&p.nccl), "ncclGetVersion");
+#endif
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   p.nccl_env = measure::nccl_environment(env);
@@ -76,7 +82,9 @@ Context::Context(Bootstrap& b, bool need_nccl, const std::vector<std::string>& a
 
 Context::~Context() {
   // Teardown errors are not reported: the measurements are written (or the error is) already.
+#if HS_VALIDATE_NCCL
   if (comm) ncclCommDestroy(comm);
+#endif
   if (cublas) cublasDestroy(cublas);
   if (stream) cudaStreamDestroy(stream);
 }

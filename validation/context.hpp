@@ -6,12 +6,12 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <string>
 #include <vector>
 
 #include "bootstrap.hpp"
+#include "comm.hpp"
 #include "measure/provenance.hpp"
 
 namespace hs::validate {
@@ -30,7 +30,7 @@ class Context {
   cudaDeviceProp prop{};
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
-  ncclComm_t comm = nullptr;  // null when no suite needs NCCL
+  Comm comm = nullptr;  // null when no suite needs NCCL (always, in a build without NCCL)
   measure::Provenance provenance;
 
   int rank() const { return boot.rank(); }

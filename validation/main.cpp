@@ -25,6 +25,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hecate-validate: %s\n%s", e.what(), measure::validate_usage().c_str());
     return kExitBadInput;
   }
+  using measure::Suite;
+  const bool multi_rank_suites = o.has(Suite::kCollectives) || o.has(Suite::kAllToAllV) || o.has(Suite::kSparse);
+  if (!validate::kHaveNccl && multi_rank_suites) {
+    std::fprintf(stderr, "hecate-validate: --suite: this hecate-validate was built without NCCL: the collectives, alltoallv "
+                         "and sparse suites need it (gemm, materialize and overlap run without)\n");
+    return kExitBadInput;
+  }
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
     std::fprintf(stderr, "hecate-validate: no CUDA device; skipped\n");
@@ -40,9 +47,7 @@ int main(int argc, char** argv) {
   try {
     boot = validate::make_bootstrap(&argc, &argv);
     rank = boot->rank();
-    using measure::Suite;
-    const bool nccl = o.self_test || o.has(Suite::kCollectives) || o.has(Suite::kAllToAllV) || o.has(Suite::kSparse) ||
-                      o.has(Suite::kOverlap);
+    const bool nccl = validate::kHaveNccl && (o.self_test || multi_rank_suites || o.has(Suite::kOverlap));
     std::vector<std::string> command{"hecate-validate"};
     command.insert(command.end(), args.begin(), args.end());
     validate::Context c(*boot, nccl, command);
@@ -55,9 +60,15 @@ int main(int argc, char** argv) {
     for (const Suite s : o.suites) {
       switch (s) {
         case Suite::kGemm: validate::run_gemm(c, o, report); break;
+#if HS_VALIDATE_NCCL
         case Suite::kCollectives: validate::run_collectives(c, o, report); break;
         case Suite::kAllToAllV: validate::run_alltoallv(c, o, report); break;
         case Suite::kSparse: validate::run_sparse(c, o, report); break;
+#else
+        case Suite::kCollectives:
+        case Suite::kAllToAllV:
+        case Suite::kSparse: break;  // refused above
+#endif
         case Suite::kMaterialize: validate::run_materialize(c, o, report); break;
         case Suite::kOverlap: validate::run_overlap(c, o, report); break;
       }

@@ -14,7 +14,9 @@
 #include <fmt/format.h>
 
 #include "check.hpp"
+#if HS_VALIDATE_NCCL
 #include "collective_ops.hpp"
+#endif
 #include "gemm.hpp"
 #include "kernels.hpp"
 #include "measure/measured_json.hpp"
@@ -80,6 +82,7 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
   check(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize");
 
   std::vector<std::pair<const char*, std::function<void()>>> comms;
+#if HS_VALIDATE_NCCL
   if (n > 1) {
     launch_collective(collective::NcclOp::kAllReduce, ar, src.get<float>(), dst.get<float>(), me, n, c.comm, comm_stream);
     std::string first;
@@ -90,6 +93,9 @@ void run_overlap(Context& c, const measure::ValidateOptions& o, Report& r) {
       launch_collective(collective::NcclOp::kAllReduce, ar, src.get<float>(), dst.get<float>(), me, n, c.comm, comm_stream);
     });
   }
+#else
+  if (n > 1 && me == 0) std::printf("overlap: built without NCCL: no all-reduce row, copies only\n");
+#endif
   comms.emplace_back("copy_engine", [&] {
     check(cudaMemcpyAsync(dst.get(), src.get(), o.overlap_bytes, cudaMemcpyDeviceToDevice, comm_stream), "cudaMemcpyAsync D2D");
   });

@@ -5,7 +5,7 @@
 
 namespace hs::validate {
 
-std::vector<double> time_iterations(Bootstrap& boot, ncclComm_t comm, cudaStream_t stream, int warmup, int iters,
+std::vector<double> time_iterations(Bootstrap& boot, Comm comm, cudaStream_t stream, int warmup, int iters,
                                     const std::function<void(int)>& op) {
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");

@@ -7,9 +7,8 @@
 #include <vector>
 
 #include <cuda_runtime.h>
-#include <nccl.h>
-
 #include "bootstrap.hpp"
+#include "comm.hpp"
 
 namespace hs::validate {
 
@@ -17,7 +16,7 @@ namespace hs::validate {
 std::vector<double> slowest_over_ranks(Bootstrap& boot, const std::vector<double>& mine);
 
 // `comm` (may be null): polled for asynchronous NCCL errors while waiting.
-std::vector<double> time_iterations(Bootstrap& boot, ncclComm_t comm, cudaStream_t stream, int warmup, int iters,
+std::vector<double> time_iterations(Bootstrap& boot, Comm comm, cudaStream_t stream, int warmup, int iters,
                                     const std::function<void(int)>& op);
 
 // Host pointer to device memory freed on destruction (cudaFree errors ignored there).
