@@ -12,6 +12,7 @@
 // is an input error (exit 2), not a bad fit.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <memory>
 
 #include "calib/calibration.hpp"
@@ -116,10 +117,15 @@ int run_calibrate(const CalibrateOptions& o) {
     const std::string& path = m.file;
     if (m.alltoallv) report += fmt::format("\nalltoallv ({}): compared with the model by validate; nothing to fit\n", path);
     if (m.sparse) report += fmt::format("\nsparse ({}): compared with the model by validate; nothing to fit\n", path);
-    if (m.has_gemm()) {
+    // The file as a source of the GPU part, once, naming what it gave.
+    std::vector<std::string> gave;
+    if (m.has_gemm()) gave.push_back(fmt::format("expert FFN d_model {} d_ffn {}", m.d_model, m.d_ffn));
+    if (m.hbm_Bps > 0 || !m.memory_kernels.empty()) gave.push_back("memory-bound kernels");
+    if (!m.overlap.empty()) gave.push_back("overlap");
+    if (!gave.empty())
       cal.sources.push_back({path, report::content_hash(read_file(path)),
-                             fmt::format("hecate-validate on {}: expert FFN d_model {} d_ffn {}", m.device.empty() ? "?" : m.device,
-                                         m.d_model, m.d_ffn)});
+                             fmt::format("hecate-validate on {}: {}", m.device.empty() ? "?" : m.device, fmt::join(gave, ", "))});
+    if (m.has_gemm()) {
       if (auto g = calib::fit_gemm(m, topo.gpu_model().peak_flops.value())) {
         if (cal.eta_max)
           throw InputError({path, 0, 0}, "expert_ffn", "a second GEMM measurement: calibrate one GPU's curve from one file");
