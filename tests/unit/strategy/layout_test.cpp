@@ -6,6 +6,7 @@
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "cost/memory_model.hpp"
+#include "strategy/ep.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "support/test_platforms.hpp"
@@ -458,4 +459,54 @@ TEST_CASE("the oracle under a layout: every GPU of a stage computes the stage's 
   CHECK(a.breakdown[straggle] > 0.0);
   CHECK(b.time < a.time);
   CHECK_THROWS_AS(f.make("oracle:ep_size=2"), InputError);  // the group size is the layout's ep
+}
+
+namespace {
+// EP's plans under the fixture's layout (as LayoutExpertParallel routes them): the stage holding
+// MoE layer l routes its GPUs' rows / tp to the owners in their EP group, other GPUs nothing.
+std::vector<strategy::LayerPlan> ep_plans(const Fixture& f, const std::vector<double>& loads) {
+  const int n = 8, E = 4, L = f.model.moe_layers();
+  std::vector<strategy::LayerPlan> plans(L);
+  for (int l = 0; l < L; ++l) {
+    std::vector<double> rows(static_cast<size_t>(n) * E, 0.0);
+    for (int x : f.l.stage_gpus(f.l.stage_of_block(f.model.moe_layer_ids[l], f.model.layers)))
+      for (int e = 0; e < E; ++e) rows[static_cast<size_t>(x) * E + e] = loads[(static_cast<size_t>(l) * n + x) * E + e] / f.l.tp;
+    strategy::route_ep_layer(rows.data(), n, E, f.l.ep, f.model.d_model * f.model.precision.activation_bytes, {}, plans[l]);
+  }
+  return plans;
+}
+void check_same(const strategy::IterationResult& a, const strategy::IterationResult& b) {
+  CHECK(a.time == b.time);  // bit for bit: the same graph, durations and coflows
+  for (int c = 0; c < static_cast<int>(strategy::Component::kCount); ++c) CHECK(a.breakdown[c] == b.breakdown[c]);
+}
+}  // namespace
+
+TEST_CASE("the layout graph is built once while its shape stays, and a reused graph gives a fresh graph's results") {
+  // Loads change the expert durations and the all-to-alls' bytes only; the tasks, their order and
+  // the TP / PP / DP patterns stay, so one graph serves every iteration. Each iteration here is run
+  // on the kept graph and on a graph built for it alone: times and breakdowns must be identical, on
+  // both network tiers. A migration (SmartMoE's moves) adds a task: the shape changes, the graph is
+  // built again, and again when the migration is gone.
+  for (bool flow : {false, true}) {
+    Fixture f;
+    f.ctx.flow_network = flow;
+    strategy::LayoutIterationGraph kept(f.ctx, f.l);
+    const std::vector<std::vector<double>> sequence{test::uniform_loads(4, 8, 4, 2 * 1024.0), hot_loads(4, 8, 1400, 200),
+                                                    hot_loads(4, 8, 3000, 20), two_hot_loads(4, 8)};
+    for (const auto& loads : sequence) {
+      const auto plans = ep_plans(f, loads);
+      strategy::LayoutIterationGraph fresh(f.ctx, f.l);
+      check_same(kept.run(plans), fresh.run(plans));
+      CHECK(kept.stats().bubble == fresh.stats().bubble);
+    }
+    CHECK(kept.builds() == 1);
+    const auto plans = ep_plans(f, hot_loads(4, 8, 1400, 200));
+    const collective::Coflow moves{{0, 1, 64e6}, {4, 6, 64e6}};
+    strategy::LayoutIterationGraph fresh(f.ctx, f.l);
+    check_same(kept.run(plans, moves), fresh.run(plans, moves));
+    CHECK(kept.builds() == 2);
+    strategy::LayoutIterationGraph fresh2(f.ctx, f.l);
+    check_same(kept.run(plans), fresh2.run(plans));
+    CHECK(kept.builds() == 3);
+  }
 }
