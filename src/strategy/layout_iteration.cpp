@@ -391,10 +391,15 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     const LayerPlan& p = plans[l];
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
     for (int x : L.stage_gpus(s)) {
-      scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
-      for (double& v : scratch) v /= M;
-      ef[l][x] = cc.expert_forward(scratch).value();
-      eb[l][x] = cc.expert_backward(scratch).value();
+      if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
+        ef[l][x] = p.expert_fwd_seconds[x];
+        eb[l][x] = p.expert_bwd_seconds[x];
+      } else {
+        scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
+        for (double& v : scratch) v /= M;
+        ef[l][x] = cc.expert_forward(scratch).value();
+        eb[l][x] = cc.expert_backward(scratch).value();
+      }
       ef_mean[l] += ef[l][x] / S;
       eb_mean[l] += eb[l][x] / S;
     }

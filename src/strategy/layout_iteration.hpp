@@ -98,7 +98,9 @@ class LayoutIterationGraph {
  public:
   LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout, LayoutSparse sparse = {});
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
-  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies; expert seconds per
+  // micro-batch from expert_fwd/bwd_seconds where set (the bound), else the cost model on
+  // expert_tokens / grad_accum. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
   // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
   // coflow on every GPU's a2a stream before the iteration's first forward, charged to
