@@ -223,8 +223,9 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     bind(a, Bind::kDispatch, l);
-    const engine::TaskId gathered = forward ? pending_spag[l] : engine::kNoTask;
-    const bool returns = !forward && shape[l] && cur_mb + 1 == M;
+    // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
+    const engine::TaskId gathered = pending_spag[l];
+    const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
     for (int x : stage_gpus[s]) {
       if (gathered != engine::kNoTask) {  // arrived copies into the expert buffer; the dispatch is not needed
         var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
@@ -234,7 +235,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       var_task(x, forward ? Var::kExpertFwd : Var::kExpertBwd, l, Component::kExpertCompute);
       if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
     }
-    if (forward) pending_spag[l] = engine::kNoTask;
+    pending_spag[l] = engine::kNoTask;
     if (returns) {
       const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
       bind(r, Bind::kSprs, l);
@@ -247,6 +248,17 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       compute_task(x, forward ? unperm : router, Component::kRouting);
     }
   };
+  // The spAG of block b's copies, issued when the stage's GPUs reach it (the attention before the
+  // layer, forward; the block above's attention backward or the op's start, backward).
+  auto gather = [&](int s, int b) {
+    const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true);
+    std::vector<engine::TaskId> preds;
+    for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
+    depend(preds, id);
+    bind(id, Bind::kSpag, moe_index[b]);
+    pending_spag[moe_index[b]] = id;
+  };
+  auto gathers = [&](int b) { return moe_index[b] >= 0 && shape[moe_index[b]]; };
   std::vector<std::vector<engine::TaskId>> sent_f(VS, std::vector<engine::TaskId>(M, engine::kNoTask));
   std::vector<std::vector<engine::TaskId>> sent_b = sent_f;
   // One op of stage s: a micro-batch's forward or backward through one of its chunks; `final` is the
@@ -259,16 +271,10 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const auto [first, lastb] = L.chunk_blocks(v, m.layers);
     if (op.forward) {
       for (int b = first; b < lastb; ++b) {
-        // The layer's copies are gathered once per iteration, from when the attention before its
-        // first forward starts (and its input has arrived).
-        if (op.mb == 0 && moe_index[b] >= 0 && shape[moe_index[b]]) {
-          const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true);
-          std::vector<engine::TaskId> preds;
-          for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
-          depend(preds, id);
-          bind(id, Bind::kSpag, moe_index[b]);
-          pending_spag[moe_index[b]] = id;
-        }
+        // The layer's copies are gathered once per iteration (every micro-batch with
+        // re-materialization), from when the attention before its forward starts (and its input
+        // has arrived).
+        if ((op.mb == 0 || sparse_.rematerialize) && gathers(b)) gather(s, b);
         sublayer(s, attn_f, Component::kAttention);
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
         else sublayer(s, ffn_f, Component::kAttention);
@@ -280,6 +286,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       }
       return;
     }
+    const bool regather = sparse_.rematerialize;
+    if (regather && gathers(lastb - 1)) gather(s, lastb - 1);
     if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
     for (int b = lastb - 1; b >= first; --b) {
       // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
@@ -296,6 +304,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       }
       if (moe_index[b] >= 0) moe(s, moe_index[b], false);
       else sublayer(s, ffn_b, Component::kAttention);
+      if (regather && b > first && gathers(b - 1)) gather(s, b - 1);  // beside this attention backward
       sublayer(s, attn_b, Component::kAttention);
     }
     if (v > 0) {

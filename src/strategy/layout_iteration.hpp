@@ -42,6 +42,12 @@
 // forward; the dispatch does not wait for them). After the last micro-batch's expert backward each
 // GPU copies its copies' gradients out and the stage's spRS returns them to the owners (same
 // stream), which the expert-DP reduction of the stage waits for.
+// With re-materialization (LayoutSparse::rematerialize, as FSSDP's without a layout) every
+// micro-batch's forward gathers the layer's copies again (spAG from when the attention before the
+// layer starts), its backward gathers them once more (issued when the op starts for the chunk's
+// last block, else when the attention backward of the block above starts) and copies them in
+// before the expert backward (before the recomputed expert forward with recompute=full), and each
+// micro-batch's expert backward is followed by the gradient copy-out and spRS.
 #pragma once
 
 #include <memory>
@@ -92,6 +98,9 @@ struct LayoutStats {
 
 struct LayoutSparse {
   bool single_queue = true;  // spAG / spRS on the all-to-all's stream (one NCCL queue)
+  // Re-materialization: copies freed after every micro-batch's forward, gathered again for its
+  // backward, their gradients returned (spRS) after every micro-batch's expert backward.
+  bool rematerialize = false;
 };
 
 class LayoutIterationGraph {

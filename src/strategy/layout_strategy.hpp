@@ -34,12 +34,13 @@ class LayoutStrategyBase : public Strategy {
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
 
-// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; rematerialize,
-// calibrate, heterogeneous=true and reshard_every are refused (InputError naming the knob).
+// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; calibrate,
+// heterogeneous=true and reshard_every are refused (InputError naming the knob).
 std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout);
 // FSDP of experts inside each stage's EP groups (layout_fssdp.cpp): every expert gathered to every
-// GPU of its group per layer, gradients reduce-scattered back; rematerialize=true is refused.
+// GPU of its group per layer, gradients reduce-scattered back; rematerialize (default false here)
+// gathers them for every micro-batch's forward and backward.
 std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
                                            const workload::ParallelLayout& layout);
 // The last iteration's per-MoE-layer plans of a strategy make_layout_fssdp built (null otherwise).

@@ -9,6 +9,7 @@
 #include "strategy/ep.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "support/approx.hpp"
 
@@ -123,7 +124,7 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
   auto l = layout("tp=2,ep=4", topo, model);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe"), ctx, l), InputError);
   CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l) != nullptr);
-  for (const char* knob : {"rematerialize=true", "calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
+  for (const char* knob : {"calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
     const std::string spec = std::string("fssdp:") + knob;
     const std::string name = spec.substr(6, spec.find('=') - 6);
     try {
@@ -387,13 +388,6 @@ TEST_CASE("FSDP of experts under a layout: every expert gathered to every GPU of
   bool reported = false;
   for (const auto& x : fsdp->resolved()) reported = reported || (x.key == "copies_per_layer" && x.json == "[8, 8, 8, 8]");
   CHECK(reported);
-  // Its reshard-after-forward is not built under a layout: refused by name.
-  try {
-    f.make("fsdp:rematerialize=true");
-    FAIL("accepted fsdp:rematerialize=true");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("fsdp:rematerialize") != std::string::npos);
-  }
   // The strategies still refused say why.
   for (const char* name : {"flexmoe", "fastermoe"}) {
     try {
@@ -509,4 +503,48 @@ TEST_CASE("the layout graph is built once while its shape stays, and a reused gr
     check_same(kept.run(plans), fresh2.run(plans));
     CHECK(kept.builds() == 3);
   }
+}
+
+TEST_CASE("FSSDP and FSDP under a layout with re-materialization: copies gathered per pass, gradients returned per micro-batch") {
+  // The fixture (pp 2, EP groups of 2, 2 MoE layers per stage, 2 micro-batches), expert 0 hot:
+  // with t = 1 each group's second GPU holds one copy (expert 0) in each of its stage's 2 layers
+  // (the test above). Without re-materialization the copies stay from the first forward to the last
+  // backward and, with 2 micro-batches, both layers' gradient buffers wait for the spRS after the
+  // last one: copy_params = 2 P, copy_grads = 2 G (P, G: one expert's parameter, gradient bytes).
+  // With it (cost::copy_buffer_peak, one queue so no spRS overlaps the next layer): forward, layer 0
+  // in use while layer 1 is gathered, 1 + 1 = 2 P; backward, layer 1 in use while layer 0 is
+  // gathered, 2 P, and layer 1's gradients, 1 G: the peak is 2 P + 1 G. Time: every micro-batch's
+  // forward and backward gather again and every expert backward returns its gradients (4 spAG and
+  // 2 spRS per layer and iteration instead of 1 and 1), so the iteration takes longer.
+  // FSDP (every GPU gathers its group's other 2 experts, per layer): 4 P + 4 G without, and with
+  // re-materialization 4 P (two layers' 2 copies) + 2 G (one layer's gradients).
+  Fixture f;
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  const auto params = cost::count_params(f.model);
+  const double P = params.per_expert * f.model.precision.param_bytes, G = params.per_expert * f.model.precision.grad_bytes;
+  auto plain = f.make("fssdp:overlap_degree=1:memory_budget=1GiB");
+  auto remat = f.make("fssdp:overlap_degree=1:memory_budget=1GiB:rematerialize=true");
+  strategy::IterationResult a, b;
+  for (int it = 0; it < 2; ++it) a = plain->simulate(loads), b = remat->simulate(loads);
+  CHECK(a.memory.copy_params == hs::test::approx(2 * P));
+  CHECK(a.memory.copy_grads == hs::test::approx(2 * G));
+  CHECK(b.memory_gpu % 2 == 1);
+  CHECK(b.memory.copy_params == hs::test::approx(2 * P));
+  CHECK(b.memory.copy_grads == hs::test::approx(1 * G));
+  CHECK(b.time > a.time);
+  MESSAGE("FSSDP ", a.time * 1e3, " ms, with re-materialization ", b.time * 1e3, " ms");
+  CHECK(test::resolved_json(*remat, "rematerialize") == "\"on\"");
+  CHECK(test::resolved_json(*plain, "rematerialize") == "\"off\"");
+  auto fsdp = f.make("fsdp"), fsdp_r = f.make("fsdp:rematerialize=true");
+  for (int it = 0; it < 2; ++it) a = fsdp->simulate(loads), b = fsdp_r->simulate(loads);
+  CHECK(a.memory.copy_params == hs::test::approx(4 * P));
+  CHECK(a.memory.copy_grads == hs::test::approx(4 * G));
+  CHECK(b.memory.copy_params == hs::test::approx(4 * P));
+  CHECK(b.memory.copy_grads == hs::test::approx(2 * G));
+  CHECK(b.time > a.time);
+  // With full recomputation the backward's gathered copies serve the recomputed forward too: it runs.
+  f.l = layout("pp=2,ep=2,recompute=full", f.topo, f.model);
+  auto rc = f.make("fssdp:overlap_degree=1:memory_budget=1GiB:rematerialize=true");
+  for (int it = 0; it < 2; ++it) b = rc->simulate(loads);
+  CHECK(b.time > 0);
 }
