@@ -237,6 +237,7 @@ assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_
 expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
 expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
 expect 2 "flexmoe" "does not run under --layout yet: its replica slots" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe
+expect 2 "layout.etp: etp 2 is not built: experts are never tensor-sliced" -- "${run[@]}" --layout tp=2,ep=4,etp=2
 # Re-materialization and the bound under a layout run; the bound is below EP and says its traffic floor is not applied.
 "${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --strategy ep,fssdp:rematerialize=true,fsdp:rematerialize=true,bound --format json > "$tmp/lr.json" 2>/dev/null
 python3 -c "
