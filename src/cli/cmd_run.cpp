@@ -117,6 +117,7 @@ int run(const RunOptions& o) {
     rep.strategies.push_back(strategy::run_strategy(*built[i], specs[i].full, loads, iterations,
                                                     topo.gpu_model().memory.value(),
                                                     o.timeline.empty() ? nullptr : &chrome));
+    built[i].reset();  // its iteration graph (kept across iterations) is not needed any more
   }
   if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
   if (!o.html.empty()) write_file_atomically(o.html, report::render_html(rep));

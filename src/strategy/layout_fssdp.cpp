@@ -16,8 +16,12 @@
 //     dispatch topology-aware inside the group, spAG / spRS of the copies inside the group
 //     (sparse_allgather / sparse_reduce_scatter with chain_channels) on the stage's sparse stream
 //     (LayoutIterationGraph, LayoutSparse).
-// Off under a layout: heterogeneous re-sharding, calibration and re-materialization (their knobs
-// are refused, naming the knob).
+// Re-materialization (`rematerialize`): copies gathered for every micro-batch's forward and again
+// for its backward, gradients returned after each micro-batch's expert backward
+// (LayoutSparse::rematerialize); the copies' buffers then follow cost::copy_buffer_peak's
+// lifetimes over the stage's layers, and the cap uses the same.
+// Off under a layout: heterogeneous re-sharding and calibration (their knobs are refused, naming the
+// knob).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -41,7 +45,7 @@ namespace {
 class LayoutFssdp final : public Strategy {
  public:
   LayoutFssdp(const Context& ctx, const workload::ParallelLayout& layout, FssdpKnobs k)
-      : ctx_(ctx), layout_(layout), k_(k), graph_(ctx, layout, LayoutSparse{k.single_queue}),
+      : ctx_(ctx), layout_(layout), k_(k), graph_(ctx, layout, LayoutSparse{k.single_queue, k.rematerialize}),
         n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts),
         G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)) {
     const auto& m = ctx.model;
@@ -53,7 +57,7 @@ class LayoutFssdp final : public Strategy {
     copy_grad_bytes_ = params.per_expert * m.precision.grad_bytes;
     channels_ = collective::chain_channels(ctx.topo);
     window_ = ctx.compute.attention_forward().value() / layout.tp;
-    life_ = {false, !k.single_queue};
+    life_ = {k.rematerialize, !k.single_queue};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
     // Before any iteration: every GPU computes the tokens it routes (s*b/tp x top_k per layer).
     const double routed = static_cast<double>(m.tokens_per_micro_batch()) / layout.tp * m.top_k;
@@ -73,6 +77,7 @@ class LayoutFssdp final : public Strategy {
     r.push_back(resolved_list("copies_cut_by_memory", cut_));
     r.push_back(resolved_list("copies_per_layer", copies_));
     r.push_back(resolved_text("comm_queue", k_.single_queue ? "single" : "separate"));
+    r.push_back(resolved_text("rematerialize", k_.rematerialize ? "on" : "off"));
     return r;
   }
 
@@ -195,7 +200,7 @@ class LayoutFssdp final : public Strategy {
       std::vector<double> demand;  // the copies of x's stage's layers, in order
       for (int l = 0; l < L_; ++l)
         if (stage_[l] == layout_.pp_rank(x)) demand.push_back(wanted[x][l]);
-      level[x] = ctx_.model.grad_accum > 1
+      level[x] = ctx_.model.grad_accum > 1 && !k_.rematerialize
                      ? cost::copy_cap_level(demand, budget[x], expert_bytes_ + copy_grad_bytes_, 0, {}, E_)
                      : cost::copy_cap_level(demand, budget[x], expert_bytes_, copy_grad_bytes_, life_, E_);
     }
@@ -220,8 +225,11 @@ class LayoutFssdp final : public Strategy {
   // runs after the last micro-batch's backward, so every copy's gradient buffer accumulates from
   // the first backward on and, at the stage's last backward, every layer's copies and gradients are
   // resident (the cap above uses the same: params + gradients per copy, all layers at once).
+  // With re-materialization every micro-batch gathers and returns its copies, so the lifetimes are
+  // copy_buffer_peak's whatever the micro-batches: the layer in use and the one being gathered, one
+  // layer's gradient buffers (and the one above's while its spRS drains) at a time.
   cost::CopyPeak copy_peak(std::span<const double> copies) const {
-    if (ctx_.model.grad_accum == 1) return cost::copy_buffer_peak(copies, expert_bytes_, copy_grad_bytes_, life_);
+    if (ctx_.model.grad_accum == 1 || k_.rematerialize) return cost::copy_buffer_peak(copies, expert_bytes_, copy_grad_bytes_, life_);
     const double all = std::accumulate(copies.begin(), copies.end(), 0.0);
     return {all * expert_bytes_, all * copy_grad_bytes_};
   }
@@ -278,7 +286,6 @@ std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Cont
     throw InputError({"--strategy", 0, 0}, spec.full,
                      fmt::format("fssdp:{} is not built under --layout yet ({})", knob, why));
   };
-  if (k.rematerialize) refuse("rematerialize", "copies stay from the first forward to the last backward");
   if (k.calibrate) refuse("calibrate", "no calibration stage inside a stage's groups");
   if (spec.knobs.count("heterogeneous") && k.heterogeneous)
     refuse("heterogeneous", "owners are the EP group's sharding; heterogeneous=false is the default here");
@@ -290,16 +297,16 @@ std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Conte
                                            const workload::ParallelLayout& layout) {
   // FSDP of experts inside each EP group: FSSDP with every expert materialized on every GPU of the
   // group and no memory limit (make_fsdp's knobs), so tokens stay on their GPU. FSDP's
-  // reshard-after-forward (rematerialize) is not built under a layout: off by default here.
-  if (knob_bool(spec.knobs, "fsdp", "rematerialize", false))
-    throw InputError({"--strategy", 0, 0}, spec.full,
-                     "fsdp:rematerialize=true is not built under --layout yet (the experts gathered for a "
-                     "layer stay from the first forward to the last backward); under a layout fsdp runs "
-                     "rematerialize=false");
+  // reshard-after-forward (`rematerialize`: the experts gathered again for every micro-batch's
+  // forward and backward, gradients reduce-scattered after each) is off by default here, where
+  // without a layout it is on: a layout's runs keep the gathered experts from the first forward to
+  // the last backward unless asked.
+  const bool remat = knob_bool(spec.knobs, "fsdp", "rematerialize", false);
   const FssdpKnobs k = parse_fssdp_knobs({{"overlap_degree", std::to_string(ctx.model.experts)},
                                           {"memory_budget", "1000000TiB"},
                                           {"heterogeneous", "false"},
-                                          {"comm_queue", "separate"}});
+                                          {"comm_queue", "separate"},
+                                          {"rematerialize", remat ? "true" : "false"}});
   return std::make_unique<LayoutFssdp>(ctx, layout, k);
 }
 

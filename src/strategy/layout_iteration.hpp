@@ -42,6 +42,12 @@
 // forward; the dispatch does not wait for them). After the last micro-batch's expert backward each
 // GPU copies its copies' gradients out and the stage's spRS returns them to the owners (same
 // stream), which the expert-DP reduction of the stage waits for.
+// With re-materialization (LayoutSparse::rematerialize, as FSSDP's without a layout) every
+// micro-batch's forward gathers the layer's copies again (spAG from when the attention before the
+// layer starts), its backward gathers them once more (issued when the op starts for the chunk's
+// last block, else when the attention backward of the block above starts) and copies them in
+// before the expert backward (before the recomputed expert forward with recompute=full), and each
+// micro-batch's expert backward is followed by the gradient copy-out and spRS.
 #pragma once
 
 #include <memory>
@@ -92,26 +98,72 @@ struct LayoutStats {
 
 struct LayoutSparse {
   bool single_queue = true;  // spAG / spRS on the all-to-all's stream (one NCCL queue)
+  // Re-materialization: copies freed after every micro-batch's forward, gathered again for its
+  // backward, their gradients returned (spRS) after every micro-batch's expert backward.
+  bool rematerialize = false;
 };
 
 class LayoutIterationGraph {
  public:
   LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout, LayoutSparse sparse = {});
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
-  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies; expert seconds per
+  // micro-batch from expert_fwd/bwd_seconds where set (the bound), else the cost model on
+  // expert_tokens / grad_accum. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
   // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
   // coflow on every GPU's a2a stream before the iteration's first forward, charged to
   // reshard_migration.
+  // The graph is built once and kept while its shape stays (which MoE layers gather copies, whether
+  // there are migrations): later iterations only set the expert and copy durations and bind the
+  // all-to-alls, spAG / spRS and migrations to this iteration's bytes. A changed shape rebuilds it.
   IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {});
   const LayoutStats& stats() const { return stats_; }
+  // How often run() built the graph (tests: once while the shape stays).
+  int builds() const { return builds_; }
 
  private:
+  // A communication pattern that no load changes (TP collectives, stage-to-stage sends, the DP
+  // reductions): its transfers and, once computed, its link loads on the analytic tier.
+  struct FixedComm {
+    collective::Coflow flows;
+    double extra = 0;
+    collective::CoflowLoads loads;
+    bool loaded = false;
+  };
+  // What a communication task carries, in the order the build bound them (coflow ids follow it).
+  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration };
+  struct Binding {
+    engine::TaskId task;
+    Bind what;
+    int index;  // FixedComm index or MoE layer
+  };
+  // A task whose duration depends on the loads: an expert forward / backward or a copy of the
+  // layer's copies (in: parameters, before the expert forward; out: gradients, after the last backward).
+  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut };
+  struct VarTask {
+    engine::TaskId task;
+    Var what;
+    int layer, gpu;
+  };
+  void build(const std::vector<char>& shape);
+
   const Context& ctx_;
   workload::ParallelLayout layout_;
   LayoutSparse sparse_;
   collective::AnalyticNetwork net_;
   LayoutStats stats_;
+  // The built graph and what run() sets on it.
+  std::vector<char> shape_;  // [MoE layer] gathers copies, then: migrations
+  int builds_ = 0;
+  engine::TaskGraph g_;
+  std::vector<Component> comp_;  // per task tag
+  std::vector<uint8_t> cls_;
+  std::vector<double> mean_;     // expert tasks: the stage's mean, for the straggler split
+  std::vector<FixedComm> fixed_;
+  std::vector<Binding> bindings_;
+  std::vector<VarTask> vars_;
+  std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
  public:
   collective::AnalyticNetwork& network() { return net_; }
 };

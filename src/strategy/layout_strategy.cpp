@@ -17,13 +17,10 @@ namespace {
 // The oracle (balanced = true): the same, but every GPU of the stage computes the stage's mean load
 // and every source sends an equal share of its assignments to each GPU of its EP group
 // (balance_ep_layer over the stage's GPUs).
-class LayoutExpertParallel final : public Strategy {
+class LayoutExpertParallel final : public LayoutStrategyBase {
  public:
   LayoutExpertParallel(const Context& ctx, const workload::ParallelLayout& layout, bool balanced)
-      : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()), balanced_(balanced) {
-    for (int l = 0; l < ctx.model.moe_layers(); ++l)
-      stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
-  }
+      : LayoutStrategyBase(ctx, layout), balanced_(balanced) {}
 
   IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
@@ -48,15 +45,16 @@ class LayoutExpertParallel final : public Strategy {
   std::vector<ResolvedSetting> resolved() const override { return layout_resolved(layout_, graph_.stats()); }
 
  private:
-  const Context& ctx_;
-  workload::ParallelLayout layout_;
-  LayoutIterationGraph graph_;
-  std::vector<LayerPlan> plans_;
-  std::vector<int> stage_;  // [MoE layer] -> pipeline stage
   bool balanced_;
 };
 
 }  // namespace
+
+LayoutStrategyBase::LayoutStrategyBase(const Context& ctx, const workload::ParallelLayout& layout)
+    : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()) {
+  for (int l = 0; l < ctx.model.moe_layers(); ++l)
+    stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
+}
 
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r) {
@@ -85,15 +83,19 @@ std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const C
   if (spec.name == "fssdp") return make_layout_fssdp(spec, ctx, layout);
   if (spec.name == "fsdp") return make_layout_fsdp(spec, ctx, layout);
   if (spec.name == "smartmoe") return make_layout_smartmoe(spec, ctx, layout);
+  if (spec.name == "bound") {
+    if (!spec.knobs.empty())
+      throw InputError({"--strategy", 0, 0}, spec.full, "bound has no knobs");
+    return make_layout_bound(ctx, layout);
+  }
   if (spec.name != "ep" && spec.name != "oracle") {
     // Why each of the others is not built yet: the part of its mechanism that has no counterpart
     // inside a stage's EP groups so far.
     const char* why = spec.name == "flexmoe"  ? "its replica slots, moves and replica all-reduces are not planned per EP group"
                       : spec.name == "fastermoe" ? "its shadowing model and the shadow broadcasts are not planned per EP group"
-                      : spec.name == "bound"    ? "the lower bound's traffic floors are derived for the whole cluster, not for a pipeline"
                                                 : "not built";
     throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("strategy {} does not run under --layout yet: {} (built: ep, oracle, fssdp, fsdp, smartmoe)", spec.name, why));
+                     fmt::format("strategy {} does not run under --layout yet: {} (built: ep, oracle, fssdp, fsdp, smartmoe, bound)", spec.name, why));
   }
   if (!spec.knobs.empty())
     throw InputError({"--strategy", 0, 0}, spec.full,

@@ -3,8 +3,8 @@
 // Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does), the
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
-// with every expert materialized in the group) and SmartMoE (each group re-plans its placement:
-// strategy/layout_smartmoe.cpp). The other strategies are refused with a message
+// with every expert materialized in the group), SmartMoE (each group re-plans its placement:
+// strategy/layout_smartmoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
 // naming --strategy and why (exit 2) until they compose.
 #pragma once
 
@@ -18,16 +18,29 @@
 
 namespace hs::strategy {
 
+// What EP, the oracle and the bound under a layout keep: the layout's graph, one plan per MoE layer
+// and the stage holding each MoE layer.
+class LayoutStrategyBase : public Strategy {
+ protected:
+  LayoutStrategyBase(const Context& ctx, const workload::ParallelLayout& layout);
+  const Context& ctx_;
+  workload::ParallelLayout layout_;
+  LayoutIterationGraph graph_;
+  std::vector<LayerPlan> plans_;
+  std::vector<int> stage_;  // [MoE layer] -> pipeline stage
+};
+
 // `layout` must be resolved (workload::resolve_layout) against ctx's topology and model.
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
 
-// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; rematerialize,
-// calibrate, heterogeneous=true and reshard_every are refused (InputError naming the knob).
+// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; calibrate,
+// heterogeneous=true and reshard_every are refused (InputError naming the knob).
 std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout);
 // FSDP of experts inside each stage's EP groups (layout_fssdp.cpp): every expert gathered to every
-// GPU of its group per layer, gradients reduce-scattered back; rematerialize=true is refused.
+// GPU of its group per layer, gradients reduce-scattered back; rematerialize (default false here)
+// gathers them for every micro-batch's forward and backward.
 std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
                                            const workload::ParallelLayout& layout);
 // The last iteration's per-MoE-layer plans of a strategy make_layout_fssdp built (null otherwise).
@@ -37,6 +50,10 @@ const std::vector<LayerPlan>* layout_fssdp_plans(const Strategy& s);
 // every `period` iterations; needs E / ep >= 2.
 std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
+
+// The lower bound under the layout (layout_bound.cpp): the layout's graph with each stage's expert
+// compute at its floor (launch + the stage's summed per-expert GEMMs / its GPUs) and no all-to-all bytes.
+std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout);
 
 // The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu.

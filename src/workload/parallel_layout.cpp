@@ -109,7 +109,7 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
     start = comma == std::string::npos ? text.size() : comma + 1;
     const size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0) {
-      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: tp, pp, dp, ep, vpp, sp, tp_span, dist_opt, recompute)", part));
+      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute)", part));
       continue;
     }
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
@@ -127,6 +127,16 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
     else if (key == "dp") integer(l.dp);
     else if (key == "ep") integer(l.ep);
     else if (key == "vpp") integer(l.vpp);
+    else if (key == "etp") {  // expert tensor parallelism: only whole experts are built
+      int etp = 1;
+      integer(etp);
+      if (etp > 1)
+        d.error(source, field,
+                fmt::format("etp {} is not built: experts are never tensor-sliced here (every strategy moves whole "
+                            "experts; their tensor-parallel all-reduce / all-gather and split memory are not "
+                            "modelled); etp=1 runs",
+                            etp));
+    }
     else if (key == "sp") on_off(l.sequence_parallel);
     else if (key == "dist_opt") on_off(l.distributed_optimizer);
     else if (key == "tp_span") {
@@ -139,7 +149,7 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
       else if (value == "full") l.recompute = Recompute::kFull;
       else d.error(source, field, fmt::format("'{}' is not none, selective or full", value));
     } else {
-      d.error(source, field, fmt::format("unknown key '{}' (keys: tp, pp, dp, ep, vpp, sp, tp_span, dist_opt, recompute)", key));
+      d.error(source, field, fmt::format("unknown key '{}' (keys: tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute)", key));
     }
   }
   d.throw_if_errors();

@@ -279,6 +279,17 @@ assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_
 expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
 expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
 expect 2 "flexmoe" "does not run under --layout yet: its replica slots" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe
+expect 2 "layout.etp: etp 2 is not built: experts are never tensor-sliced" -- "${run[@]}" --layout tp=2,ep=4,etp=2
+# Re-materialization and the bound under a layout run; the bound is below EP and says its traffic floor is not applied.
+"${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --strategy ep,fssdp:rematerialize=true,fsdp:rematerialize=true,bound --format json > "$tmp/lr.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep, fs, fd, b = json.load(open(sys.argv[1]))['strategies']
+assert fs['resolved']['rematerialize'] == 'on' and fd['resolved']['rematerialize'] == 'on', (fs['resolved'], fd['resolved'])
+assert b['resolved']['traffic_floor_level'] == 'none (not applied under a layout)', b['resolved']
+t = lambda s: s['iteration_time_s']['mean']
+assert t(b) <= min(t(ep), t(fs), t(fd)), [t(s) for s in (ep, fs, fd, b)]
+" "$tmp/lr.json" && echo "ok: rematerialize and bound under --layout" || { echo "FAIL: rematerialize / bound under --layout"; fails=$((fails+1)); }
 # Layout presets by name (an unknown one lists them; deepseek-v3 does not fit 8 GPUs), interleaved
 # stages (vpp), FSDP of experts under a layout.
 expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b\\)" -- "${run[@]}" --layout nosuch

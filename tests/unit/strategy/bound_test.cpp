@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "strategy/layout_strategy.hpp"
 #include "strategy/strategy.hpp"
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
+#include "workload/parallel_layout.hpp"
 #include "support/approx.hpp"
 
 using namespace hs;
@@ -176,4 +178,87 @@ TEST_CASE("bound: takes no knobs") {
   const auto* info = strategy::find_strategy("bound");
   REQUIRE(info != nullptr);
   CHECK(std::string(info->help).find("lower bound") != std::string::npos);
+}
+
+namespace {
+workload::ParallelLayout parse_layout(const std::string& text, const Platform& p) {
+  const SourceLocation src{"--layout", 0, 0};
+  auto l = workload::parse_parallel_layout(text, src);
+  workload::resolve_layout(l, p.t.num_gpus(), p.t.num_gpus() / p.t.num_nodes(), p.m, src);
+  return l;
+}
+std::unique_ptr<strategy::Strategy> make_under(const std::string& spec, const Platform& p, const workload::ParallelLayout& l) {
+  return strategy::make_layout_strategy(strategy::parse_strategy_spec(spec), p.ctx, l);
+}
+}  // namespace
+
+TEST_CASE("bound under a layout: no strategy under the same layout is faster, over random loads and layouts") {
+  // Strategies under a layout share the layout's TP / PP / DP tasks; the bound keeps them and puts
+  // each stage's expert work at its floor (see strategy/layout_bound.cpp), so it must be <= every
+  // strategy built under the layout that computes the tokens' real experts (all but the oracle, a
+  // reference that evens the experts' counts out: the next test), iteration by iteration.
+  test::ClusterShape two_nodes;
+  two_nodes.nodes = 2, two_nodes.gpus_per_node = 4, two_nodes.nics = 4, two_nodes.nic_bw = 25e9;
+  auto model = test::small_moe_model("m8", 8, 2, 1024, 1, 4);
+  model.grad_accum = 4;
+  std::vector<std::unique_ptr<Platform>> platforms;
+  platforms.push_back(std::make_unique<Platform>("node8", model, test::node8()));
+  platforms.push_back(std::make_unique<Platform>("2x4 with NICs", model, test::make_cluster(two_nodes)));
+  std::mt19937 rng(777);
+  int compared = 0;
+  for (auto& pp : platforms) {
+    Platform& p = *pp;
+    const int n = p.t.num_gpus(), E = p.m.experts, L = p.m.moe_layers();
+    const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
+    for (const char* text : {"pp=2,ep=4", "tp=2,ep=2", "pp=2,ep=2,vpp=2", "tp=2,pp=2,ep=2,recompute=full", "pp=4,ep=2"}) {
+      const auto l = parse_layout(text, p);
+      std::vector<std::vector<double>> iters;
+      for (int i = 0; i < 4; ++i) iters.push_back(random_loads(rng, L, n, E, per_gpu));
+      auto bound = make_under("bound", p, l);
+      std::vector<double> floor;
+      for (const auto& loads : iters) floor.push_back(bound->simulate(loads).time);
+      for (const char* spec : {"ep", "fssdp:window=2", "fsdp", "smartmoe:period=2:window=2"}) {
+        auto s = make_under(spec, p, l);
+        for (size_t i = 0; i < iters.size(); ++i) {
+          const double t = s->simulate(iters[i]).time;
+          INFO(p.label, " layout ", text, ": ", spec, " iteration ", i, " time ", t, " bound ", floor[i]);
+          CHECK(floor[i] <= t * (1 + 1e-12));
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 2 * 5 * 4);
+}
+
+TEST_CASE("bound under a layout: reached where a stage is one GPU, below EP and the oracle otherwise") {
+  // One node of 4 GPUs, pp 4 (one block and one GPU per stage), ep 1: each stage's GPU holds all 8
+  // experts and computes every token of its layer itself, launch + sum_e gemm(c_e) per micro-batch,
+  // with no byte leaving it (its dispatch is to itself). The bound's GPU computes
+  // launch + (1/S) sum_e gemm(c_e) with S = 1: the same. Everything else is the same graph, so for
+  // any loads the bound equals EP there. The oracle is no strategy the bound bounds: it gives each
+  // expert the mean count, and gemm (a max of affine terms, convex) summed over equal counts is at
+  // most its sum over the real ones (Jensen), so with no all-to-all to pay it can be below: here
+  // it is. On node8 with pp 2 and EP groups of 4 the
+  // stage's GPUs exchange tokens and the oracle splits each expert's work, so the bound is below.
+  test::ClusterShape c;
+  c.gpus_per_node = 4, c.peak_flops = 300e12, c.hbm = 2e12;
+  auto model = test::small_moe_model("m8", 8, 2, 1024, 1, 4);
+  model.grad_accum = 2;
+  Platform p("4 GPUs", model, test::make_cluster(c));
+  const auto l = parse_layout("pp=4,ep=1", p);
+  const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
+  std::mt19937 rng(5);
+  const auto loads = random_loads(rng, p.m.moe_layers(), 4, 8, per_gpu);
+  const auto rb = make_under("bound", p, l)->simulate(loads);
+  CHECK(rb.time == hs::test::approx(make_under("ep", p, l)->simulate(loads).time, 1e-12));
+  CHECK(make_under("oracle", p, l)->simulate(loads).time < rb.time);
+  Platform q("node8", model, test::node8());
+  const auto lq = parse_layout("pp=2,ep=4", q);
+  const auto loads8 = test::uniform_loads(q.m.moe_layers(), 8, 8, per_gpu);
+  const auto qb = make_under("bound", q, lq)->simulate(loads8), qo = make_under("oracle", q, lq)->simulate(loads8);
+  CHECK(qb.time < qo.time);
+  CHECK(qb.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)] == 0.0);
+  CHECK(qb.breakdown[static_cast<size_t>(strategy::Component::kStragglerWait)] == 0.0);
+  CHECK(test::resolved_json(*make_under("bound", q, lq), "traffic_floor_level") == "\"none (not applied under a layout)\"");
 }

@@ -6,8 +6,10 @@
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "cost/memory_model.hpp"
+#include "strategy/ep.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
+#include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "support/approx.hpp"
 
@@ -122,7 +124,7 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
   auto l = layout("tp=2,ep=4", topo, model);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe"), ctx, l), InputError);
   CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l) != nullptr);
-  for (const char* knob : {"rematerialize=true", "calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
+  for (const char* knob : {"calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
     const std::string spec = std::string("fssdp:") + knob;
     const std::string name = spec.substr(6, spec.find('=') - 6);
     try {
@@ -386,15 +388,8 @@ TEST_CASE("FSDP of experts under a layout: every expert gathered to every GPU of
   bool reported = false;
   for (const auto& x : fsdp->resolved()) reported = reported || (x.key == "copies_per_layer" && x.json == "[8, 8, 8, 8]");
   CHECK(reported);
-  // Its reshard-after-forward is not built under a layout: refused by name.
-  try {
-    f.make("fsdp:rematerialize=true");
-    FAIL("accepted fsdp:rematerialize=true");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("fsdp:rematerialize") != std::string::npos);
-  }
   // The strategies still refused say why.
-  for (const char* name : {"flexmoe", "fastermoe", "bound"}) {
+  for (const char* name : {"flexmoe", "fastermoe"}) {
     try {
       f.make(name);
       FAIL("accepted ", name);
@@ -458,4 +453,98 @@ TEST_CASE("the oracle under a layout: every GPU of a stage computes the stage's 
   CHECK(a.breakdown[straggle] > 0.0);
   CHECK(b.time < a.time);
   CHECK_THROWS_AS(f.make("oracle:ep_size=2"), InputError);  // the group size is the layout's ep
+}
+
+namespace {
+// EP's plans under the fixture's layout (as LayoutExpertParallel routes them): the stage holding
+// MoE layer l routes its GPUs' rows / tp to the owners in their EP group, other GPUs nothing.
+std::vector<strategy::LayerPlan> ep_plans(const Fixture& f, const std::vector<double>& loads) {
+  const int n = 8, E = 4, L = f.model.moe_layers();
+  std::vector<strategy::LayerPlan> plans(L);
+  for (int l = 0; l < L; ++l) {
+    std::vector<double> rows(static_cast<size_t>(n) * E, 0.0);
+    for (int x : f.l.stage_gpus(f.l.stage_of_block(f.model.moe_layer_ids[l], f.model.layers)))
+      for (int e = 0; e < E; ++e) rows[static_cast<size_t>(x) * E + e] = loads[(static_cast<size_t>(l) * n + x) * E + e] / f.l.tp;
+    strategy::route_ep_layer(rows.data(), n, E, f.l.ep, f.model.d_model * f.model.precision.activation_bytes, {}, plans[l]);
+  }
+  return plans;
+}
+void check_same(const strategy::IterationResult& a, const strategy::IterationResult& b) {
+  CHECK(a.time == b.time);  // bit for bit: the same graph, durations and coflows
+  for (int c = 0; c < static_cast<int>(strategy::Component::kCount); ++c) CHECK(a.breakdown[c] == b.breakdown[c]);
+}
+}  // namespace
+
+TEST_CASE("the layout graph is built once while its shape stays, and a reused graph gives a fresh graph's results") {
+  // Loads change the expert durations and the all-to-alls' bytes only; the tasks, their order and
+  // the TP / PP / DP patterns stay, so one graph serves every iteration. Each iteration here is run
+  // on the kept graph and on a graph built for it alone: times and breakdowns must be identical, on
+  // both network tiers. A migration (SmartMoE's moves) adds a task: the shape changes, the graph is
+  // built again, and again when the migration is gone.
+  for (bool flow : {false, true}) {
+    Fixture f;
+    f.ctx.flow_network = flow;
+    strategy::LayoutIterationGraph kept(f.ctx, f.l);
+    const std::vector<std::vector<double>> sequence{test::uniform_loads(4, 8, 4, 2 * 1024.0), hot_loads(4, 8, 1400, 200),
+                                                    hot_loads(4, 8, 3000, 20), two_hot_loads(4, 8)};
+    for (const auto& loads : sequence) {
+      const auto plans = ep_plans(f, loads);
+      strategy::LayoutIterationGraph fresh(f.ctx, f.l);
+      check_same(kept.run(plans), fresh.run(plans));
+      CHECK(kept.stats().bubble == fresh.stats().bubble);
+    }
+    CHECK(kept.builds() == 1);
+    const auto plans = ep_plans(f, hot_loads(4, 8, 1400, 200));
+    const collective::Coflow moves{{0, 1, 64e6}, {4, 6, 64e6}};
+    strategy::LayoutIterationGraph fresh(f.ctx, f.l);
+    check_same(kept.run(plans, moves), fresh.run(plans, moves));
+    CHECK(kept.builds() == 2);
+    strategy::LayoutIterationGraph fresh2(f.ctx, f.l);
+    check_same(kept.run(plans), fresh2.run(plans));
+    CHECK(kept.builds() == 3);
+  }
+}
+
+TEST_CASE("FSSDP and FSDP under a layout with re-materialization: copies gathered per pass, gradients returned per micro-batch") {
+  // The fixture (pp 2, EP groups of 2, 2 MoE layers per stage, 2 micro-batches), expert 0 hot:
+  // with t = 1 each group's second GPU holds one copy (expert 0) in each of its stage's 2 layers
+  // (the test above). Without re-materialization the copies stay from the first forward to the last
+  // backward and, with 2 micro-batches, both layers' gradient buffers wait for the spRS after the
+  // last one: copy_params = 2 P, copy_grads = 2 G (P, G: one expert's parameter, gradient bytes).
+  // With it (cost::copy_buffer_peak, one queue so no spRS overlaps the next layer): forward, layer 0
+  // in use while layer 1 is gathered, 1 + 1 = 2 P; backward, layer 1 in use while layer 0 is
+  // gathered, 2 P, and layer 1's gradients, 1 G: the peak is 2 P + 1 G. Time: every micro-batch's
+  // forward and backward gather again and every expert backward returns its gradients (4 spAG and
+  // 2 spRS per layer and iteration instead of 1 and 1), so the iteration takes longer.
+  // FSDP (every GPU gathers its group's other 2 experts, per layer): 4 P + 4 G without, and with
+  // re-materialization 4 P (two layers' 2 copies) + 2 G (one layer's gradients).
+  Fixture f;
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  const auto params = cost::count_params(f.model);
+  const double P = params.per_expert * f.model.precision.param_bytes, G = params.per_expert * f.model.precision.grad_bytes;
+  auto plain = f.make("fssdp:overlap_degree=1:memory_budget=1GiB");
+  auto remat = f.make("fssdp:overlap_degree=1:memory_budget=1GiB:rematerialize=true");
+  strategy::IterationResult a, b;
+  for (int it = 0; it < 2; ++it) a = plain->simulate(loads), b = remat->simulate(loads);
+  CHECK(a.memory.copy_params == hs::test::approx(2 * P));
+  CHECK(a.memory.copy_grads == hs::test::approx(2 * G));
+  CHECK(b.memory_gpu % 2 == 1);
+  CHECK(b.memory.copy_params == hs::test::approx(2 * P));
+  CHECK(b.memory.copy_grads == hs::test::approx(1 * G));
+  CHECK(b.time > a.time);
+  MESSAGE("FSSDP ", a.time * 1e3, " ms, with re-materialization ", b.time * 1e3, " ms");
+  CHECK(test::resolved_json(*remat, "rematerialize") == "\"on\"");
+  CHECK(test::resolved_json(*plain, "rematerialize") == "\"off\"");
+  auto fsdp = f.make("fsdp"), fsdp_r = f.make("fsdp:rematerialize=true");
+  for (int it = 0; it < 2; ++it) a = fsdp->simulate(loads), b = fsdp_r->simulate(loads);
+  CHECK(a.memory.copy_params == hs::test::approx(4 * P));
+  CHECK(a.memory.copy_grads == hs::test::approx(4 * G));
+  CHECK(b.memory.copy_params == hs::test::approx(4 * P));
+  CHECK(b.memory.copy_grads == hs::test::approx(2 * G));
+  CHECK(b.time > a.time);
+  // With full recomputation the backward's gathered copies serve the recomputed forward too: it runs.
+  f.l = layout("pp=2,ep=2,recompute=full", f.topo, f.model);
+  auto rc = f.make("fssdp:overlap_degree=1:memory_budget=1GiB:rematerialize=true");
+  for (int it = 0; it < 2; ++it) b = rc->simulate(loads);
+  CHECK(b.time > 0);
 }

@@ -64,6 +64,9 @@ TEST_CASE("layout errors name the field, all collected") {
   CHECK(error_fields("ep=32", 32, 8) == std::vector<std::string>{"layout.ep"});           // 16 experts
   CHECK(error_fields("pp=4,ep=16", 32, 8) == std::vector<std::string>{"layout.ep"});      // stage of 8
   CHECK(error_fields("tp=2,sp=off", 16, 8) == std::vector<std::string>{"layout.sp"});
+  // Expert tensor parallelism: etp=1 (whole experts) is what runs; etp > 1 is refused, named.
+  CHECK(error_fields("tp=2,ep=4,etp=1", 16, 8).empty());
+  CHECK(error_fields("tp=2,ep=4,etp=2", 16, 8) == std::vector<std::string>{"layout.etp"});
   // Sizes whose products overflow 32 bits (65,536^2 = 2^32) are errors, not wrapped arithmetic.
   CHECK(error_fields("tp=65536,pp=65536,tp_span=any", 16, 8).front() == "layout.tp");
   CHECK(error_fields("tp=0,xx=1,sp=maybe,tp", 16, 8) ==

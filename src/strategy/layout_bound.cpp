@@ -1,0 +1,94 @@
+// The lower bound (`bound`, strategy/bound.hpp) under a parallel layout: no strategy built under the
+// same layout (ep, fssdp, fsdp, smartmoe) finishes an iteration faster, for the same model, trace,
+// topology and cost models. Not the oracle: it is a reference, not a placement. It gives every
+// expert of a stage the stage's mean count, and gemm is convex (a max of affine terms), so
+// sum_e gemm(mean) <= sum_e gemm(c_e) (Jensen): where the all-to-all costs little it can be below
+// the bound (tests/unit/strategy/bound_test.cpp shows a case).
+//
+// It runs the layout's iteration graph (strategy/layout_iteration.hpp) with every MoE layer planned
+// as follows; the TP collectives, attention, dense FFNs, router and permutes, LM head, the pipeline's
+// sends and schedule, recomputation, the (expert-)DP reductions and the optimizer are the same tasks
+// every strategy under the layout runs, with the same durations (none of them depends on the MoE
+// policy: the optimizer steps the stage's 1/dp and 1/edp shards in every strategy).
+//
+// * Expert compute of MoE layer l, held by stage s of S = tp x dp GPUs: every GPU of s computes,
+//   per micro-batch,
+//       launch + (1/S) * sum_e gemm(c_e)          (backward likewise)
+//   where c_e = sum over the stage's GPUs x of counts[l][x][e] / tp / grad_accum is expert e's
+//   assignment count of one micro-batch in the stage. Proof that no strategy's slowest GPU of the
+//   stage is faster: under the layout the stage's tokens are computed by instances of e on the
+//   stage's GPUs (EP groups are carved from the stage; copies, replicas and moves stay in a group),
+//   whose counts split c_e; gemm is subadditive with gemm(0) = 0 (bound.hpp), so the stage's GPUs do
+//   at least sum_e gemm(c_e) of expert work between them, plus one launch each, and the slowest does
+//   at least the mean, which is what every GPU of the bound does.
+// * All-to-all: zero bytes (every token computed where it is routed).
+// * No spAG / spRS, copies or migrations: shape and tasks only add time.
+// Why the iteration follows: in the layout graph the expert tasks of a stage sit between two
+// stage-wide tasks (the dispatch they wait for and the combine that waits for all of them), so the
+// combine cannot start before the slowest GPU's expert task ends; the bound's graph is every
+// strategy's graph with each such segment no longer (every GPU at the mean <= the strategy's slowest
+// GPU, all-to-alls at zero bytes, the extra tasks removed), and a task graph's makespan does not
+// grow when tasks shrink or go away. Communication beside less traffic runs no slower.
+//
+// What it leaves out, compared with the bound without a layout: the traffic floor
+// (strategy/traffic_floor.hpp), derived for units holding all of the model's dense parameters and
+// every source's tokens of every layer; under a pipeline a GPU holds one stage's blocks, so its
+// dense term and which units route a layer differ, and it is not applied (the bound is the compute
+// floor's graph: a floor, weaker where the fabric binds).
+#include "cost/layout_memory.hpp"
+#include "strategy/layout_iteration.hpp"
+#include "strategy/layout_strategy.hpp"
+#include "strategy/load_history.hpp"
+
+namespace hs::strategy {
+
+namespace {
+
+class LayoutBound final : public LayoutStrategyBase {
+ public:
+  LayoutBound(const Context& ctx, const workload::ParallelLayout& layout) : LayoutStrategyBase(ctx, layout) {}
+
+  IterationResult simulate(const IterationCounts& loads) override {
+    const auto& m = ctx_.model;
+    const auto& cc = ctx_.compute;
+    const int n = ctx_.topo.num_gpus(), E = m.experts, S = layout_.stage_size();
+    const double M = m.grad_accum;
+    // expert_forward(c) = launch + sum_e gemm(c_e); expert_forward({}) = launch.
+    const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
+    std::vector<double> per_expert(E);
+    for (size_t l = 0; l < plans_.size(); ++l) {
+      const auto counts = layer_counts(loads.total, static_cast<int>(l), n, E);
+      std::fill(per_expert.begin(), per_expert.end(), 0.0);
+      double total = 0;  // the stage's assignments of the iteration
+      for (int x : layout_.stage_gpus(stage_[l]))
+        for (int e = 0; e < E; ++e) {
+          const double c = counts[static_cast<size_t>(x) * E + e] / layout_.tp;
+          per_expert[e] += c / M;
+          total += c;
+        }
+      LayerPlan& p = plans_[l];
+      p.expert_tokens.assign(n, std::vector<double>(1, total / S));
+      p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
+      p.received_tokens.assign(n, total / S);
+      p.expert_fwd_seconds.assign(n, launch_f + (cc.expert_forward(per_expert).value() - launch_f) / S);
+      p.expert_bwd_seconds.assign(n, launch_b + (cc.expert_backward(per_expert).value() - launch_b) / S);
+    }
+    IterationResult r = graph_.run(plans_);
+    set_layout_memory(m, layout_, stage_, plans_, r);
+    return r;
+  }
+
+  std::vector<ResolvedSetting> resolved() const override {
+    auto r = layout_resolved(layout_, graph_.stats());
+    r.push_back(resolved_text("traffic_floor_level", "none (not applied under a layout)"));
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout) {
+  return std::make_unique<LayoutBound>(ctx, layout);
+}
+
+}  // namespace hs::strategy
