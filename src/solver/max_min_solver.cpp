@@ -18,7 +18,7 @@ int MaxMinSolver::add_link(double capacity) {
 void MaxMinSolver::mark(int flow) {
   const Rec& r = rec_[flow];
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
-    const int l = elems_[i].link;
+    const int l = link_of(elems_[i]);
     if (!link_dirty_[l]) {
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
@@ -45,6 +45,8 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   } else {
     id = static_cast<int>(rec_.size());
     rec_.emplace_back();
+    rate_.push_back(0);
+    state_.push_back(0);
   }
   const auto n = static_cast<uint32_t>(elements.size());
   const uint32_t b = alloc_elements(n);
@@ -53,17 +55,18 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   r.ecount = n;
   for (uint32_t i = 0; i < n; ++i) {
     const int l = elements[i].link;
-    elems_[b + i] = {l, static_cast<uint32_t>(link_flows_[l].size()), weight * elements[i].coef};
-    link_flows_[l].push_back(id);
+    elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u), static_cast<uint32_t>(link_flows_[l].size()),
+                     weight * elements[i].coef};
+    link_flows_[l].push_back({id, b});
   }
   r.cap = rate_cap;
-  r.rate = 0;
+  rate_[id] = 0;
   r.alive = 1;
-  r.frozen = 0;
+  state_[id] = rate_cap < kUnlimited ? kCapped : 0;
   added_ = true;
   if (n == 0) {
     // Crosses nothing: only its cap limits it; no solve involves it.
-    r.rate = rate_cap;
+    rate_[id] = rate_cap;
     added_free_.push_back(id);
   }
   mark(id);
@@ -73,19 +76,18 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
 void MaxMinSolver::remove_flow(int flow) {
   mark(flow);
   Rec& r = rec_[flow];
-  min_removed_rate_ = std::min(min_removed_rate_, r.rate);
+  min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
-    const int l = elems_[i].link;
+    const int l = link_of(elems_[i]);
     auto& v = link_flows_[l];
     const uint32_t pos = elems_[i].pos;
-    const int32_t moved = v.back();
+    const LinkRef moved = v.back();
     v[pos] = moved;
     v.pop_back();
-    if (moved != flow) {
+    if (moved.flow != flow) {
       // The moved flow's element for this link now sits at `pos`.
-      const Rec& m = rec_[moved];
-      for (uint32_t j = m.ebegin; j < m.ebegin + m.ecount; ++j)
-        if (elems_[j].link == l) {
+      for (uint32_t j = moved.ebegin;; ++j)
+        if (link_of(elems_[j]) == l) {
           elems_[j].pos = pos;
           break;
         }
@@ -95,32 +97,33 @@ void MaxMinSolver::remove_flow(int flow) {
   free_ranges_[r.ecount].push_back(r.ebegin);
   r.ecount = 0;
   r.alive = 0;
-  r.rate = 0;
+  rate_[flow] = 0;
   free_ids_.push_back(flow);
 }
 
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
-  for (int f : link_flows_[link]) {
-    const Rec& r = rec_[f];
-    for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i)
-      if (elems_[i].link == link) s += elems_[i].wc * r.rate;
-  }
+  for (const LinkRef& lr : link_flows_[link])
+    for (uint32_t i = lr.ebegin;; ++i) {
+      if (link_of(elems_[i]) == link) {
+        s += elems_[i].wc * rate_[lr.flow];
+        break;
+      }
+    }
   return s;
 }
 
-void MaxMinSolver::freeze(int f, double rate) {
-  Rec& r = rec_[f];
-  r.frozen = 1;
-  if (rate != r.rate) {
-    r.rate = rate;
-    r.frozen = 2;  // frozen at a new rate: listed in changed_ after filling, in component order
-  }
-  stats_.elements_visited += r.ecount;
-  for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
+void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate) {
+  // Frozen at a new rate (2): listed in changed_ after filling, in component order.
+  state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != rate_[f] ? 2 : 1));
+  rate_[f] = rate;
+  for (uint32_t i = ebegin;; ++i) {
     const Elem& e = elems_[i];
-    rem_[e.link] = std::max(0.0, rem_[e.link] - e.wc * rate);
-    sumw_[e.link] -= e.wc;
+    const int l = link_of(e);
+    rem_[l] = std::max(0.0, rem_[l] - e.wc * rate);
+    sumw_[l] -= e.wc;
+    ++stats_.elements_visited;
+    if (e.link & kLast) break;
   }
 }
 
@@ -158,13 +161,14 @@ void MaxMinSolver::solve() {
     }
     dirty_links_.clear();
     for (size_t i = 0; i < comp_links_.size(); ++i) {
-      for (int f : link_flows_[comp_links_[i]]) {
+      for (const LinkRef& lr : link_flows_[comp_links_[i]]) {
+        const int f = lr.flow;
         Rec& r = rec_[f];
         if (r.stamp == stamp_) continue;
         r.stamp = stamp_;
         comp_flows_.push_back(f);
         for (uint32_t j = r.ebegin; j < r.ebegin + r.ecount; ++j) {
-          const int l = elems_[j].link;
+          const int l = link_of(elems_[j]);
           if (link_stamp_[l] != stamp_) {
             link_stamp_[l] = stamp_;
             comp_links_.push_back(l);
@@ -187,21 +191,25 @@ void MaxMinSolver::solve() {
   min_removed_rate_ = kUnlimited;
   capped_.clear();
   for (int f : comp_flows_) {
-    Rec& r = rec_[f];
+    const Rec& r = rec_[f];
     const uint32_t b = r.ebegin, e = b + r.ecount;
-    if (r.rate < keep_below) {
-      r.frozen = 1;
+    const double rate = rate_[f];
+    if (rate < keep_below) {
+      state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | 1);
       ++stats_.flows_kept;
-      for (uint32_t j = b; j < e; ++j) rem_[elems_[j].link] = std::max(0.0, rem_[elems_[j].link] - elems_[j].wc * r.rate);
+      for (uint32_t j = b; j < e; ++j) {
+        const int l = link_of(elems_[j]);
+        rem_[l] = std::max(0.0, rem_[l] - elems_[j].wc * rate);
+      }
       continue;
     }
-    r.frozen = 0;
-    for (uint32_t j = b; j < e; ++j) sumw_[elems_[j].link] += elems_[j].wc;
-    if (r.cap < kUnlimited) capped_.push_back(f);  // flow caps, smallest first (below)
+    state_[f] &= kCapped;
+    for (uint32_t j = b; j < e; ++j) sumw_[link_of(elems_[j])] += elems_[j].wc;
+    if (r.cap < kUnlimited) capped_.push_back({r.cap, f});
   }
-  std::sort(capped_.begin(), capped_.end(), [&](int a, int b) {
-    return rec_[a].cap != rec_[b].cap ? rec_[a].cap < rec_[b].cap : a < b;
-  });
+  // Flow caps, smallest first: (cap, id) pairs sorted in place (a comparator reading the caps
+  // from the records cost a cache miss per comparison).
+  if (!std::is_sorted(capped_.begin(), capped_.end())) std::sort(capped_.begin(), capped_.end());
   size_t next_cap = 0;
   // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
   // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is
@@ -212,14 +220,9 @@ void MaxMinSolver::solve() {
   for (int l : comp_links_)
     if (sumw_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-  while (!heap_.empty() || next_cap < capped_.size()) {
-    while (next_cap < capped_.size() && rec_[capped_[next_cap]].frozen) ++next_cap;
-    const double cap_level = next_cap < capped_.size() ? rec_[capped_[next_cap]].cap : kUnlimited;
-    if (heap_.empty()) {
-      if (cap_level == kUnlimited) break;
-      freeze(capped_[next_cap], cap_level);
-      continue;
-    }
+  while (!heap_.empty()) {
+    while (next_cap < capped_.size() && (state_[capped_[next_cap].second] & 3)) ++next_cap;
+    const double cap_level = next_cap < capped_.size() ? capped_[next_cap].first : kUnlimited;
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const Entry top = heap_.back();
     heap_.pop_back();
@@ -232,30 +235,48 @@ void MaxMinSolver::solve() {
       continue;
     }
     if (cap_level < current) {
-      freeze(capped_[next_cap], cap_level);
+      const int f = capped_[next_cap].second;
+      freeze(f, rec_[f].ebegin, cap_level);
       heap_.push_back(top);
       std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       continue;
     }
     ++stats_.rounds;
-    // A link's flows sit anywhere in the records (an all-to-all's flows into one GPU are a
-    // GPU-count apart): fetch records 16 ahead and their elements 8 ahead (no effect on results).
+    // A link's flows sit anywhere in the pools (an all-to-all's flows into one GPU are a
+    // GPU-count apart): fetch the elements, rates (and caps) of unfrozen flows 32 ahead (no effect on
+    // results); frozen ones are skipped on their (cached) state byte alone.
     const auto& v = link_flows_[l];
     const size_t nv = v.size();
+    constexpr size_t kAhead = 32;
     for (size_t i = 0; i < nv; ++i) {
-      if (i + 16 < nv) __builtin_prefetch(&rec_[v[i + 16]]);
-      if (i + 8 < nv) __builtin_prefetch(&elems_[rec_[v[i + 8]].ebegin]);
-      const int f = v[i];
-      if (!rec_[f].frozen) freeze(f, std::min(current, rec_[f].cap));
+      if (i + kAhead < nv) {
+        const uint8_t ahead = state_[v[i + kAhead].flow];
+        if (!(ahead & 3)) {
+          __builtin_prefetch(&elems_[v[i + kAhead].ebegin]);
+          __builtin_prefetch(&rate_[v[i + kAhead].flow]);
+          if (ahead & kCapped) __builtin_prefetch(&rec_[v[i + kAhead].flow].cap);
+        }
+      }
+      const LinkRef lr = v[i];
+      const uint8_t st = state_[lr.flow];
+      if (st & 3) continue;
+      freeze(lr.flow, lr.ebegin, (st & kCapped) ? std::min(current, rec_[lr.flow].cap) : current);
     }
   }
+  // Capped flows no link froze (their links' weights vanished) run at their caps.
+  for (; next_cap < capped_.size(); ++next_cap) {
+    const auto [cap, f] = capped_[next_cap];
+    if (!(state_[f] & 3)) freeze(f, rec_[f].ebegin, cap);
+  }
   for (int f : comp_flows_) {
-    Rec& r = rec_[f];
-    if (!r.frozen) {
+    const uint8_t st = state_[f] & 3;
+    if (st == 0) {
+      const Rec& r = rec_[f];
       const double rate = r.ecount == 0 ? r.cap : 0.0;
-      if (rate != r.rate) r.rate = rate, r.frozen = 2;
+      if (rate != rate_[f]) rate_[f] = rate, changed_.push_back(f);
+    } else if (st == 2) {
+      changed_.push_back(f);
     }
-    if (r.frozen == 2) changed_.push_back(f);
   }
   stats_.rates_changed += changed_.size();
 }

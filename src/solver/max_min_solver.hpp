@@ -9,8 +9,9 @@
 //           sum over its unfrozen flows of weight x coefficient; take the link with the smallest
 //           share (a per-flow rate cap acts as a private link); freeze its unfrozen flows at that
 //           share; subtract their consumption from every link they cross.
-// One solve costs O(E + P log L) for E (flow, link) elements, L links of the component and P heap
-// pops (one per bottleneck link plus one per stale key).
+// One solve costs O(E + P log L + C log C) for E (flow, link) elements, L links of the component,
+// P heap pops (one per bottleneck link plus one per stale key) and C rate-capped flows (sorted by
+// cap as (cap, id) pairs, already in order when nothing changed them).
 //
 // Incremental: adding or removing a flow marks its links dirty; solve() re-solves only the
 // connected component (links and flows reachable through shared links) of the dirty links. That is
@@ -20,10 +21,12 @@
 // any link holding a removed flow), so filling restarts from that level. solve() lists the flows
 // whose rate it changed (changed()), so a caller that integrates progress need only revisit those.
 //
-// Storage: one 32-byte record per flow (rate, cap, element range, flags) and its elements in one
-// pool (ranges of a freed flow are reused by the next flow with as many elements), each element
-// knowing its position in its link's flow list, so adding and removing a flow cost O(elements),
-// never a search of a link's list, and filling touches about one cache line per flow. When the last
+// Storage: one 24-byte record per flow (cap, element range, flags), its rate and filling state in
+// dense arrays, and its elements in one pool (ranges of a freed flow are reused by the next flow
+// with as many elements), each element knowing its position in its link's flow list, so adding and
+// removing a flow cost O(elements), never a search of a link's list. A link's list holds each flow's
+// id and element start: freezing a bottleneck link's flows reads the (cached) state byte, skips the
+// flows already frozen, and touches only the elements and rate of the others. When the last
 // solve's component held 90% of 1,024+ live flows, the next one sweeps every live flow in id order
 // instead of searching for the component (a union of components solves exactly as each alone).
 //
@@ -34,6 +37,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace hs::solver {
@@ -65,7 +69,7 @@ class MaxMinSolver {
   // Flows (alive) whose rate the last solve() set to a new value, new flows included.
   std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
-  double rate(int flow) const { return rec_[flow].rate; }
+  double rate(int flow) const { return rate_[flow]; }
   bool alive(int flow) const { return rec_[flow].alive != 0; }
   // Sum over flows crossing the link of weight x coef x rate.
   double link_load(int link) const;
@@ -75,36 +79,51 @@ class MaxMinSolver {
 
  private:
   void mark(int flow);
-  void freeze(int flow, double rate);
+  // Freezes flow f (elements from `ebegin`) at `rate`.
+  void freeze(int f, uint32_t ebegin, double rate);
   uint32_t alloc_elements(uint32_t count);
+  // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount); the high bit of `link`
+  // marks a flow's last element, so a link's flow list can reach the elements without the record.
+  struct Elem {
+    uint32_t link;  // link | kLast on the flow's last element
+    uint32_t pos;   // index of the flow in link_flows_[link]
+    double wc;      // weight x coef
+  };
+  static constexpr uint32_t kLast = 0x80000000u;
+  static int link_of(const Elem& e) { return static_cast<int>(e.link & ~kLast); }
+  // A link's flows: the flow id and where its elements start.
+  struct LinkRef {
+    int32_t flow;
+    uint32_t ebegin;
+  };
   // Links: capacity and the flows crossing them.
   std::vector<double> cap_;
-  std::vector<std::vector<int32_t>> link_flows_;
+  std::vector<std::vector<LinkRef>> link_flows_;
   std::vector<char> link_dirty_;
   std::vector<int> dirty_links_;
-  // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount).
-  struct Elem {
-    int32_t link;
-    uint32_t pos;  // index of the flow in link_flows_[link]
-    double wc;     // weight x coef
-  };
   std::vector<Elem> elems_;
   std::vector<std::vector<uint32_t>> free_ranges_;  // by element count
-  // Flows: one 32-byte record each, so a solve touches one cache line per flow plus its elements.
+  // Flows: a 24-byte record, and apart from it the two fields filling touches per visit (dense
+  // arrays: a million flows' states fit in cache, so skipping a frozen flow costs no memory access).
   struct Rec {
-    double rate = 0, cap = 0;
+    double cap = 0;
     uint32_t ebegin = 0, ecount = 0;
-    uint32_t stamp = 0;   // component search
-    uint8_t frozen = 0;   // 0 unfrozen, 1 frozen, 2 frozen at a new rate
+    uint32_t stamp = 0;  // component search
     uint8_t alive = 0;
   };
   std::vector<Rec> rec_;
+  std::vector<double> rate_;
+  // Per flow: bits 0-1 the filling state (0 unfrozen, 1 frozen, 2 frozen at a new rate), bit 2 set
+  // when the flow has a rate cap.
+  std::vector<uint8_t> state_;
+  static constexpr uint8_t kCapped = 4;
   std::vector<int> free_ids_;
   // Scratch reused across solves.
   std::vector<uint32_t> link_stamp_;
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
-  std::vector<int> capped_, changed_, added_free_;
+  std::vector<std::pair<double, int>> capped_;  // (cap, flow), ascending
+  std::vector<int> changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<int> comp_links_, comp_flows_;
   double min_removed_rate_ = kUnlimited;  // since the last solve
