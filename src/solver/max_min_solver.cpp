@@ -12,6 +12,7 @@ int MaxMinSolver::add_link(double capacity) {
   link_stamp_.push_back(0);
   rem_.push_back(0);
   sumw_.push_back(0);
+  unfrozen_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
 }
 
@@ -113,6 +114,17 @@ double MaxMinSolver::link_load(int link) const {
   return s;
 }
 
+double MaxMinSolver::unfrozen_weight(int link) const {
+  double s = 0;
+  for (const LinkRef& lr : link_flows_[link])
+    if (!(state_[lr.flow] & 3))
+      for (uint32_t i = lr.ebegin;; ++i) {
+        if (link_of(elems_[i]) == link) s += elems_[i].wc;
+        if (elems_[i].link & kLast) break;
+      }
+  return s;
+}
+
 void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate) {
   // Frozen at a new rate (2): listed in changed_ after filling, in component order.
   state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != rate_[f] ? 2 : 1));
@@ -122,6 +134,7 @@ void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate) {
     const int l = link_of(e);
     rem_[l] = std::max(0.0, rem_[l] - e.wc * rate);
     sumw_[l] -= e.wc;
+    --unfrozen_[l];
     ++stats_.elements_visited;
     if (e.link & kLast) break;
   }
@@ -184,6 +197,7 @@ void MaxMinSolver::solve() {
   for (int l : comp_links_) {
     rem_[l] = cap_[l];
     sumw_[l] = 0;
+    unfrozen_[l] = 0;
   }
   // Removal-only: flows strictly below the smallest removed rate keep their rates (see header).
   const double keep_below = added_ ? 0.0 : min_removed_rate_ * (1 - 1e-9);
@@ -204,7 +218,11 @@ void MaxMinSolver::solve() {
       continue;
     }
     state_[f] &= kCapped;
-    for (uint32_t j = b; j < e; ++j) sumw_[link_of(elems_[j])] += elems_[j].wc;
+    for (uint32_t j = b; j < e; ++j) {
+      const int l = link_of(elems_[j]);
+      sumw_[l] += elems_[j].wc;
+      ++unfrozen_[l];
+    }
     if (r.cap < kUnlimited) capped_.push_back({r.cap, f});
   }
   // Flow caps, smallest first: (cap, id) pairs sorted in place (a comparator reading the caps
@@ -218,7 +236,7 @@ void MaxMinSolver::solve() {
   using Entry = std::pair<double, int>;
   heap_.clear();
   for (int l : comp_links_)
-    if (sumw_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
+    if (unfrozen_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   while (!heap_.empty()) {
     while (next_cap < capped_.size() && (state_[capped_[next_cap].second] & 3)) ++next_cap;
@@ -227,7 +245,11 @@ void MaxMinSolver::solve() {
     const Entry top = heap_.back();
     heap_.pop_back();
     const int l = top.second;
-    if (sumw_[l] <= 1e-12) continue;
+    // A link is done when its last unfrozen flow is: counted, not read off sumw (an absolute
+    // threshold there skipped links whose flows all have tiny coefficients, e.g. the coflow tier's
+    // bytes / capacity on a 1e13 B/s link, and left those flows at rate 0).
+    if (unfrozen_[l] == 0) continue;
+    if (!(sumw_[l] > 0)) sumw_[l] = unfrozen_weight(l);  // cancellation left nothing: sum it again
     const double current = rem_[l] / sumw_[l];
     if (current > top.first * (1 + 1e-12)) {
       heap_.push_back({current, l});

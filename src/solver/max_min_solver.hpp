@@ -80,6 +80,7 @@ class MaxMinSolver {
  private:
   void mark(int flow);
   // Freezes flow f (elements from `ebegin`) at `rate`.
+  double unfrozen_weight(int link) const;  // sum of wc over the link's unfrozen flows
   void freeze(int f, uint32_t ebegin, double rate);
   uint32_t alloc_elements(uint32_t count);
   // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount); the high bit of `link`
@@ -122,6 +123,7 @@ class MaxMinSolver {
   std::vector<uint32_t> link_stamp_;
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
+  std::vector<uint32_t> unfrozen_;  // per link: unfrozen flows crossing it (during a solve)
   std::vector<std::pair<double, int>> capped_;  // (cap, flow), ascending
   std::vector<int> changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;

@@ -204,3 +204,24 @@ TEST_CASE("property: changed() lists exactly the live flows whose rate a solve c
     }
   }
 }
+
+TEST_CASE("tiny coefficients: rates come out whatever the scale (no absolute threshold on a link's weights)") {
+  // The coflow tier normalizes capacities to 1 and gives a coflow the coefficient bytes / capacity:
+  // on a 1e13 B/s link that is ~1e-13 per byte of load. Two flows of coefficient 1e-13 on a link of
+  // capacity 1 share it: each 1 / (2 x 1e-13) = 5e12. A third crossing it and a link of capacity 1
+  // with coefficient 1e-12 there is held to 1e12 by it; the first two then get (1 - 1e12 x 1e-13) /
+  // (2e-13) = 4.5e12 each.
+  MaxMinSolver s;
+  const int l = s.add_link(1.0), m = s.add_link(1.0);
+  Element on_l[] = {{l, 1e-13}};
+  const int a = s.add_flow(on_l), b = s.add_flow(on_l);
+  s.solve();
+  CHECK(s.rate(a) == hs::test::approx(5e12));
+  CHECK(s.rate(b) == hs::test::approx(5e12));
+  Element both[] = {{l, 1e-13}, {m, 1e-12}};
+  const int c = s.add_flow(both);
+  s.solve();
+  CHECK(s.rate(c) == hs::test::approx(1e12));
+  CHECK(s.rate(a) == hs::test::approx(4.5e12));
+  CHECK(s.rate(b) == hs::test::approx(4.5e12));
+}
