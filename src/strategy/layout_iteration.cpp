@@ -111,7 +111,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_activity(id, communication ? engine::Activity::kCommunication : engine::Activity::kCompute);
     return id;
   };
-  collective::CoflowLoads loads;
+  collective::CoflowLoads loads, loads_tr;
   auto bind = [&](engine::TaskId task, CommDef& d) {
     if (flow) {
       flow->assign(task, d.flows, d.extra);
@@ -195,10 +195,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       disp[l].flows = collective::alltoallv_flows(topo, scratch, false, disp[l].extra);
       comb[l].flows = collective::alltoallv_flows(topo, scratch, true, comb[l].extra);
     } else {
-      net_.alltoallv_loads(scratch, false, loads);
+      net_.alltoallv_loads_both(scratch, loads, loads_tr);
       disp[l].id = coflow->define(loads);
-      net_.alltoallv_loads(scratch, true, loads);
-      comb[l].id = coflow->define(loads);
+      comb[l].id = coflow->define(loads_tr);
     }
   }
 
