@@ -102,6 +102,12 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
   double alpha = 0, max_local = 0, max_net = 0;
   double* in = in_sums_.data();
   int* recvs = recvs_.data();
+  if (row_max_latency_.empty()) {
+    row_max_latency_.assign(n, 0.0);
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < n; ++c)
+        if (c != r) row_max_latency_[r] = std::max(row_max_latency_[r], topo_.route_latency(r, c).value());
+  }
   for (int r = 0; r < n; ++r) {
     const int nr = topo_.node_of(r);
     const double* row = m.data() + static_cast<size_t>(r) * n;
@@ -117,9 +123,14 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
       double* di = in + static_cast<size_t>(c) * 4 + (net ? 2 : 0);
       di[0] += b, di[1] += 1;
       ++sends, ++recvs[c];
-      alpha = std::max(alpha, topo_.route_latency(r, c).value());  // symmetric latencies
       max_local = std::max(max_local, bl), max_net = std::max(max_net, bn);
     }
+    // The largest latency among the row's pairs (symmetric latencies): with a peer in every other
+    // GPU, the row's precomputed maximum; else over the pairs that carry bytes.
+    if (sends == n - 1) alpha = std::max(alpha, row_max_latency_[r]);
+    else
+      for (int c = 0; c < n; ++c)
+        if (row[c] > 0 && c != r) alpha = std::max(alpha, topo_.route_latency(r, c).value());
     double* so = out_sums_.data() + static_cast<size_t>(r) * 4;
     so[0] = local_b, so[1] = local_c, so[2] = net_b, so[3] = net_c;
     sends_[r] = sends;

@@ -73,6 +73,9 @@ class AnalyticNetwork {
   // (separable topologies).
   std::vector<double> out_sums_, in_sums_;
   double scan_alpha_ = 0, scan_max_local_ = 0, scan_max_net_ = 0;  // scratch of scan_sums
+  // Per GPU: the largest route latency to any other GPU (filled on the first scan_sums), the latency
+  // of a row that sends to every other GPU without reading n route latencies.
+  std::vector<double> row_max_latency_;
   double alpha_ = 0;
   double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;

@@ -79,7 +79,7 @@ void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vec
     out.resize(size());  // every element is written below
     // Experts in blocks of kBlock, so that the per-expert draws (one column of out each) are
     // written a row of the block at a time rather than one strided element at a time.
-    constexpr int kBlock = 32;
+    constexpr int kBlock = 64;
     std::vector<uint64_t> draw(static_cast<size_t>(n_) * kBlock);
     for (int l = 0; l < L; ++l)
       for (int e0 = 0; e0 < E; e0 += kBlock) {
