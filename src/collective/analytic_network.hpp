@@ -42,6 +42,15 @@ class AnalyticNetwork {
   // is the standalone time, and last_bottleneck() is set as by the *_time calls.
   double loads(std::span<const Transfer> transfers, double extra_latency, CoflowLoads& out);
   double alltoallv_loads(std::span<const double> matrix, bool transpose, CoflowLoads& out);
+  // Both directions of one all-to-all-v, each exactly as alltoallv_loads gives it: the dispatch
+  // (row = source) into `fwd`, its combine (transposed) into `tr`. On an endpoint-separable topology
+  // one pass over the matrix serves both: the combine's per-GPU sends are the dispatch's receives
+  // and the other way round, with the same pairs, latencies and largest transfers.
+  struct PairTimes {
+    double fwd = 0, tr = 0;
+    topology::LinkId link_fwd = -1, link_tr = -1;  // their bottlenecks, as last_bottleneck()
+  };
+  PairTimes alltoallv_loads_both(std::span<const double> matrix, CoflowLoads& fwd, CoflowLoads& tr);
   // Link that determined the last coflow's time (-1 if none), and its load in bytes.
   topology::LinkId last_bottleneck() const { return last_bottleneck_; }
   const topology::Topology& topology() const { return topo_; }
@@ -49,13 +58,24 @@ class AnalyticNetwork {
  private:
   void add(int src, int dst, double bytes, double cap = 0);
   double alltoallv_add(std::span<const double> matrix, bool transpose);
+  // Separable topologies: the per-GPU sums of a matrix read row by row (sums_, sends_, recvs_ and
+  // the pass's latency and largest local / network transfers), then the links loaded from them as
+  // the dispatch or (`transpose`) the combine, returning the extra batch latency.
+  void scan_sums(std::span<const double> matrix);
+  double add_sums(bool transpose);
   double finish(CoflowLoads* out = nullptr);
   const topology::Topology& topo_;
   std::vector<double> load_;
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
   std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
-  std::vector<double> sums_;        // scratch: row and column sums of an all-to-all (separable topologies)
+  // Scratch: an all-to-all's row (out) and column (in) sums per GPU, [local, net] x [bytes, count]
+  // (separable topologies).
+  std::vector<double> out_sums_, in_sums_;
+  double scan_alpha_ = 0, scan_max_local_ = 0, scan_max_net_ = 0;  // scratch of scan_sums
+  // Per GPU: the largest route latency to any other GPU (filled on the first scan_sums), the latency
+  // of a row that sends to every other GPU without reading n route latencies.
+  std::vector<double> row_max_latency_;
   double alpha_ = 0;
   double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;

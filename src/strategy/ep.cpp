@@ -47,11 +47,12 @@ double ep_owned_params(const Context& ctx, int ep) {
 }
 
 namespace {
-// An empty EP plan: n GPUs with `per` expert slots each, no tokens, no bytes.
+// An empty EP plan: n GPUs with `per` expert slots each, no tokens; dispatch_bytes is sized but left
+// for the caller to fill (every row is written, so a zero-fill here would be a second pass).
 void reset_ep_plan(LayerPlan& p, int n, int per) {
   p.expert_tokens.resize(n);
   for (auto& v : p.expert_tokens) v.assign(static_cast<size_t>(per), 0.0);
-  p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
+  p.dispatch_bytes.resize(static_cast<size_t>(n) * n);
   p.received_tokens.assign(n, 0.0);
 }
 }  // namespace
@@ -65,19 +66,39 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
   for (int s = 0; s < n; ++s) {
     const int base = (s / ep) * ep;
     const double* row = layer + static_cast<size_t>(s) * E;
+    double* sent = p.dispatch_bytes.data() + static_cast<size_t>(s) * n;
+    std::fill(sent, sent + n, 0.0);  // the row, zeroed while it is in cache
     const char* shadow = shadowed.empty() ? nullptr : shadowed.data() + static_cast<size_t>(s / ep) * E;
-    for (int e = 0; e < E; ++e) {
-      const double c = row[e];
-      if (c == 0) continue;
-      if (shadow && shadow[e]) {  // computed on its own GPU with the broadcast parameters
-        p.shadow_tokens[s][e] += c;
-        p.received_tokens[s] += c;
+    // Expert e = k * per + j lives on GPU base + k, in its slot j.
+    for (int k = 0; k < ep; ++k) {
+      const int g = base + k;
+      double* tokens = p.expert_tokens[g].data();
+      if (!shadow) {  // the same sums as below, kept in registers
+        double received = p.received_tokens[g], bytes = 0;
+        for (int j = 0; j < per; ++j) {
+          const double c = row[k * per + j];
+          if (c == 0) continue;
+          tokens[j] += c;
+          received += c;
+          bytes += c * token_bytes;
+        }
+        p.received_tokens[g] = received;
+        sent[g] = bytes;
         continue;
       }
-      const int g = base + e / per;
-      p.expert_tokens[g][e % per] += c;
-      p.received_tokens[g] += c;
-      p.dispatch_bytes[static_cast<size_t>(s) * n + g] += c * token_bytes;
+      for (int j = 0; j < per; ++j) {
+        const int e = k * per + j;
+        const double c = row[e];
+        if (c == 0) continue;
+        if (shadow[e]) {  // computed on its own GPU with the broadcast parameters
+          p.shadow_tokens[s][e] += c;
+          p.received_tokens[s] += c;
+          continue;
+        }
+        tokens[j] += c;
+        p.received_tokens[g] += c;
+        sent[g] += c * token_bytes;
+      }
     }
   }
 }
@@ -86,6 +107,7 @@ void balance_ep_layer(const double* layer, int n, int E, int ep, double token_by
                       LayerPlan& p) {
   const int per = E / ep;
   reset_ep_plan(p, n, per);
+  std::fill(p.dispatch_bytes.begin(), p.dispatch_bytes.end(), 0.0);
   double total = 0;
   for (int g : gpus)
     for (int e = 0; e < E; ++e) total += layer[static_cast<size_t>(g) * E + e];

@@ -20,16 +20,24 @@ std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus,
   std::vector<double> most(gpus, 0.0), bytes(gpus);
   for (const auto& p : plans) {
     if (p.dispatch_bytes.empty()) continue;
+    // Whether some GPU sends another anything (usually the first row says so).
     bool crosses = false;
-    std::fill(bytes.begin(), bytes.end(), 0.0);
-    for (int s = 0; s < gpus; ++s)
-      for (int d = 0; d < gpus; ++d) {
-        const double b = p.dispatch_bytes[static_cast<size_t>(s) * gpus + d];
-        crosses = crosses || (s != d && b > 0);
-        bytes[s] += b;  // sent
-        bytes[d] += b;  // received
-      }
+    for (int s = 0; s < gpus && !crosses; ++s) {
+      const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
+      for (int d = 0; d < gpus; ++d) crosses = crosses || (d != s && row[d] > 0);
+    }
     if (!crosses) continue;
+    // Received: column sums, accumulated a row at a time; sent: row sums.
+    std::fill(bytes.begin(), bytes.end(), 0.0);
+    for (int s = 0; s < gpus; ++s) {
+      const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
+      double sent = 0;
+      for (int d = 0; d < gpus; ++d) {
+        sent += row[d];
+        bytes[d] += row[d];
+      }
+      bytes[s] += sent;
+    }
     for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
   }
   for (double& b : most) b /= grad_accum;

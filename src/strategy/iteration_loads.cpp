@@ -75,11 +75,11 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
 void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
-  out.assign(size(), 0.0);
   if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
+    out.resize(size());  // every element is written below
     // Experts in blocks of kBlock, so that the per-expert draws (one column of out each) are
     // written a row of the block at a time rather than one strided element at a time.
-    constexpr int kBlock = 16;
+    constexpr int kBlock = 64;
     std::vector<uint64_t> draw(static_cast<size_t>(n_) * kBlock);
     for (int l = 0; l < L; ++l)
       for (int e0 = 0; e0 < E; e0 += kBlock) {
@@ -97,6 +97,7 @@ void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vec
       }
     return;
   }
+  out.assign(size(), 0.0);
   for (int l = 0; l < L; ++l) {
     for (const auto& b : bins_) {
       const uint32_t* src = counts + (static_cast<size_t>(l) * S + b.src) * E;

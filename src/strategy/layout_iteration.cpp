@@ -395,7 +395,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   std::vector<double> ef_mean(LM, 0), eb_mean(LM, 0);
   std::vector<double> scratch;
   std::vector<int> dispatch_id(LM, -1), combine_id(LM, -1);
-  collective::CoflowLoads loads;
+  collective::CoflowLoads loads, loads_tr;
   for (int l = 0; l < LM; ++l) {
     const LayerPlan& p = plans[l];
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
@@ -415,10 +415,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
       scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
       for (double& v : scratch) v /= M;
-      net_.alltoallv_loads(scratch, false, loads);
+      net_.alltoallv_loads_both(scratch, loads, loads_tr);
       dispatch_id[l] = coflow->define(loads);
-      net_.alltoallv_loads(scratch, true, loads);
-      combine_id[l] = coflow->define(loads);
+      combine_id[l] = coflow->define(loads_tr);
     }
   }
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;

@@ -479,35 +479,37 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
         mean_fwd[static_cast<size_t>(l) * G + mb] = sf / n_;
         mean_bwd[static_cast<size_t>(l) * G + mb] = sb / n_;
       }
-      // The dispatch / combine all-to-alls of the micro-batches this variant serves.
-      scratch.assign(q.dispatch_bytes.begin(), q.dispatch_bytes.end());
-      for (double& x : scratch) x /= div;
+      // The dispatch / combine all-to-alls of the micro-batches this variant serves (the plan's own
+      // matrix when it is not divided).
+      std::span<const double> bytes = q.dispatch_bytes;
+      if (div != 1.0) {
+        scratch.assign(q.dispatch_bytes.begin(), q.dispatch_bytes.end());
+        for (double& x : scratch) x /= div;
+        bytes = scratch;
+      }
       auto serves = [&](engine::TaskId t) { return !per_mb || mb_of(t) == v; };
       if (flow_) {
-        const double t_fwd = net_.alltoallv_time(scratch, false);
+        const double t_fwd = net_.alltoallv_time(bytes, false);
         const auto link_fwd = net_.last_bottleneck();
-        const double t_tr = net_.alltoallv_time(scratch, true);
+        const double t_tr = net_.alltoallv_time(bytes, true);
         const auto link_tr = net_.last_bottleneck();
         if (std::max(t_fwd, t_tr) > worst_a2a) {
           worst_a2a = std::max(t_fwd, t_tr);
           res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
         }
         double extra_fwd = 0, extra_tr = 0;
-        const collective::Coflow fwd = collective::alltoallv_flows(net_.topology(), scratch, false, extra_fwd);
-        const collective::Coflow tr = collective::alltoallv_flows(net_.topology(), scratch, true, extra_tr);
+        const collective::Coflow fwd = collective::alltoallv_flows(net_.topology(), bytes, false, extra_fwd);
+        const collective::Coflow tr = collective::alltoallv_flows(net_.topology(), bytes, true, extra_tr);
         for (const auto& a : a2a_[l])
           if (serves(a.task)) flow_->assign(a.task, a.transposed ? tr : fwd, a.transposed ? extra_tr : extra_fwd);
       } else {
         // Analytic tier: each coflow's link loads, shared with whatever runs beside it.
-        const double t_fwd = net_.alltoallv_loads(scratch, false, loads_);
-        const auto link_fwd = net_.last_bottleneck();
+        const auto t = net_.alltoallv_loads_both(bytes, loads_, loads_tr_);
         const int id_fwd = coflow_->define(loads_);
-        const double t_tr = net_.alltoallv_loads(scratch, true, loads_);
-        const auto link_tr = net_.last_bottleneck();
-        const int id_tr = coflow_->define(loads_);
-        if (std::max(t_fwd, t_tr) > worst_a2a) {
-          worst_a2a = std::max(t_fwd, t_tr);
-          res.bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+        const int id_tr = coflow_->define(loads_tr_);
+        if (std::max(t.fwd, t.tr) > worst_a2a) {
+          worst_a2a = std::max(t.fwd, t.tr);
+          res.bottleneck_link = t.fwd >= t.tr ? t.link_fwd : t.link_tr;
         }
         for (const auto& a : a2a_[l])
           if (serves(a.task)) coflow_->assign(a.task, a.transposed ? id_tr : id_fwd);

@@ -185,7 +185,7 @@ class MoeIterationGraph {
   enum class DpKind : uint8_t { kBlock, kExpert, kEmbedding, kReplica };
   struct DpTask { engine::TaskId task; DpKind kind; int layer; };  // layer: MoE layer of a kReplica
   std::vector<DpTask> dp_;
-  collective::CoflowLoads loads_;  // scratch
+  collective::CoflowLoads loads_, loads_tr_;  // scratch
   const char* dense_algo_ = "none";
   int building_mb_ = -1;  // the micro-batch whose tasks the constructor is adding
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]

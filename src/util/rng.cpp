@@ -13,7 +13,6 @@ uint64_t splitmix64(uint64_t& x) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -25,20 +24,6 @@ Rng Rng::derive(uint64_t seed, uint64_t key) {
   uint64_t x = seed ^ (key * 0xd1342543de82ef95ULL + 0x2545f4914f6cdd1dULL);
   return Rng(splitmix64(x));
 }
-
-uint64_t Rng::next_u64() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
-  return result;
-}
-
-double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 double Rng::normal() {
   double u1 = uniform();
@@ -124,32 +109,43 @@ void Rng::uniform_multinomial(uint64_t n, std::span<uint64_t> out) {
   const double total = cdf[top];
   for (auto& c : cdf) c /= total;
   cdf[top] = 2.0;  // every u < 1 stops here
-  // Guide table: guide[j] = the first k with cdf[k] > j / G, so inversion starts one or two steps
-  // short of its answer.
-  const size_t g = top + 1;
+  // Guide table: guide[j] = the first k with cdf[k] > j / G, so inversion starts at most a step
+  // short of its answer (the answer, the first k with cdf[k] > u, does not depend on G). G is a
+  // power of two, at least 8 entries per value, so that u * G and j / G are exact.
+  size_t g = 1;
+  while (g < 8 * (top + 1)) g *= 2;
+  const double inv_g = 1.0 / static_cast<double>(g);
   std::vector<uint32_t> guide(g);
-  size_t k = 0;
-  for (size_t j = 0; j < g; ++j) {
-    while (cdf[k] <= static_cast<double>(j) / static_cast<double>(g)) ++k;
-    guide[j] = static_cast<uint32_t>(k);
-  }
+  for (size_t j = 0, k = 0; j < g; ++k)
+    for (; j < g && static_cast<double>(j) * inv_g < cdf[k]; ++j) guide[j] = static_cast<uint32_t>(k);
   uint64_t sum = 0, most = 0;
+  Rng local = *this;  // a local state: writes to `out` cannot alias it, so it stays in registers
   for (auto& x : out) {
-    const double u = uniform();
-    size_t i = guide[static_cast<size_t>(u * static_cast<double>(g))];
+    const double u = local.uniform();
+    size_t i = guide[static_cast<int64_t>(u * static_cast<double>(g))];
+    i += cdf[i] <= u;  // the usual single step, without a branch to mispredict
     while (cdf[i] <= u) ++i;
     x = i;
     sum += i;
     most = std::max<uint64_t>(most, i);
   }
-  for (; sum < n; ++sum) ++out[below(m)];
+  // below(m) with its rejection limit computed once (and a mask for a power of two): the same draws.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % m;
+  const bool pow2 = (m & (m - 1)) == 0;
+  auto below_m = [&] {
+    uint64_t x;
+    do x = local.next_u64(); while (x >= limit);
+    return pow2 ? x & (m - 1) : x % m;
+  };
+  for (; sum < n; ++sum) ++out[below_m()];
   for (; sum > n; --sum) {
     // A draw chosen uniformly among the `sum`: category j with probability out[j] / sum, by
     // rejection against the largest count (an upper bound while counts only fall).
     size_t j;
-    do j = below(m); while (uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
+    do j = below_m(); while (local.uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
     --out[j];
   }
+  *this = local;
 }
 
 }  // namespace hs

@@ -13,8 +13,19 @@ namespace hs {
 class Rng {
  public:
   explicit Rng(uint64_t seed);
-  uint64_t next_u64();
-  double uniform();                 // [0, 1)
+  // xoshiro256**; inline, since samplers draw millions per iteration.
+  uint64_t next_u64() {
+    const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }  // [0, 1)
   double normal();                  // N(0, 1), Box-Muller (no cached second value: simpler state)
   uint64_t below(uint64_t n);       // uniform integer in [0, n), n > 0, unbiased
   // Binomial(n, p): exact inversion for small n*p, normal approximation with continuity correction
@@ -34,6 +45,7 @@ class Rng {
   static Rng derive(uint64_t seed, uint64_t key);
 
  private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];
 };
 

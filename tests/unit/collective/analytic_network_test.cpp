@@ -3,11 +3,13 @@
 #include <numeric>
 #include <vector>
 
+#include "collective/all_to_all.hpp"
 #include "collective/analytic_network.hpp"
 #include "collective/ring.hpp"
 #include "support/test_platforms.hpp"
 #include "topology/topology_builder.hpp"
 #include "support/approx.hpp"
+#include "util/rng.hpp"
 
 using namespace hs;
 using namespace hs::topology;
@@ -87,4 +89,60 @@ TEST_CASE("ring all-reduce inside a node matches NCCL's model") {
   std::iota(g.begin(), g.end(), 0);
   CHECK(ring_time(net, g, 1e9, RingOp::kAllReduce) == hs::test::approx(14 * (1e9 / 8 / 100e9 + 1e-6)));
   CHECK(ring_time(net, g, 1e9, RingOp::kAllGather) == hs::test::approx(7 * (1e9 / 8 / 100e9 + 1e-6)));
+}
+
+namespace {
+// An uneven all-to-all-v over n GPUs: pair (s, d) sends a random 0..4 MB, a quarter of the pairs
+// nothing (seeded, so the same matrix every run).
+std::vector<double> uneven_matrix(int n) {
+  Rng rng(7);
+  std::vector<double> m(static_cast<size_t>(n) * n);
+  for (auto& x : m) x = rng.below(4) == 0 ? 0.0 : static_cast<double>(rng.below(4'000'000));
+  return m;
+}
+void check_same(const CoflowLoads& a, const CoflowLoads& b) {
+  REQUIRE(a.links.size() == b.links.size());
+  for (size_t i = 0; i < a.links.size(); ++i) {
+    CHECK(a.links[i].link == b.links[i].link);
+    CHECK(a.links[i].bytes == b.links[i].bytes);
+    CHECK(a.links[i].flows == b.links[i].flows);
+  }
+  CHECK(a.latency == b.latency);
+  CHECK(a.floor == b.floor);
+}
+}  // namespace
+
+TEST_CASE("both directions of an all-to-all-v at once: the same loads as one at a time") {
+  // The combine (transposed) of matrix m is the dispatch of m's transpose, so three ways of timing
+  // it must agree: alltoallv_loads_both, alltoallv_loads(m, true) and alltoallv_loads(m^T, false),
+  // exactly (the same sums in the same order); and the dispatch likewise. Both on an
+  // endpoint-separable cluster (one pass for both directions) and with one NIC per node.
+  for (const int nics : {8, 1}) {
+    CAPTURE(nics);
+    const Topology t = cluster(3, 8, nics, 50e9);
+    const int n = t.num_gpus();
+    const std::vector<double> m = uneven_matrix(n);
+    std::vector<double> mt(m.size());
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) mt[static_cast<size_t>(d) * n + s] = m[static_cast<size_t>(s) * n + d];
+    AnalyticNetwork net(t);
+    CoflowLoads fwd, tr, one, other;
+    const auto both = net.alltoallv_loads_both(m, fwd, tr);
+    const double t_fwd = net.alltoallv_loads(m, false, one);
+    CHECK(both.fwd == t_fwd);
+    CHECK(both.link_fwd == net.last_bottleneck());
+    check_same(fwd, one);
+    const double t_tr = net.alltoallv_loads(m, true, one);
+    CHECK(both.tr == t_tr);
+    CHECK(both.link_tr == net.last_bottleneck());
+    check_same(tr, one);
+    CHECK(net.alltoallv_loads(mt, false, other) == t_tr);
+    check_same(tr, other);
+    // The transfers themselves (collective::alltoallv_flows) give the same loads, up to summation order.
+    double extra = 0;
+    const Coflow flows = alltoallv_flows(t, m, true, extra);
+    CHECK(net.loads(flows, extra, other) == hs::test::approx(t_tr));
+    REQUIRE(other.links.size() == tr.links.size());
+    for (size_t i = 0; i < tr.links.size(); ++i) CHECK(other.links[i].bytes == hs::test::approx(tr.links[i].bytes));
+  }
 }
