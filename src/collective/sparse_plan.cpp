@@ -7,9 +7,33 @@
 
 namespace hs::collective {
 
-std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of,
-                             int channel) {
-  const int nodes = node_of.empty() ? 1 : *std::max_element(node_of.begin(), node_of.end()) + 1;
+namespace {
+
+// What chain_order needs of node_of, computed once per coflow rather than once per chain: per GPU
+// its local index in its node, per node its GPU count.
+struct NodeIndex {
+  const std::vector<int>* node_of;
+  int nodes = 1, widest = 1;
+  std::vector<int> local, per_node;
+  explicit NodeIndex(const std::vector<int>& n) : node_of(&n) {
+    if (n.empty()) return;
+    nodes = *std::max_element(n.begin(), n.end()) + 1;
+    std::vector<int> first(nodes, -1);
+    local.assign(n.size(), 0);
+    per_node.assign(nodes, 0);
+    for (size_t g = 0; g < n.size(); ++g) {
+      if (first[n[g]] < 0) first[n[g]] = static_cast<int>(g);
+      local[g] = static_cast<int>(g) - first[n[g]];
+      ++per_node[n[g]];
+    }
+    widest = *std::max_element(per_node.begin(), per_node.end());
+  }
+};
+
+std::vector<int> chain_order(int owner, const std::vector<int>& holders, const NodeIndex& ix, int channel,
+                             std::vector<int>& slot) {
+  const std::vector<int>& node_of = *ix.node_of;
+  const int nodes = ix.nodes;
   const int home = node_of.empty() ? 0 : node_of[owner];
   std::vector<int> order{owner};
   std::vector<int> rest;
@@ -18,21 +42,25 @@ std::vector<int> chain_order(int owner, const std::vector<int>& holders, const s
   // Owner's node first, then nodes cyclically after it. Within a node, GPUs in order of their local
   // index counted from the owner's (rail-aligned entry: on rail-optimized fabrics the chain enters a
   // node on the owner's rail when that GPU is a holder, as NCCL's rings do).
-  std::vector<int> first(nodes, -1), local(node_of.size(), 0), per_node(nodes, 0);
-  for (size_t g = 0; g < node_of.size(); ++g) {
-    if (first[node_of[g]] < 0) first[node_of[g]] = static_cast<int>(g);
-    local[g] = static_cast<int>(g) - first[node_of[g]];
-    ++per_node[node_of[g]];
-  }
   auto rank = [&](int g) { return ((node_of.empty() ? 0 : node_of[g]) - home + nodes) % nodes; };
   auto pos = [&](int g) {
     if (node_of.empty()) return g;
-    const int k = per_node[node_of[g]];
-    return ((local[g] - local[owner] - channel) % k + k) % k;
+    const int k = ix.per_node[node_of[g]];
+    return ((ix.local[g] - ix.local[owner] - channel) % k + k) % k;
   };
-  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) {
-    return rank(a) != rank(b) ? rank(a) < rank(b) : pos(a) < pos(b);
-  });
+  if (node_of.empty()) {
+    std::stable_sort(rest.begin(), rest.end());
+  } else {
+    // Ordered by (rank, pos): the keys rank x K + pos (K = the most GPUs a node has) are distinct,
+    // pos being distinct within a node, so placing each holder at its key sorts them in O(GPUs)
+    // (a comparison sort here was half of an FSSDP iteration's time at 256 GPUs).
+    const int k = ix.widest;
+    slot.assign(static_cast<size_t>(nodes) * k, -1);
+    for (int g : rest) slot[static_cast<size_t>(rank(g)) * k + pos(g)] = g;
+    rest.clear();
+    for (int g : slot)
+      if (g >= 0) rest.push_back(g);
+  }
   // A channel whose ring would leave the owner's node from the owner itself (the owner has the
   // largest position there) runs as NCCL's ring broadcast does from a root inside the ring: the
   // owner sends to the next node first and its node's other holders receive last, from the final
@@ -43,6 +71,14 @@ std::vector<int> chain_order(int owner, const std::vector<int>& holders, const s
   if (owner_exits) std::rotate(rest.begin(), home_end, rest.end());
   order.insert(order.end(), rest.begin(), rest.end());
   return order;
+}
+
+}  // namespace
+
+std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of,
+                             int channel) {
+  std::vector<int> slot;
+  return chain_order(owner, holders, NodeIndex(node_of), channel, slot);
 }
 
 namespace {
@@ -71,6 +107,8 @@ int chain_channels(const topology::Topology& topo) {
 Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
                         BroadcastAlgo algo, int channels) {
   Coflow c;
+  const NodeIndex ix(node_of);
+  std::vector<int> slot;
   for (std::size_t e = 0; e < p.owner.size(); ++e) {
     if (p.replicas[e].empty()) continue;
     if (algo == BroadcastAlgo::kDirect) {
@@ -80,7 +118,7 @@ Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std:
     }
     const int ch = chunk_channels(p, e, node_of, channels);
     for (int k = 0; k < ch; ++k) {
-      const auto order = chain_order(p.owner[e], p.replicas[e], node_of, k);
+      const auto order = chain_order(p.owner[e], p.replicas[e], ix, k, slot);
       for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes / ch});
     }
   }
@@ -105,11 +143,13 @@ double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topolo
     const P2pChannels p2p(topo);
     for (auto& t : c) t.rate_cap = p2p.cap(t.src, t.dst);
   } else {
+    const NodeIndex ix(node_of);
+    std::vector<int> slot;
     for (std::size_t e = 0; e < p.owner.size(); ++e) {
       if (p.replicas[e].empty()) continue;
       const int ch = chunk_channels(p, e, node_of, channels);
       for (int k = 0; k < ch; ++k) {
-        const auto order = chain_order(p.owner[e], p.replicas[e], node_of, k);
+        const auto order = chain_order(p.owner[e], p.replicas[e], ix, k, slot);
         double sum = 0;
         for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
         chain = std::max(chain, sum);
