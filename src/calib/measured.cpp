@@ -214,12 +214,10 @@ Measured read_measured(const std::string& path) {
   return m;
 }
 
-namespace {
-double median(std::vector<double> v) {
+double upper_median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
-}  // namespace
 
 std::optional<GemmCalibration> fit_gemm(const Measured& m, double peak) {
   if (!m.has_gemm()) return std::nullopt;
@@ -247,8 +245,8 @@ std::optional<GemmCalibration> fit_gemm(const Measured& m, double peak) {
     held_default.push_back(std::abs(cost::gemm_efficiency({defaults.eta_max, defaults.t_half}, p.tokens) - p.efficiency) /
                            p.efficiency);
   }
-  g.held_median_error = median(held);
-  g.held_median_error_default = median(held_default);
+  g.held_median_error = upper_median(held);
+  g.held_median_error_default = upper_median(held_default);
   return g;
 }
 

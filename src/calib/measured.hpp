@@ -102,6 +102,10 @@ struct Measured {
 
 Measured read_measured(const std::string& path);
 
+// The upper middle value of v (v[n / 2] once sorted; 0 when empty): the median that validate's and
+// calibrate's error summaries report.
+double upper_median(std::vector<double> v);
+
 // The expert-GEMM efficiency curve fitted on the compute-bound rows (tokens >= 256, multiples of the
 // 128-row tile) of the grouped suite when there is one, every other row; checked on the others.
 struct GemmCalibration {

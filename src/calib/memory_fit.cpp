@@ -5,13 +5,6 @@
 
 namespace hs::calib {
 
-namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-}  // namespace
-
 std::optional<MemoryFit> fit_memory_kernels(std::span<const MemoryKernelRow> rows, double hbm_Bps, double default_eta,
                                             double default_launch) {
   if (rows.empty() || !(hbm_Bps > 0)) return std::nullopt;
@@ -41,7 +34,7 @@ std::optional<MemoryFit> fit_memory_kernels(std::span<const MemoryKernelRow> row
   } else {
     std::vector<double> per_byte;
     for (const auto* r : fit) per_byte.push_back(std::max(r->seconds - launch, r->seconds * 1e-3) / (2 * r->bytes));
-    seconds_per_byte = median(per_byte);
+    seconds_per_byte = upper_median(per_byte);
   }
   f.eta_mem = seconds_per_byte > 0 ? std::min(1.0, 1.0 / (seconds_per_byte * hbm_Bps)) : 1.0;
   std::vector<double> err, err_default;
@@ -51,9 +44,9 @@ std::optional<MemoryFit> fit_memory_kernels(std::span<const MemoryKernelRow> row
     err.push_back(std::abs(pred - r->seconds) / r->seconds);
     err_default.push_back(std::abs(pred_default - r->seconds) / r->seconds);
   }
-  f.held_median_error = median(err);
+  f.held_median_error = upper_median(err);
   f.held_max_error = err.empty() ? 0 : *std::max_element(err.begin(), err.end());
-  f.held_median_error_default = median(err_default);
+  f.held_median_error_default = upper_median(err_default);
   return f;
 }
 

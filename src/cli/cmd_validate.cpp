@@ -50,10 +50,7 @@ struct Options {
   std::string topology, model, calibration;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using calib::upper_median;
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 std::string pct(double x) { return fmt::format("{:+.1f}%", x * 100); }
 
@@ -174,7 +171,7 @@ void gemm_tables(const calib::Measured& meas, const Inputs& in) {
       fmt::print("{:>8.0f} {:>12.4f} {:>12.4f} {:>8.1f}% {:>10.1f} {:>9.3f}\n", t, r.seconds * 1e3, pred * 1e3, err * 100,
                  tf / 1e12, tf / peak);
     }
-    fmt::print("median |error| {:.1f}%, max {:.1f}%\n", median(errs) * 100, max_of(errs) * 100);
+    fmt::print("median |error| {:.1f}%, max {:.1f}%\n", upper_median(errs) * 100, max_of(errs) * 100);
   };
   for (const auto& s : suites) table(in.params, s, "cost model defaults");
   // Fit on the grouped suite when there is one (what MoE kernels run), on compute-bound rows
@@ -220,8 +217,8 @@ void memory_tables(const calib::Measured& meas, const Inputs& in) {
     fmt::print("\n");
   };
   auto summary = [&](const std::vector<double>& e, const std::vector<double>& ec) {
-    fmt::print("median |error| {:.1f}%, max {:.1f}%", median(e) * 100, max_of(e) * 100);
-    if (!ec.empty()) fmt::print("; calibrated {:.1f}%, max {:.1f}%", median(ec) * 100, max_of(ec) * 100);
+    fmt::print("median |error| {:.1f}%, max {:.1f}%", upper_median(e) * 100, max_of(e) * 100);
+    if (!ec.empty()) fmt::print("; calibrated {:.1f}%, max {:.1f}%", upper_median(ec) * 100, max_of(ec) * 100);
     fmt::print("\n");
   };
   if (!meas.memory_kernels.empty()) {
@@ -298,12 +295,12 @@ void collective_table(const calib::Measured& meas, const Inputs& in) {
     fmt::print("\n");
   }
   for (const auto& [op, e] : errs) {
-    fmt::print("{}: median |error| {:.1f}%, max {:.1f}% over {} sizes", collective::to_string(op), median(e.first) * 100,
+    fmt::print("{}: median |error| {:.1f}%, max {:.1f}% over {} sizes", collective::to_string(op), upper_median(e.first) * 100,
                max_of(e.first) * 100, e.first.size());
     if (!e.second.empty())
       fmt::print("; calibrated {:.1f}%, max {:.1f}% (the calibration was fitted on some of these sizes: `calibrate` reports "
                  "the held-out error)",
-                 median(e.second) * 100, max_of(e.second) * 100);
+                 upper_median(e.second) * 100, max_of(e.second) * 100);
     fmt::print("\n");
   }
 }
@@ -447,8 +444,8 @@ std::optional<PlanTotals> sparse_table(const calib::Measured& meas, const Inputs
       fmt::print("\n");
     }
   }
-  fmt::print("model median |error| {:.1f}%, max {:.1f}%", median(e) * 100, max_of(e) * 100);
-  if (!ec.empty()) fmt::print("; calibrated {:.1f}%, max {:.1f}%", median(ec) * 100, max_of(ec) * 100);
+  fmt::print("model median |error| {:.1f}%, max {:.1f}%", upper_median(e) * 100, max_of(e) * 100);
+  if (!ec.empty()) fmt::print("; calibrated {:.1f}%, max {:.1f}%", upper_median(ec) * 100, max_of(ec) * 100);
   fmt::print("\n");
   if (auto t = calib::kendall_tau(pm, mm, 0.01))
     fmt::print("order of the layers' collectives: Kendall tau {:.3f} with the model, ", t->tau);
