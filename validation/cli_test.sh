@@ -20,6 +20,10 @@ expect 2 "-b 1073741824 is larger than -e 1048576" --suite collectives -b 1G -e 
 expect 2 "unknown collective 'allreduce'" --ops allreduce
 expect 2 "--suite sparse needs --plan FILE" --suite sparse
 expect 2 "usage: hecate-validate" --frobnicate
+# --help prints the usage on stdout and exits 0.
+help=$("$exe" --help 2>/dev/null); rc=$?
+if [ "$rc" = 0 ] && grep -qF "usage: hecate-validate" <<< "$help"; then echo "ok: hecate-validate --help -> 0"
+else echo "FAIL: hecate-validate --help -> exit $rc, stdout: $help"; fails=$((fails+1)); fi
 if [ "$nccl" = no-nccl ]; then
   expect 2 "built without NCCL: the collectives, alltoallv and sparse suites need it" --suite gemm,collectives
 fi

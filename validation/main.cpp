@@ -18,6 +18,10 @@ using namespace hs;
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
+    std::fputs(measure::validate_usage().c_str(), stdout);
+    return 0;
+  }
   measure::ValidateOptions o;
   try {
     o = measure::parse_validate_options(args);
