@@ -34,6 +34,20 @@
 // steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
 // all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
 // the whole state. The iteration ends when every stage has.
+// Overlap of the distributed optimizer's communication (Megatron-Core's DistributedDataParallel,
+// layout keys overlap_grad_reduce / overlap_param_gather, both off by default as in Megatron-Core):
+// each model chunk's parameters are in gradient buckets (dense over DP, experts over expert-DP;
+// bucket_size parameters, Megatron's default max(40M, 1M x dp); only stage 0's first chunk is split
+// into several, as Megatron does: every other chunk is one bucket per buffer). With
+// overlap_grad_reduce, during the last micro-batch's backward of a chunk, a bucket's reduce-scatter
+// is issued on dp as soon as the backward has produced its last gradients (the head, a block's
+// experts, MLP side, attention, the embeddings: see chunk_buckets), so it runs beside the backward
+// of earlier blocks and shares the links with the all-to-alls, TP and PP traffic; the optimizer
+// waits for every bucket. With overlap_param_gather the all-gathers of the updated parameters
+// leave the iteration's end: every bucket's all-gather starts at the iteration's start (the
+// previous step's parameters; Megatron-LM's align_param_gather issues all stages' at once), in the
+// order the forward uses the buckets, and the first micro-batch's first use of a bucket's
+// parameters (and a layer's spAG of its experts) waits for it.
 // Sparse collectives (FSSDP inside each stage's EP groups, LayoutSparse): an MoE layer whose plan
 // holds copies (spag_flows not empty) gathers them once per iteration, issued with the first
 // micro-batch's forward when the attention before the layer starts (one task for the stage, every
@@ -92,7 +106,10 @@ TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayou
 struct LayoutStats {
   double tp_comm = 0;      // seconds of TP collectives on the critical path
   double pp_comm = 0;      // of stage-to-stage sends
-  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce)
+  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce): the exposed part
+  double dp_comm_total = 0;  // every DP collective's time, overlapped or not (the largest stage's)
+  int dense_buckets = 1;   // gradient buckets of stage 0's first chunk (1 each without overlap_grad_reduce)
+  int expert_buckets = 1;
   double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
 };
 
@@ -164,6 +181,8 @@ class LayoutIterationGraph {
   std::vector<Binding> bindings_;
   std::vector<VarTask> vars_;
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
+  std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
+  int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }
 };

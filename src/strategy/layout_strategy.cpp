@@ -75,7 +75,9 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
 std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st) {
   return {resolved_text("layout", workload::describe(layout)), resolved_value("pp_bubble", st.bubble),
           resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
-          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3)};
+          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3),
+          resolved_value("dp_comm_ms", st.dp_comm_total * 1e3),
+          resolved_text("dp_buckets", fmt::format("dense {}, expert {} (stage 0)", st.dense_buckets, st.expert_buckets))};
 }
 
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,

@@ -295,11 +295,13 @@ assert t(b) <= min(t(ep), t(fs), t(fd)), [t(s) for s in (ep, fs, fd, b)]
 expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b\\)" -- "${run[@]}" --layout nosuch
 expect 2 "--layout: error: layout.tp: tp 1 x pp 16 = 16 does not divide the 8 GPUs" "layout.pp: pp 16 exceeds" -- "${run[@]}" --layout deepseek-v3
 expect 2 "layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 1" -- "${run[@]}" --layout pp=2,vpp=2
+expect 2 "--layout: error: layout.overlap_param_gather: overlap_param_gather=on needs overlap_grad_reduce=on" -- "${run[@]}" --layout ep=2,overlap_param_gather=on
+expect 2 "--layout: error: layout.overlap_grad_reduce: 'yes' is not on or off" -- "${run[@]}" --layout ep=2,overlap_grad_reduce=yes
 "${run[@]}" --layout pp=2,vpp=2,ep=4 --set grad_accum=4 --set layers=4 --set "moe_layers=every 2" --strategy ep,fsdp --format json > "$tmp/lv.json" 2>/dev/null
 python3 -c "
 import json, sys
 ep, fsdp = json.load(open(sys.argv[1]))['strategies']
-assert ep['resolved']['layout'] == 'tp=1,pp=2,dp=4,ep=4,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none', ep['resolved']
+assert ep['resolved']['layout'] == 'tp=1,pp=2,dp=4,ep=4,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none,overlap_grad_reduce=off,overlap_param_gather=off', ep['resolved']
 assert 0 < ep['resolved']['pp_bubble'] < 1 and fsdp['resolved']['fssdp_group_gpus'] == 4, fsdp['resolved']
 " "$tmp/lv.json" && echo "ok: vpp and fsdp under --layout" || { echo "FAIL: vpp / fsdp under --layout"; fails=$((fails+1)); }
 # FasterMoE says what its policy's automatic model parameters became and what it shadowed per layer.
