@@ -166,7 +166,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     fixed_.push_back({std::move(flows), extra, {}, false});
     return static_cast<int>(fixed_.size()) - 1;
   };
-  auto bind = [&](engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index}); };
+  int cur_mb = 0;  // the micro-batch being emitted
+  auto bind = [&](engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index, cur_mb}); };
   auto slice = [](const std::vector<engine::ResourceId>& all, std::span<const int> gpus) {
     std::vector<engine::ResourceId> out;
     for (int x : gpus) out.push_back(all[x]);
@@ -245,7 +246,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   // A task whose duration run() sets from the loads.
   auto var_task = [&](int x, Var what, int l, Component c) {
     const engine::TaskId id = compute_task(x, 0.0, c);
-    vars_.push_back({id, what, l, x});
+    vars_.push_back({id, what, l, x, cur_mb});
   };
   auto tp_collective = [&](int s, bool all_reduce) {
     if (L.tp == 1) return;
@@ -339,7 +340,6 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   // tasks (the expert-DP reduction waits for them) and the micro-batch being emitted.
   std::vector<engine::TaskId> pending_spag(LM, engine::kNoTask);
   std::vector<std::vector<engine::TaskId>> stage_sprs(P);
-  int cur_mb = 0;
   auto moe = [&](int s, int l, bool forward) {
     for (int x : stage_gpus[s])
       compute_task(x, forward ? router : unperm, Component::kRouting);
@@ -554,34 +554,50 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   if (ctx_.flow_network) flow = std::make_unique<network::FlowNetwork>(topo, ctx_.flow_precision);
   else coflow = std::make_unique<network::CoflowNetwork>(topo);
 
-  // This iteration's loads: per-micro-batch expert durations (and the stage's means), copies.
-  std::vector<std::vector<double>> ef(LM, std::vector<double>(n, 0.0)), eb(LM, std::vector<double>(n, 0.0));
-  std::vector<double> ef_mean(LM, 0), eb_mean(LM, 0);
+  // This iteration's loads: per-micro-batch expert durations (and the stage's means), copies. A
+  // layer's variants: one per micro-batch when its plan has them (a trace with a micro-batch axis:
+  // each micro-batch routes its own counts), else one that every micro-batch runs (the iteration's
+  // counts / grad_accum). Variant k of layer l is entry first[l] + k.
+  std::vector<int> first(LM + 1, 0);
+  for (int l = 0; l < LM; ++l) {
+    const size_t mbs = plans[l].micro.size();
+    if (mbs != 0 && mbs != static_cast<size_t>(M))
+      throw std::logic_error(fmt::format("layer plan with {} micro-batches for grad_accum {}", mbs, M));
+    first[l + 1] = first[l] + (mbs == 0 ? 1 : M);
+  }
+  const int VN = first[LM];
+  auto variant = [&](int l, int mb) { return first[l] + (first[l + 1] - first[l] == 1 ? 0 : mb); };
+  std::vector<std::vector<double>> ef(VN, std::vector<double>(n, 0.0)), eb(VN, std::vector<double>(n, 0.0));
+  std::vector<double> ef_mean(VN, 0), eb_mean(VN, 0);
   std::vector<double> scratch;
-  std::vector<int> dispatch_id(LM, -1), combine_id(LM, -1);
+  std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
   collective::CoflowLoads loads, loads_tr;
   for (int l = 0; l < LM; ++l) {
-    const LayerPlan& p = plans[l];
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
-    for (int x : L.stage_gpus(s)) {
-      if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
-        ef[l][x] = p.expert_fwd_seconds[x];
-        eb[l][x] = p.expert_bwd_seconds[x];
-      } else {
-        scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
-        for (double& v : scratch) v /= M;
-        ef[l][x] = cc.expert_forward(scratch).value();
-        eb[l][x] = cc.expert_backward(scratch).value();
+    for (int k = first[l]; k < first[l + 1]; ++k) {
+      const bool own = first[l + 1] - first[l] > 1;
+      const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
+      const double div = own ? 1.0 : M;  // a micro-batch's own counts, or the iteration's / grad_accum
+      for (int x : L.stage_gpus(s)) {
+        if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
+          ef[k][x] = p.expert_fwd_seconds[x];
+          eb[k][x] = p.expert_bwd_seconds[x];
+        } else {
+          scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
+          for (double& v : scratch) v /= div;
+          ef[k][x] = cc.expert_forward(scratch).value();
+          eb[k][x] = cc.expert_backward(scratch).value();
+        }
+        ef_mean[k] += ef[k][x] / S;
+        eb_mean[k] += eb[k][x] / S;
       }
-      ef_mean[l] += ef[l][x] / S;
-      eb_mean[l] += eb[l][x] / S;
-    }
-    if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
-      scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
-      for (double& v : scratch) v /= M;
-      net_.alltoallv_loads_both(scratch, loads, loads_tr);
-      dispatch_id[l] = coflow->define(loads);
-      combine_id[l] = coflow->define(loads_tr);
+      if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
+        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
+        for (double& v : scratch) v /= div;
+        net_.alltoallv_loads_both(scratch, loads, loads_tr);
+        dispatch_id[k] = coflow->define(loads);
+        combine_id[k] = coflow->define(loads_tr);
+      }
     }
   }
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
@@ -589,8 +605,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     double d = 0;
     if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) {
       const bool f = v.what == Var::kExpertFwd;
-      d = f ? ef[v.layer][v.gpu] : eb[v.layer][v.gpu];
-      mean_[g.tag(v.task)] = f ? ef_mean[v.layer] : eb_mean[v.layer];
+      const int k = variant(v.layer, v.mb);
+      d = f ? ef[k][v.gpu] : eb[k][v.gpu];
+      mean_[g.tag(v.task)] = f ? ef_mean[k] : eb_mean[k];
     } else {
       const auto& cb = plans[v.layer].copy_bytes;
       const double ratio = v.what == Var::kCopyIn ? 1.0 : grad_ratio;
@@ -599,22 +616,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  std::vector<collective::Coflow> a2a_flows(flow ? 2 * LM : 0);
+  std::vector<collective::Coflow> a2a_flows(flow ? 2 * VN : 0);
   std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
   if (flow)
-    for (int l = 0; l < LM; ++l) {
-      scratch.assign(plans[l].dispatch_bytes.begin(), plans[l].dispatch_bytes.end());
-      for (double& v : scratch) v /= M;
-      a2a_flows[2 * l] = collective::alltoallv_flows(topo, scratch, false, a2a_extra[2 * l]);
-      a2a_flows[2 * l + 1] = collective::alltoallv_flows(topo, scratch, true, a2a_extra[2 * l + 1]);
-    }
+    for (int l = 0; l < LM; ++l)
+      for (int k = first[l]; k < first[l + 1]; ++k) {
+        const bool own = first[l + 1] - first[l] > 1;
+        const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
+        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
+        for (double& v : scratch) v /= own ? 1.0 : M;
+        a2a_flows[2 * k] = collective::alltoallv_flows(topo, scratch, false, a2a_extra[2 * k]);
+        a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, scratch, true, a2a_extra[2 * k + 1]);
+      }
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr : &plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
-      if (flow) flow->assign(b.task, a2a_flows[2 * b.index + c], a2a_extra[2 * b.index + c]);
-      else coflow->assign(b.task, c ? combine_id[b.index] : dispatch_id[b.index]);
+      const int k = variant(b.index, b.mb);
+      if (flow) flow->assign(b.task, a2a_flows[2 * k + c], a2a_extra[2 * k + c]);
+      else coflow->assign(b.task, c ? combine_id[k] : dispatch_id[k]);
       continue;
     }
     if (b.what == Bind::kFixed) {

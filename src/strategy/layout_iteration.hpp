@@ -126,7 +126,9 @@ class LayoutIterationGraph {
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
   // tokens); spag/sprs flows and copy_bytes where the layer materializes copies; expert seconds per
   // micro-batch from expert_fwd/bwd_seconds where set (the bound), else the cost model on
-  // expert_tokens / grad_accum. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // expert_tokens / grad_accum. A plan with `micro` (grad_accum entries: a trace with a micro-batch
+  // axis) gives micro-batch mb its own expert seconds / tokens and all-to-all bytes, micro[mb]'s
+  // (not divided); the copies stay the iteration plan's. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
   // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
   // coflow on every GPU's a2a stream before the iteration's first forward, charged to
@@ -154,6 +156,7 @@ class LayoutIterationGraph {
     engine::TaskId task;
     Bind what;
     int index;  // FixedComm index or MoE layer
+    int mb;     // the micro-batch whose tasks it belongs to (a layer's all-to-alls per micro-batch)
   };
   // A task whose duration depends on the loads: an expert forward / backward or a copy of the
   // layer's copies (in: parameters, before the expert forward; out: gradients, after the last backward).
@@ -162,6 +165,7 @@ class LayoutIterationGraph {
     engine::TaskId task;
     Var what;
     int layer, gpu;
+    int mb;
   };
   void build(const std::vector<char>& shape);
 
