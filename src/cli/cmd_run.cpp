@@ -149,7 +149,8 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "comma-separated NAME[:KNOB=VALUE...] (default: every strategy):" + names);
   sub.add_option("--layout", o->layout,
                  "parallel layout [PRESET,]KEY=VALUE,...: tp, pp, dp (default: the GPUs left), ep, vpp, sp=on|off, "
-                 "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full; ranks in Megatron-Core's "
+                 "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full, overlap_grad_reduce=on|off, "
+                 "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
                  "tp-cp-ep-dp-pp order (TP fastest); see README, Parallel layouts (strategies built: ep, fssdp, fsdp; presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(CLI::PositiveNumber);

@@ -23,6 +23,25 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
   return p;
 }
 
+BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int block) {
+  const double d = m.d_model, t = l.tp;
+  BlockParams p;
+  p.attention = (4 * d * d + 4 * d) / t + 2 * d;  // QKV + out projections (with biases) / TP; its norm
+  p.mlp = 2 * d;                                   // the norm before the MLP
+  if (m.is_moe(block)) {
+    p.mlp += d * m.experts + m.shared_experts * m.expert_params() / t;
+    p.experts = m.expert_params() * (static_cast<double>(m.experts) / l.ep);
+  } else {
+    p.mlp += (2 * d * m.d_ffn_dense + m.d_ffn_dense) / t + d;
+  }
+  return p;
+}
+
+double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool tied_copy) {
+  const double word = static_cast<double>(m.vocab) * m.d_model / l.tp;
+  return tied_copy ? word : word + static_cast<double>(m.seq_len) * m.d_model;
+}
+
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens) {
   const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes, t = l.tp;

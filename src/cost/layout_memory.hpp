@@ -41,6 +41,20 @@ struct StageParams {
 };
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 
+// The same parameters by where their gradients come from, for the gradient buckets
+// (strategy/layout_iteration.hpp): one block's attention (projections, its norm), its MLP side
+// (the other norm and the dense FFN, or the router gate and shared experts) and its E/ep routed
+// experts; embedding_params: the word (and position) embeddings of the first stage
+// (`tied_copy` false) or the tied copy of the last stage when pp > 1 (`tied_copy` true).
+// Per stage they add up to stage_params.
+struct BlockParams {
+  double attention = 0;
+  double mlp = 0;
+  double experts = 0;
+};
+BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int block);
+double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool tied_copy);
+
 // Activation bytes of one micro-batch of `stage` on one GPU; `received_tokens` = routed tokens the
 // GPU computes in one micro-batch, summed over the stage's MoE blocks.
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,

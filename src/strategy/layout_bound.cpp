@@ -57,21 +57,27 @@ class LayoutBound final : public LayoutStrategyBase {
     const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
     std::vector<double> per_expert(E);
     for (size_t l = 0; l < plans_.size(); ++l) {
-      const auto counts = layer_counts(loads.total, static_cast<int>(l), n, E);
-      std::fill(per_expert.begin(), per_expert.end(), 0.0);
-      double total = 0;  // the stage's assignments of the iteration
-      for (int x : layout_.stage_gpus(stage_[l]))
-        for (int e = 0; e < E; ++e) {
-          const double c = counts[static_cast<size_t>(x) * E + e] / layout_.tp;
-          per_expert[e] += c / M;
-          total += c;
-        }
-      LayerPlan& p = plans_[l];
-      p.expert_tokens.assign(n, std::vector<double>(1, total / S));
-      p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
-      p.received_tokens.assign(n, total / S);
-      p.expert_fwd_seconds.assign(n, launch_f + (cc.expert_forward(per_expert).value() - launch_f) / S);
-      p.expert_bwd_seconds.assign(n, launch_b + (cc.expert_backward(per_expert).value() - launch_b) / S);
+      // The floor of `counts` (the iteration's, / grad_accum per micro-batch; or one micro-batch's own).
+      auto floor = [&](std::span<const double> counts, double per_mb, LayerPlan& p) {
+        std::fill(per_expert.begin(), per_expert.end(), 0.0);
+        double total = 0;  // the stage's assignments
+        for (int x : layout_.stage_gpus(stage_[l]))
+          for (int e = 0; e < E; ++e) {
+            const double c = counts[static_cast<size_t>(x) * E + e] / layout_.tp;
+            per_expert[e] += c / per_mb;
+            total += c;
+          }
+        p.expert_tokens.assign(n, std::vector<double>(1, total / S));
+        p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
+        p.received_tokens.assign(n, total / S);
+        p.expert_fwd_seconds.assign(n, launch_f + (cc.expert_forward(per_expert).value() - launch_f) / S);
+        p.expert_bwd_seconds.assign(n, launch_b + (cc.expert_backward(per_expert).value() - launch_b) / S);
+      };
+      floor(layer_counts(loads.total, static_cast<int>(l), n, E), M, plans_[l]);
+      // A trace with a micro-batch axis: each micro-batch's own floor (what EP's routing of its own
+      // counts computes at least, by the same argument per micro-batch).
+      route_micro_batches(loads, static_cast<int>(l), n, E, plans_[l],
+                          [&](std::span<const double> counts, LayerPlan& p) { floor(counts, 1.0, p); });
     }
     IterationResult r = graph_.run(plans_);
     set_layout_memory(m, layout_, stage_, plans_, r);

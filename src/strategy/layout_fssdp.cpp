@@ -114,18 +114,36 @@ class LayoutFssdp final : public Strategy {
       plan.spag_flows.clear();
       plan.sprs_flows.clear();
       plan.spag_latency = plan.sprs_latency = 0;
+      plan.micro.resize(loads.micro.size());
+      for (LayerPlan& q : plan.micro) {
+        q.expert_tokens.assign(n_, {});
+        q.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
+        q.received_tokens.assign(n_, 0.0);
+      }
       for (int k = 0; k < G_; ++k) {
         const Group& grp = group_[l][k];
         const std::vector<double> predicted = history_[k].mean(l, E_);
         const auto local = materialize(predicted, owner_, grp.node_of, grp.t, grp.slots);
-        DispatchResult d;
-        dispatch(counts[k][l], ep, local, grp.node_of, k_.dispatch, token_bytes, d);
-        for (int i = 0; i < ep; ++i) {
-          const int x = grp.gpus[i];
-          plan.expert_tokens[x] = std::move(d.expert_tokens[i]);
-          plan.received_tokens[x] = d.received[i];
-          for (int j = 0; j < ep; ++j)
-            plan.dispatch_bytes[static_cast<size_t>(x) * n_ + grp.gpus[j]] = d.bytes[static_cast<size_t>(i) * ep + j];
+        // Routes the group's counts (ep x E) under the iteration's copies into `into`.
+        auto route = [&](const std::vector<double>& c, LayerPlan& into) {
+          DispatchResult d;
+          dispatch(c, ep, local, grp.node_of, k_.dispatch, token_bytes, d);
+          for (int i = 0; i < ep; ++i) {
+            const int x = grp.gpus[i];
+            into.expert_tokens[x] = std::move(d.expert_tokens[i]);
+            into.received_tokens[x] = d.received[i];
+            for (int j = 0; j < ep; ++j)
+              into.dispatch_bytes[static_cast<size_t>(x) * n_ + grp.gpus[j]] = d.bytes[static_cast<size_t>(i) * ep + j];
+          }
+        };
+        route(counts[k][l], plan);
+        // A trace with a micro-batch axis: each micro-batch routes its own counts under the same copies.
+        for (size_t mb = 0; mb < loads.micro.size(); ++mb) {
+          const auto all = layer_counts(loads.micro[mb], l, n_, E_);
+          std::vector<double> c(static_cast<size_t>(ep) * E_);
+          for (int i = 0; i < ep; ++i)
+            for (int e = 0; e < E_; ++e) c[static_cast<size_t>(i) * E_ + e] = all[static_cast<size_t>(gpu(l, k, i)) * E_ + e] / layout_.tp;
+          route(c, plan.micro[mb]);
         }
         const auto p = on_gpus(local, grp.gpus);
         for (const auto& r : p.replicas)

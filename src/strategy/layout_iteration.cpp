@@ -63,6 +63,65 @@ namespace {
 
 enum Cls : uint8_t { kChunk, kTp, kPp, kDp, kA2a, kSparse, kOther };
 
+// Gradient buckets of one model chunk (virtual stage), as Megatron-Core's _ParamAndGradBuffer forms
+// them: the chunk's parameters in reverse order (the order backward produces their gradients),
+// dense and expert parameters in separate buffers (DP and expert-DP groups), a bucket closed as soon
+// as it holds `cap` parameters or more. Parameters are grouped into pieces whose gradients are
+// complete at the same point of the backward: the LM head's tied embedding copy (after the head's
+// backward), per block from the last one its routed experts (after the expert backward), its MLP
+// side (after the MoE layer's or FFN's backward) and its attention (after the attention backward),
+// then the embeddings (the end of the first chunk's backward). A piece is not split across buckets
+// (Megatron splits at parameter boundaries: a block's pieces are few parameters each).
+enum class Part : uint8_t { kHead, kExperts, kMlp, kAttention, kEmbedding };
+struct GradPiece {
+  int block;  // -1: the embeddings or the head's tied copy
+  Part part;
+  bool expert;
+  double params;
+  int bucket;   // in its buffer; bucket 0 is the first the backward fills
+  bool closes;  // the bucket's last piece in backward order: its gradients are then complete
+};
+struct ChunkBuckets {
+  std::vector<GradPiece> pieces;      // backward order
+  std::vector<double> dense, expert;  // parameters per bucket
+  const GradPiece* find(int block, Part part) const {
+    for (const GradPiece& p : pieces)
+      if (p.block == block && p.part == part) return &p;
+    return nullptr;
+  }
+};
+
+ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, double cap) {
+  ChunkBuckets cb;
+  const int VS = L.pp * L.vpp;
+  const auto [first, last] = L.chunk_blocks(v, m.layers);
+  auto piece = [&](int block, Part part, bool expert, double params) {
+    if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
+  };
+  if (v == VS - 1 && L.pp > 1) piece(-1, Part::kHead, false, cost::embedding_params(m, L, true));
+  for (int b = last - 1; b >= first; --b) {
+    const auto p = cost::block_params(m, L, b);
+    piece(b, Part::kExperts, true, p.experts);
+    piece(b, Part::kMlp, false, p.mlp);
+    piece(b, Part::kAttention, false, p.attention);
+  }
+  if (v == 0) piece(-1, Part::kEmbedding, false, cost::embedding_params(m, L, false));
+  for (bool expert : {false, true}) {
+    std::vector<double>& sizes = expert ? cb.expert : cb.dense;
+    double open = 0;
+    GradPiece* prev = nullptr;
+    for (GradPiece& p : cb.pieces) {
+      if (p.expert != expert) continue;
+      p.bucket = static_cast<int>(sizes.size());
+      open += p.params;
+      prev = &p;
+      if (open >= cap) sizes.push_back(open), open = 0, p.closes = true;
+    }
+    if (open > 0) sizes.push_back(open), prev->closes = true;
+  }
+  return cb;
+}
+
 }  // namespace
 
 void LayoutIterationGraph::build(const std::vector<char>& shape) {
@@ -107,7 +166,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     fixed_.push_back({std::move(flows), extra, {}, false});
     return static_cast<int>(fixed_.size()) - 1;
   };
-  auto bind = [&](engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index}); };
+  int cur_mb = 0;  // the micro-batch being emitted
+  auto bind = [&](engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index, cur_mb}); };
   auto slice = [](const std::vector<engine::ResourceId>& all, std::span<const int> gpus) {
     std::vector<engine::ResourceId> out;
     for (int x : gpus) out.push_back(all[x]);
@@ -174,16 +234,19 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   };
   // Per GPU: a task the next compute task must wait for (a received activation or gradient).
   std::vector<engine::TaskId> need(n, engine::kNoTask), last(n, engine::kNoTask);
+  std::vector<std::vector<engine::TaskId>> also(n);  // more such tasks (parameter all-gathers, reductions)
   auto compute_task = [&](int x, double d, Component c, Cls k = kChunk) {
     const engine::TaskId id = add({&compute[x], 1}, d, c, k, false);
     if (need[x] != engine::kNoTask) g.add_dependency(need[x], id), need[x] = engine::kNoTask;
+    for (engine::TaskId p : also[x]) g.add_dependency(p, id);
+    also[x].clear();
     last[x] = id;
     return id;
   };
   // A task whose duration run() sets from the loads.
   auto var_task = [&](int x, Var what, int l, Component c) {
     const engine::TaskId id = compute_task(x, 0.0, c);
-    vars_.push_back({id, what, l, x});
+    vars_.push_back({id, what, l, x, cur_mb});
   };
   auto tp_collective = [&](int s, bool all_reduce) {
     if (L.tp == 1) return;
@@ -193,6 +256,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       std::vector<engine::TaskId> preds;
       for (int x : tp_groups[i]) {
         if (need[x] != engine::kNoTask) preds.push_back(need[x]), need[x] = engine::kNoTask;
+        preds.insert(preds.end(), also[x].begin(), also[x].end());
+        also[x].clear();
         last[x] = id;
       }
       depend(preds, id);
@@ -212,11 +277,69 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     depend(preds, id);
     return id;
   };
+  // Data parallelism: each stage's DP and expert-DP groups, and with overlap_grad_reduce the
+  // gradient buckets of every model chunk (virtual stage). Megatron-Core's DistributedDataParallel
+  // buckets only the first pipeline stage's first model chunk ("data-parallel communication on
+  // these stages is not on the critical path"); every other chunk is one bucket per buffer.
+  const auto& pr = m.precision;
+  const bool og = L.overlap_grad_reduce, opg = og && L.overlap_param_gather && L.distributed_optimizer;
+  const auto reduce_op = L.distributed_optimizer ? collective::RingOp::kReduceScatter : collective::RingOp::kAllReduce;
+  std::vector<std::vector<std::vector<int>>> dgroups(P), egroups(P);
+  for (const auto& grp : L.dp_groups()) dgroups[L.pp_rank(grp.front())].push_back(grp);
+  for (const auto& grp : L.edp_groups()) egroups[L.pp_rank(grp.front())].push_back(grp);
+  std::vector<ChunkBuckets> buckets(og ? VS : 0);
+  for (int v = 0; v < static_cast<int>(buckets.size()); ++v) {
+    const bool bucketed = v == 0;  // stage 0's first chunk
+    buckets[v] = chunk_buckets(m, L, v, bucketed ? static_cast<double>(L.bucket_size) : 1e300);
+  }
+  dense_buckets_ = og ? static_cast<int>(buckets[0].dense.size()) : 1;
+  expert_buckets_ = og ? static_cast<int>(buckets[0].expert.size()) : 1;
+  std::vector<std::vector<engine::TaskId>> ag_d(VS), ag_e(VS);  // [virtual stage][bucket] parameter all-gathers
+  std::vector<std::vector<char>> waited_d(VS), waited_e(VS);
+  std::vector<std::vector<engine::TaskId>> stage_rs(P), sprs_of(LM);
+  dp_tasks_.clear();
+  auto dp_collective = [&](int s, bool expert, double bytes, collective::RingOp op, bool after) {
+    double extra = 0;
+    auto flows = collective::concurrent_ring_flows(topo, expert ? egroups[s] : dgroups[s], bytes, op, extra);
+    const engine::TaskId id = after ? collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp)
+                                    : add(st_dp[s], 0.0, Component::kDenseAllReduce, kDp, true);
+    bind(id, Bind::kFixed, fixed(std::move(flows), extra));
+    dp_tasks_.push_back({id, s});
+    return id;
+  };
+  int cur_v = 0;      // the virtual stage being emitted
+  bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
+  // overlap_param_gather: the first forward use of a bucket's parameters waits for its all-gather.
+  auto use = [&](int block, Part part) {
+    if (!opg) return;
+    const GradPiece* p = buckets[cur_v].find(block, part);
+    if (p == nullptr) return;
+    char& w = (p->expert ? waited_e : waited_d)[cur_v][p->bucket];
+    if (w) return;
+    w = 1;
+    const engine::TaskId ag = (p->expert ? ag_e : ag_d)[cur_v][p->bucket];
+    for (int x : stage_gpus[cur_v % P]) also[x].push_back(ag);
+  };
+  // overlap_grad_reduce: when the last micro-batch's backward has produced a bucket's last
+  // gradients, the bucket's reduce-scatter starts (after the stage's GPUs got there, on dp).
+  auto ready = [&](int block, Part part) {
+    if (!og || !sync) return;
+    const ChunkBuckets& cb = buckets[cur_v];
+    const GradPiece* p = cb.find(block, part);
+    if (p == nullptr || !p->closes) return;
+    const int s = cur_v % P;
+    const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
+    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true);
+    if (p->expert)  // FSSDP: the copies' gradients have reached their owners (spRS) first
+      for (const GradPiece& q : cb.pieces)
+        if (q.expert && q.bucket == p->bucket)
+          for (engine::TaskId r : sprs_of[moe_index[q.block]]) g.add_dependency(r, id);
+    stage_rs[s].push_back(id);
+  };
   // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
   // tasks (the expert-DP reduction waits for them) and the micro-batch being emitted.
   std::vector<engine::TaskId> pending_spag(LM, engine::kNoTask);
   std::vector<std::vector<engine::TaskId>> stage_sprs(P);
-  int cur_mb = 0;
   auto moe = [&](int s, int l, bool forward) {
     for (int x : stage_gpus[s])
       compute_task(x, forward ? router : unperm, Component::kRouting);
@@ -226,6 +349,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
     const engine::TaskId gathered = pending_spag[l];
     const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
+    if (forward) use(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       if (gathered != engine::kNoTask) {  // arrived copies into the expert buffer; the dispatch is not needed
         var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
@@ -240,7 +364,9 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
       bind(r, Bind::kSprs, l);
       stage_sprs[s].push_back(r);
+      sprs_of[l].push_back(r);
     }
+    if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
     const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
     bind(c, Bind::kCombine, l);
     for (int x : stage_gpus[s]) {
@@ -254,6 +380,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true);
     std::vector<engine::TaskId> preds;
     for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
+    if (opg)  // the owners' experts must have been all-gathered after their update
+      if (const GradPiece* p = buckets[cur_v].find(b, Part::kExperts)) preds.push_back(ag_e[cur_v][p->bucket]);
     depend(preds, id);
     bind(id, Bind::kSpag, moe_index[b]);
     pending_spag[moe_index[b]] = id;
@@ -263,22 +391,28 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   std::vector<std::vector<engine::TaskId>> sent_b = sent_f;
   // One op of stage s: a micro-batch's forward or backward through one of its chunks; `final` is the
   // stage's last op, after which it reduces its gradients.
-  auto emit = [&](int s, PipelineOp op, engine::TaskId recv, bool final) {
+  auto emit = [&](int s, PipelineOp op, engine::TaskId recv, bool final, bool chunk_done) {
     for (int x : stage_gpus[s])
       if (recv != engine::kNoTask) need[x] = recv;
     cur_mb = op.mb;
     const int v = op.chunk * P + s;
+    cur_v = v;
+    sync = chunk_done;
     const auto [first, lastb] = L.chunk_blocks(v, m.layers);
     if (op.forward) {
+      use(-1, Part::kEmbedding);
       for (int b = first; b < lastb; ++b) {
         // The layer's copies are gathered once per iteration (every micro-batch with
         // re-materialization), from when the attention before its forward starts (and its input
         // has arrived).
         if ((op.mb == 0 || sparse_.rematerialize) && gathers(b)) gather(s, b);
+        use(b, Part::kAttention);
         sublayer(s, attn_f, Component::kAttention);
+        use(b, Part::kMlp);
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
         else sublayer(s, ffn_f, Component::kAttention);
       }
+      use(-1, Part::kHead);
       if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention);
       if (v + 1 < VS) {
         sent_f[v][op.mb] = collective_after(s, st_ppf[s], Component::kDenseAllReduce, kPp);
@@ -289,6 +423,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const bool regather = sparse_.rematerialize;
     if (regather && gathers(lastb - 1)) gather(s, lastb - 1);
     if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
+    ready(-1, Part::kHead);
     for (int b = lastb - 1; b >= first; --b) {
       // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
       // the block's forward again from its saved input, MoE dispatch and combine included; with
@@ -304,44 +439,64 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       }
       if (moe_index[b] >= 0) moe(s, moe_index[b], false);
       else sublayer(s, ffn_b, Component::kAttention);
+      ready(b, Part::kMlp);
       if (regather && b > first && gathers(b - 1)) gather(s, b - 1);  // beside this attention backward
       sublayer(s, attn_b, Component::kAttention);
+      ready(b, Part::kAttention);
     }
+    ready(-1, Part::kEmbedding);
     if (v > 0) {
       sent_b[v][op.mb] = collective_after(s, st_ppb[s], Component::kDenseAllReduce, kPp);
       bind(sent_b[v][op.mb], Bind::kFixed, send_bwd[v]);
     }
     if (!final) return;
-    // The stage's gradients: reduce-scatter (distributed optimizer) or all-reduce over (expert-)DP.
+    // The stage's gradients: reduce-scatter (distributed optimizer) or all-reduce over (expert-)DP,
+    // all at the end without overlap_grad_reduce (with it, ready() issued them bucket by bucket).
     const auto params = cost::stage_params(m, L, s);
-    const auto& pr = m.precision;
-    std::vector<std::vector<int>> dgroups, egroups;
-    for (const auto& grp : L.dp_groups())
-      if (L.pp_rank(grp.front()) == s) dgroups.push_back(grp);
-    for (const auto& grp : L.edp_groups())
-      if (L.pp_rank(grp.front()) == s) egroups.push_back(grp);
-    const auto reduce_op = L.distributed_optimizer ? collective::RingOp::kReduceScatter : collective::RingOp::kAllReduce;
-    auto dp_task = [&](const std::vector<std::vector<int>>& groups, double bytes, collective::RingOp op) {
-      double extra = 0;
-      auto flows = collective::concurrent_ring_flows(topo, groups, bytes, op, extra);
-      const engine::TaskId id = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp);
-      bind(id, Bind::kFixed, fixed(std::move(flows), extra));
-      return id;
-    };
-    const engine::TaskId rs_d = dp_task(dgroups, params.dense * pr.grad_bytes, reduce_op);
-    const engine::TaskId rs_e = dp_task(egroups, params.experts * pr.grad_bytes, reduce_op);
-    for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
+    if (!og) {
+      const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true);
+      const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true);
+      for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
+      stage_rs[s] = {rs_e, rs_d};
+    }
+    // The optimizer steps once every reduction of the stage has finished (finish_grad_sync).
     const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
     for (int x : stage_gpus[s]) {
-      need[x] = rs_e;
-      const engine::TaskId o = compute_task(x, cc.optimizer_step(step).value(), Component::kOptimizer, kOther);
-      g.add_dependency(rs_d, o);
+      if (!stage_rs[s].empty()) {
+        need[x] = stage_rs[s].front();
+        also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
+      }
+      compute_task(x, cc.optimizer_step(step).value(), Component::kOptimizer, kOther);
     }
-    if (L.distributed_optimizer) {
-      dp_task(dgroups, params.dense * pr.param_bytes, collective::RingOp::kAllGather);
-      dp_task(egroups, params.experts * pr.param_bytes, collective::RingOp::kAllGather);
+    // The updated parameters: all-gathered now, or with overlap_param_gather at the next
+    // iteration's start (below), beside its forward.
+    if (L.distributed_optimizer && !opg) {
+      dp_collective(s, false, params.dense * pr.param_bytes, collective::RingOp::kAllGather, true);
+      dp_collective(s, true, params.experts * pr.param_bytes, collective::RingOp::kAllGather, true);
     }
   };
+  // overlap_param_gather: the parameters the previous iteration's optimizer updated are all-gathered
+  // from the iteration's start (Megatron-LM's default align_param_gather launches every stage's
+  // all-gathers at once), every bucket of every chunk in the order the forward uses them, back to
+  // back on the DP stream; use() makes each bucket's first forward use wait for its all-gather. The
+  // iteration then ends with the optimizer step: in steady state the same period as an iteration
+  // from the first forward to the last all-gather.
+  if (opg)
+    for (int s = 0; s < P; ++s)
+      for (int k = 0; k < V; ++k) {
+        const int v = k * P + s;
+        const ChunkBuckets& cb = buckets[v];
+        ag_d[v].assign(cb.dense.size(), engine::kNoTask);
+        ag_e[v].assign(cb.expert.size(), engine::kNoTask);
+        waited_d[v].assign(cb.dense.size(), 0);
+        waited_e[v].assign(cb.expert.size(), 0);
+        for (auto p = cb.pieces.rbegin(); p != cb.pieces.rend(); ++p) {
+          engine::TaskId& ag = (p->expert ? ag_e : ag_d)[v][p->bucket];
+          if (ag != engine::kNoTask) continue;
+          const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
+          ag = dp_collective(s, p->expert, params * pr.param_bytes, collective::RingOp::kAllGather, false);
+        }
+      }
   // Migrations before anything computes (each GPU's first compute task waits for them).
   if (shape[LM]) {
     const engine::TaskId id = add(a2a, 0.0, Component::kReshard, kOther, true);
@@ -352,6 +507,15 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   std::vector<std::vector<PipelineOp>> ops(P);
   for (int s = 0; s < P; ++s) ops[s] = interleaved_1f1b(P, s, M, V);
   std::vector<size_t> next(P, 0);
+  // Per op: whether it is the last backward of its model chunk on the stage (where the chunk's
+  // gradients become complete).
+  std::vector<std::vector<char>> chunk_done(P);
+  for (int s = 0; s < P; ++s) {
+    chunk_done[s].assign(ops[s].size(), 0);
+    std::vector<char> seen(V, 0);
+    for (size_t i = ops[s].size(); i-- > 0;)
+      if (!ops[s][i].forward && !seen[ops[s][i].chunk]) seen[ops[s][i].chunk] = 1, chunk_done[s][i] = 1;
+  }
   for (bool progress = true; progress;) {
     progress = false;
     for (int s = 0; s < P; ++s)
@@ -361,7 +525,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         engine::TaskId recv = engine::kNoTask;
         if (op.forward && v > 0 && (recv = sent_f[v - 1][op.mb]) == engine::kNoTask) break;
         if (!op.forward && v + 1 < VS && (recv = sent_b[v + 1][op.mb]) == engine::kNoTask) break;
-        emit(s, op, recv, next[s] + 1 == ops[s].size());
+        emit(s, op, recv, next[s] + 1 == ops[s].size(), chunk_done[s][next[s]]);
         ++next[s];
         progress = true;
       }
@@ -390,34 +554,50 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   if (ctx_.flow_network) flow = std::make_unique<network::FlowNetwork>(topo, ctx_.flow_precision);
   else coflow = std::make_unique<network::CoflowNetwork>(topo);
 
-  // This iteration's loads: per-micro-batch expert durations (and the stage's means), copies.
-  std::vector<std::vector<double>> ef(LM, std::vector<double>(n, 0.0)), eb(LM, std::vector<double>(n, 0.0));
-  std::vector<double> ef_mean(LM, 0), eb_mean(LM, 0);
+  // This iteration's loads: per-micro-batch expert durations (and the stage's means), copies. A
+  // layer's variants: one per micro-batch when its plan has them (a trace with a micro-batch axis:
+  // each micro-batch routes its own counts), else one that every micro-batch runs (the iteration's
+  // counts / grad_accum). Variant k of layer l is entry first[l] + k.
+  std::vector<int> first(LM + 1, 0);
+  for (int l = 0; l < LM; ++l) {
+    const size_t mbs = plans[l].micro.size();
+    if (mbs != 0 && mbs != static_cast<size_t>(M))
+      throw std::logic_error(fmt::format("layer plan with {} micro-batches for grad_accum {}", mbs, M));
+    first[l + 1] = first[l] + (mbs == 0 ? 1 : M);
+  }
+  const int VN = first[LM];
+  auto variant = [&](int l, int mb) { return first[l] + (first[l + 1] - first[l] == 1 ? 0 : mb); };
+  std::vector<std::vector<double>> ef(VN, std::vector<double>(n, 0.0)), eb(VN, std::vector<double>(n, 0.0));
+  std::vector<double> ef_mean(VN, 0), eb_mean(VN, 0);
   std::vector<double> scratch;
-  std::vector<int> dispatch_id(LM, -1), combine_id(LM, -1);
+  std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
   collective::CoflowLoads loads, loads_tr;
   for (int l = 0; l < LM; ++l) {
-    const LayerPlan& p = plans[l];
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
-    for (int x : L.stage_gpus(s)) {
-      if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
-        ef[l][x] = p.expert_fwd_seconds[x];
-        eb[l][x] = p.expert_bwd_seconds[x];
-      } else {
-        scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
-        for (double& v : scratch) v /= M;
-        ef[l][x] = cc.expert_forward(scratch).value();
-        eb[l][x] = cc.expert_backward(scratch).value();
+    for (int k = first[l]; k < first[l + 1]; ++k) {
+      const bool own = first[l + 1] - first[l] > 1;
+      const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
+      const double div = own ? 1.0 : M;  // a micro-batch's own counts, or the iteration's / grad_accum
+      for (int x : L.stage_gpus(s)) {
+        if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
+          ef[k][x] = p.expert_fwd_seconds[x];
+          eb[k][x] = p.expert_bwd_seconds[x];
+        } else {
+          scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
+          for (double& v : scratch) v /= div;
+          ef[k][x] = cc.expert_forward(scratch).value();
+          eb[k][x] = cc.expert_backward(scratch).value();
+        }
+        ef_mean[k] += ef[k][x] / S;
+        eb_mean[k] += eb[k][x] / S;
       }
-      ef_mean[l] += ef[l][x] / S;
-      eb_mean[l] += eb[l][x] / S;
-    }
-    if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
-      scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
-      for (double& v : scratch) v /= M;
-      net_.alltoallv_loads_both(scratch, loads, loads_tr);
-      dispatch_id[l] = coflow->define(loads);
-      combine_id[l] = coflow->define(loads_tr);
+      if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
+        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
+        for (double& v : scratch) v /= div;
+        net_.alltoallv_loads_both(scratch, loads, loads_tr);
+        dispatch_id[k] = coflow->define(loads);
+        combine_id[k] = coflow->define(loads_tr);
+      }
     }
   }
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
@@ -425,8 +605,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     double d = 0;
     if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) {
       const bool f = v.what == Var::kExpertFwd;
-      d = f ? ef[v.layer][v.gpu] : eb[v.layer][v.gpu];
-      mean_[g.tag(v.task)] = f ? ef_mean[v.layer] : eb_mean[v.layer];
+      const int k = variant(v.layer, v.mb);
+      d = f ? ef[k][v.gpu] : eb[k][v.gpu];
+      mean_[g.tag(v.task)] = f ? ef_mean[k] : eb_mean[k];
     } else {
       const auto& cb = plans[v.layer].copy_bytes;
       const double ratio = v.what == Var::kCopyIn ? 1.0 : grad_ratio;
@@ -435,22 +616,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  std::vector<collective::Coflow> a2a_flows(flow ? 2 * LM : 0);
+  std::vector<collective::Coflow> a2a_flows(flow ? 2 * VN : 0);
   std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
   if (flow)
-    for (int l = 0; l < LM; ++l) {
-      scratch.assign(plans[l].dispatch_bytes.begin(), plans[l].dispatch_bytes.end());
-      for (double& v : scratch) v /= M;
-      a2a_flows[2 * l] = collective::alltoallv_flows(topo, scratch, false, a2a_extra[2 * l]);
-      a2a_flows[2 * l + 1] = collective::alltoallv_flows(topo, scratch, true, a2a_extra[2 * l + 1]);
-    }
+    for (int l = 0; l < LM; ++l)
+      for (int k = first[l]; k < first[l + 1]; ++k) {
+        const bool own = first[l + 1] - first[l] > 1;
+        const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
+        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
+        for (double& v : scratch) v /= own ? 1.0 : M;
+        a2a_flows[2 * k] = collective::alltoallv_flows(topo, scratch, false, a2a_extra[2 * k]);
+        a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, scratch, true, a2a_extra[2 * k + 1]);
+      }
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr : &plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
-      if (flow) flow->assign(b.task, a2a_flows[2 * b.index + c], a2a_extra[2 * b.index + c]);
-      else coflow->assign(b.task, c ? combine_id[b.index] : dispatch_id[b.index]);
+      const int k = variant(b.index, b.mb);
+      if (flow) flow->assign(b.task, a2a_flows[2 * k + c], a2a_extra[2 * k + c]);
+      else coflow->assign(b.task, c ? combine_id[k] : dispatch_id[k]);
       continue;
     }
     if (b.what == Bind::kFixed) {
@@ -496,6 +681,12 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     if (cls_[tag] == kPp) stats_.pp_comm += d;
     if (cls_[tag] == kDp) stats_.dp_comm += d;
   }
+  // Every DP collective's time, overlapped or not: the largest stage's sum.
+  std::vector<double> dp_busy(P, 0.0);
+  for (const auto& [x, s] : dp_tasks_) dp_busy[s] += sim.end_time(x) - sim.start_time(x);
+  stats_.dp_comm_total = *std::max_element(dp_busy.begin(), dp_busy.end());
+  stats_.dense_buckets = dense_buckets_;
+  stats_.expert_buckets = expert_buckets_;
   // The bubble: idle fraction of each stage's first GPU's compute stream until the pipeline drains.
   double flush = 0;
   for (engine::TaskId x = 0; x < g.num_tasks(); ++x)

@@ -34,6 +34,20 @@
 // steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
 // all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
 // the whole state. The iteration ends when every stage has.
+// Overlap of the distributed optimizer's communication (Megatron-Core's DistributedDataParallel,
+// layout keys overlap_grad_reduce / overlap_param_gather, both off by default as in Megatron-Core):
+// each model chunk's parameters are in gradient buckets (dense over DP, experts over expert-DP;
+// bucket_size parameters, Megatron's default max(40M, 1M x dp); only stage 0's first chunk is split
+// into several, as Megatron does: every other chunk is one bucket per buffer). With
+// overlap_grad_reduce, during the last micro-batch's backward of a chunk, a bucket's reduce-scatter
+// is issued on dp as soon as the backward has produced its last gradients (the head, a block's
+// experts, MLP side, attention, the embeddings: see chunk_buckets), so it runs beside the backward
+// of earlier blocks and shares the links with the all-to-alls, TP and PP traffic; the optimizer
+// waits for every bucket. With overlap_param_gather the all-gathers of the updated parameters
+// leave the iteration's end: every bucket's all-gather starts at the iteration's start (the
+// previous step's parameters; Megatron-LM's align_param_gather issues all stages' at once), in the
+// order the forward uses the buckets, and the first micro-batch's first use of a bucket's
+// parameters (and a layer's spAG of its experts) waits for it.
 // Sparse collectives (FSSDP inside each stage's EP groups, LayoutSparse): an MoE layer whose plan
 // holds copies (spag_flows not empty) gathers them once per iteration, issued with the first
 // micro-batch's forward when the attention before the layer starts (one task for the stage, every
@@ -92,7 +106,10 @@ TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayou
 struct LayoutStats {
   double tp_comm = 0;      // seconds of TP collectives on the critical path
   double pp_comm = 0;      // of stage-to-stage sends
-  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce)
+  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce): the exposed part
+  double dp_comm_total = 0;  // every DP collective's time, overlapped or not (the largest stage's)
+  int dense_buckets = 1;   // gradient buckets of stage 0's first chunk (1 each without overlap_grad_reduce)
+  int expert_buckets = 1;
   double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
 };
 
@@ -109,7 +126,9 @@ class LayoutIterationGraph {
   // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
   // tokens); spag/sprs flows and copy_bytes where the layer materializes copies; expert seconds per
   // micro-batch from expert_fwd/bwd_seconds where set (the bound), else the cost model on
-  // expert_tokens / grad_accum. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // expert_tokens / grad_accum. A plan with `micro` (grad_accum entries: a trace with a micro-batch
+  // axis) gives micro-batch mb its own expert seconds / tokens and all-to-all bytes, micro[mb]'s
+  // (not divided); the copies stay the iteration plan's. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
   // the component of non-MoE communication); the caller fills memory.
   // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
   // coflow on every GPU's a2a stream before the iteration's first forward, charged to
@@ -137,6 +156,7 @@ class LayoutIterationGraph {
     engine::TaskId task;
     Bind what;
     int index;  // FixedComm index or MoE layer
+    int mb;     // the micro-batch whose tasks it belongs to (a layer's all-to-alls per micro-batch)
   };
   // A task whose duration depends on the loads: an expert forward / backward or a copy of the
   // layer's copies (in: parameters, before the expert forward; out: gradients, after the last backward).
@@ -145,6 +165,7 @@ class LayoutIterationGraph {
     engine::TaskId task;
     Var what;
     int layer, gpu;
+    int mb;
   };
   void build(const std::vector<char>& shape);
 
@@ -164,6 +185,8 @@ class LayoutIterationGraph {
   std::vector<Binding> bindings_;
   std::vector<VarTask> vars_;
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
+  std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
+  int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }
 };

@@ -12,7 +12,8 @@ namespace hs::strategy {
 namespace {
 
 // EP inside each stage: the GPUs of the stage that holds MoE layer l route its tokens (their
-// trace rows, / tp: with sequence parallelism a GPU routes its s*b/tp tokens of the micro-batch),
+// trace rows, / tp: with sequence parallelism a GPU routes its s*b/tp tokens of the micro-batch;
+// with a trace's micro-batch axis each micro-batch its own rows),
 // every other GPU routes none; experts are blocks of E/ep on each EP group of ep consecutive GPUs.
 // The oracle (balanced = true): the same, but every GPU of the stage computes the stage's mean load
 // and every source sends an equal share of its assignments to each GPU of its EP group
@@ -28,14 +29,18 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     std::vector<double> rows;
     for (int l = 0; l < L; ++l) {
-      const auto counts = layer_counts(loads.total, l, n, E);
-      rows.assign(static_cast<size_t>(n) * E, 0.0);
-      const size_t lo = static_cast<size_t>(stage_[l]) * S * E, hi = lo + static_cast<size_t>(S) * E;
-      for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout_.tp;
-      if (balanced_)
-        balance_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plans_[l]);
-      else
-        route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plans_[l]);
+      auto route = [&](std::span<const double> counts, LayerPlan& plan) {
+        rows.assign(static_cast<size_t>(n) * E, 0.0);
+        const size_t lo = static_cast<size_t>(stage_[l]) * S * E, hi = lo + static_cast<size_t>(S) * E;
+        for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout_.tp;
+        if (balanced_)
+          balance_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plan);
+        else
+          route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plan);
+      };
+      route(layer_counts(loads.total, l, n, E), plans_[l]);
+      // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
+      route_micro_batches(loads, l, n, E, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_);
     set_layout_memory(m, layout_, stage_, plans_, r);
@@ -75,7 +80,9 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
 std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st) {
   return {resolved_text("layout", workload::describe(layout)), resolved_value("pp_bubble", st.bubble),
           resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
-          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3)};
+          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3),
+          resolved_value("dp_comm_ms", st.dp_comm_total * 1e3),
+          resolved_text("dp_buckets", fmt::format("dense {}, expert {} (stage 0)", st.dense_buckets, st.expert_buckets))};
 }
 
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,

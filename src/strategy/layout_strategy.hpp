@@ -60,8 +60,9 @@ std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r);
 
-// The resolved settings every strategy under a layout reports: layout, pp_bubble, and the TP / PP /
-// DP communication on the critical path.
+// The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
+// DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left
+// exposed), dp_comm_ms (all of it, the largest stage's) and dp_buckets (stage 0's gradient buckets).
 std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st);
 
 }  // namespace hs::strategy

@@ -13,7 +13,9 @@
 //   mixtral-8x7b  tp=1,pp=4,ep=8    NVIDIA/Megatron-LM examples/mixtral/README.md: "For training,
 //                 the recommended model parallel config is TP1EP8PP4"; the example training script
 //                 (train_mixtral_8x7b_distributed.sh) adds --use-distributed-optimizer and
-//                 --sequence-parallel, both defaults here.
+//                 --sequence-parallel, both defaults here, and --overlap-grad-reduce and
+//                 --overlap-param-gather (off by default here, as in Megatron-Core; the preset
+//                 turns them on).
 #pragma once
 
 #include <span>

@@ -88,11 +88,15 @@ int ParallelLayout::stage_of_block(int block, int layers) const {
 
 namespace {
 
-bool parse_positive(const std::string& v, int& out) {
+template <class Int>
+bool parse_positive(const std::string& v, Int& out) {
   const char* end = v.data() + v.size();
   auto [p, ec] = std::from_chars(v.data(), end, out);
   return ec == std::errc() && p == end && out >= 1;
 }
+
+constexpr const char* kKeys =
+    "tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute, overlap_grad_reduce, overlap_param_gather, bucket_size";
 
 }  // namespace
 
@@ -109,12 +113,12 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
     start = comma == std::string::npos ? text.size() : comma + 1;
     const size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0) {
-      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute)", part));
+      d.error(source, "layout", fmt::format("'{}' is not KEY=VALUE (keys: {})", part, kKeys));
       continue;
     }
     const std::string key = part.substr(0, eq), value = part.substr(eq + 1);
     const std::string field = "layout." + key;
-    auto integer = [&](int& out) {
+    auto integer = [&](auto& out) {
       if (!parse_positive(value, out)) d.error(source, field, fmt::format("'{}' is not a positive integer", value));
     };
     auto on_off = [&](bool& out) {
@@ -139,6 +143,9 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
     }
     else if (key == "sp") on_off(l.sequence_parallel);
     else if (key == "dist_opt") on_off(l.distributed_optimizer);
+    else if (key == "overlap_grad_reduce") on_off(l.overlap_grad_reduce);
+    else if (key == "overlap_param_gather") on_off(l.overlap_param_gather);
+    else if (key == "bucket_size") integer(l.bucket_size);
     else if (key == "tp_span") {
       if (value == "node") l.tp_across_nodes = false;
       else if (value == "any") l.tp_across_nodes = true;
@@ -149,7 +156,7 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
       else if (value == "full") l.recompute = Recompute::kFull;
       else d.error(source, field, fmt::format("'{}' is not none, selective or full", value));
     } else {
-      d.error(source, field, fmt::format("unknown key '{}' (keys: tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute)", key));
+      d.error(source, field, fmt::format("unknown key '{}' (keys: {})", key, kKeys));
     }
   }
   d.throw_if_errors();
@@ -203,14 +210,28 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
     d.error(source, "layout.ep", fmt::format("ep {} must divide the {} GPUs of a pipeline stage (tp {} x dp {}): "
                                              "EP groups are carved from a stage's ranks, as Megatron-Core's "
                                              "expert rank generator does", l.ep, static_cast<long long>(l.tp) * l.dp, l.tp, l.dp));
+  // Megatron-LM, megatron/training/arguments.py: "--overlap-param-gather only supported with
+  // distributed optimizer", "Must use --overlap-param-gather with --overlap-grad-reduce".
+  if (l.overlap_param_gather && !l.distributed_optimizer)
+    d.error(source, "layout.overlap_param_gather", "overlap_param_gather=on all-gathers the distributed optimizer's "
+                                                   "updated parameters: it needs dist_opt=on (Megatron-LM asserts it)");
+  if (l.overlap_param_gather && !l.overlap_grad_reduce)
+    d.error(source, "layout.overlap_param_gather", "overlap_param_gather=on needs overlap_grad_reduce=on (Megatron-LM "
+                                                   "asserts it: the all-gathers use the gradient buckets)");
+  // DistributedDataParallel's default bucket: max(40M, 1M x dp) parameters (larger DP groups need
+  // larger buckets to stay bandwidth-bound).
+  if (l.bucket_size == 0 && l.dp > 0) l.bucket_size = std::max(40000000LL, 1000000LL * l.dp);
   d.throw_if_errors();
 }
 
 std::string describe(const ParallelLayout& l) {
-  return fmt::format("tp={},pp={},dp={},ep={},{}sp={},tp_span={},dist_opt={},recompute={}", l.tp, l.pp, l.dp, l.ep,
-                     l.vpp > 1 ? fmt::format("vpp={},", l.vpp) : std::string(), l.sequence_parallel ? "on" : "off",
-                     l.tp_across_nodes ? "any" : "node", l.distributed_optimizer ? "on" : "off",
-                     recompute_name(l.recompute));
+  return fmt::format("tp={},pp={},dp={},ep={},{}sp={},tp_span={},dist_opt={},recompute={},overlap_grad_reduce={},"
+                     "overlap_param_gather={}{}",
+                     l.tp, l.pp, l.dp, l.ep, l.vpp > 1 ? fmt::format("vpp={},", l.vpp) : std::string(),
+                     l.sequence_parallel ? "on" : "off", l.tp_across_nodes ? "any" : "node",
+                     l.distributed_optimizer ? "on" : "off", recompute_name(l.recompute),
+                     l.overlap_grad_reduce ? "on" : "off", l.overlap_param_gather ? "on" : "off",
+                     l.overlap_grad_reduce ? fmt::format(",bucket_size={}", l.bucket_size) : std::string());
 }
 
 }  // namespace hs::workload

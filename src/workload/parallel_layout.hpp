@@ -21,7 +21,8 @@
 //
 // Values are parsed once (parse_parallel_layout: syntax, each field's type and range) and resolved
 // against the cluster and the model once (resolve_layout: dp derived, divisibility, TP inside a
-// node unless tp_span=any); both collect every problem before throwing InputError (exit 2), naming
+// node unless tp_span=any; overlap_param_gather needs dist_opt=on and overlap_grad_reduce=on, as
+// Megatron-LM's argument checks assert); both collect every problem before throwing InputError (exit 2), naming
 // the source ("--layout" or a sweep file) and the field ("layout.tp").
 #pragma once
 
@@ -47,6 +48,16 @@ struct ParallelLayout {
   bool tp_across_nodes = false;        // tp_span=node (default) | any
   bool distributed_optimizer = true;   // dist_opt=on|off (Megatron --use-distributed-optimizer)
   Recompute recompute = Recompute::kNone;
+  // Megatron-Core's DistributedDataParallel (megatron/core/distributed): gradients and parameters
+  // live in buckets; with overlap_grad_reduce a bucket's reduce-scatter (all-reduce without the
+  // distributed optimizer) is issued as soon as the last micro-batch's backward has produced all its
+  // gradients; with overlap_param_gather the updated parameters' all-gathers run beside the next
+  // iteration's forward. Defaults as DistributedDataParallelConfig's: both off.
+  bool overlap_grad_reduce = false;    // overlap_grad_reduce=on|off (--overlap-grad-reduce)
+  bool overlap_param_gather = false;   // overlap_param_gather=on|off (--overlap-param-gather)
+  // Parameters per bucket (--ddp-bucket-size); 0 until resolved: Megatron-Core's default
+  // max(40,000,000, 1,000,000 x dp).
+  long long bucket_size = 0;
   std::string text;                    // as given, for outputs
 
   int stage_size() const { return tp * dp; }        // GPUs per pipeline stage
@@ -78,7 +89,8 @@ struct ParallelLayout {
 
 // Syntax "[PRESET,]KEY=VALUE[,KEY=VALUE...]" (a preset of workload/layout_presets.hpp, then
 // overrides: a later key wins), keys tp, pp, dp, ep, vpp (positive integers), sp (on|off),
-// tp_span (node|any), dist_opt (on|off), recompute (none|selective|full). `source` names where the
+// tp_span (node|any), dist_opt (on|off), recompute (none|selective|full), overlap_grad_reduce and
+// overlap_param_gather (on|off), bucket_size (a positive integer: parameters per bucket). `source` names where the
 // text came from in diagnostics ("--layout", "sweep.yaml:12:3").
 ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source);
 

@@ -177,6 +177,26 @@ expect 0 "records 2 micro-batches per iteration but the model runs grad_accum 3"
 "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --format json --seed 3 > "$tmp/m1.json" 2>/dev/null
 "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --format json --seed 3 > "$tmp/m2.json" 2>/dev/null
 if cmp -s "$tmp/m1.json" "$tmp/m2.json"; then echo "ok: deterministic JSON with micro-batches"; else echo "FAIL: micro-batch JSON differs between runs"; fails=$((fails+1)); fi
+# Under a layout each micro-batch routes its own counts too: iteration 0's skewed micro-batches make
+# EP slower than the same trace with the micro-batches summed (each micro-batch's counts / 2).
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+d['version'] = '1.0'; del d['workload']['micro_batches']; d['axes'] = d['axes'][1:]
+for r in d['records']:
+    c = r['counts']
+    r['counts'] = [[[sum(mb[l][s][e] for mb in c) for e in range(len(c[0][l][s]))] for s in range(len(c[0][l]))] for l in range(len(c[0]))]
+json.dump(d, open(sys.argv[2], 'w'))
+" "$mfx" "$tmp/mb-summed.json"
+"$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=2 --iterations 2 --layout pp=2,ep=2 --strategy ep --format json > "$tmp/ml.json" 2>/dev/null
+"$sim" run dgx-h100-1node "$tmp/mb-summed.json" --model "$fx/tiny-model.yaml" --set grad_accum=2 --iterations 2 --layout pp=2,ep=2 --strategy ep --format json > "$tmp/ms.json" 2>/dev/null
+python3 -c "
+import json, sys
+own, summed = (json.load(open(f))['strategies'][0] for f in sys.argv[1:3])
+assert own['iteration_time_s']['mean'] > summed['iteration_time_s']['mean'], (own['iteration_time_s'], summed['iteration_time_s'])
+assert own['breakdown_s']['straggler_wait'] > summed['breakdown_s']['straggler_wait']
+" "$tmp/ml.json" "$tmp/ms.json" && echo "ok: micro-batches routed on their own under --layout" || { echo "FAIL: micro-batches under --layout"; fails=$((fails+1)); }
+expect 0 "workload.micro_batches" "records 2 micro-batches per iteration but the model runs grad_accum 4" -- "$sim" run dgx-h100-1node "$mfx" --model "$fx/tiny-model.yaml" --set grad_accum=4 --iterations 2 --layout pp=2,ep=2
 # A record with one micro-batch where the trace has two: file:line:col of its counts.
 sed '0,/{"iter":1,"counts":\[\[\[\[/s//{"iter":1,"counts":[[[[/' "$mfx" | \
   python3 -c "import sys; l=sys.stdin.read().split('\n'); i=[k for k,x in enumerate(l) if x.startswith('    {\"iter\":1')][0]; c=l[i]; l[i]=c[:c.index('],[[[')] + ']]}'; print('\n'.join(l))" > "$tmp/mb-short.json"
@@ -295,11 +315,13 @@ assert t(b) <= min(t(ep), t(fs), t(fd)), [t(s) for s in (ep, fs, fd, b)]
 expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b\\)" -- "${run[@]}" --layout nosuch
 expect 2 "--layout: error: layout.tp: tp 1 x pp 16 = 16 does not divide the 8 GPUs" "layout.pp: pp 16 exceeds" -- "${run[@]}" --layout deepseek-v3
 expect 2 "layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 1" -- "${run[@]}" --layout pp=2,vpp=2
+expect 2 "--layout: error: layout.overlap_param_gather: overlap_param_gather=on needs overlap_grad_reduce=on" -- "${run[@]}" --layout ep=2,overlap_param_gather=on
+expect 2 "--layout: error: layout.overlap_grad_reduce: 'yes' is not on or off" -- "${run[@]}" --layout ep=2,overlap_grad_reduce=yes
 "${run[@]}" --layout pp=2,vpp=2,ep=4 --set grad_accum=4 --set layers=4 --set "moe_layers=every 2" --strategy ep,fsdp --format json > "$tmp/lv.json" 2>/dev/null
 python3 -c "
 import json, sys
 ep, fsdp = json.load(open(sys.argv[1]))['strategies']
-assert ep['resolved']['layout'] == 'tp=1,pp=2,dp=4,ep=4,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none', ep['resolved']
+assert ep['resolved']['layout'] == 'tp=1,pp=2,dp=4,ep=4,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none,overlap_grad_reduce=off,overlap_param_gather=off', ep['resolved']
 assert 0 < ep['resolved']['pp_bubble'] < 1 and fsdp['resolved']['fssdp_group_gpus'] == 4, fsdp['resolved']
 " "$tmp/lv.json" && echo "ok: vpp and fsdp under --layout" || { echo "FAIL: vpp / fsdp under --layout"; fails=$((fails+1)); }
 # FasterMoE says what its policy's automatic model parameters became and what it shadowed per layer.

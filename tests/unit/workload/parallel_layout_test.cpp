@@ -28,7 +28,7 @@ TEST_CASE("layout: parse, derive dp, Megatron-Core's tp-cp-ep-dp-pp rank order")
   auto l = workload::parse_parallel_layout("tp=2,pp=2,ep=4", kSrc);
   workload::resolve_layout(l, 16, 8, model16(), kSrc);
   CHECK(l.dp == 4);
-  CHECK(workload::describe(l) == "tp=2,pp=2,dp=4,ep=4,sp=on,tp_span=node,dist_opt=on,recompute=none");
+  CHECK(workload::describe(l) == "tp=2,pp=2,dp=4,ep=4,sp=on,tp_span=node,dist_opt=on,recompute=none,overlap_grad_reduce=off,overlap_param_gather=off");
   // rank = tp_rank + tp * (dp_rank + dp * pp_rank): TP fastest, PP slowest.
   CHECK(l.rank(1, 3, 1) == 1 + 2 * (3 + 4 * 1));
   CHECK(l.tp_rank(15) == 1);
@@ -108,7 +108,8 @@ TEST_CASE("interleaved stages: chunks of pp x vpp, stage s holds chunks s, s + p
   m.grad_accum = 4;
   auto l = workload::parse_parallel_layout("pp=2,vpp=2", kSrc);
   workload::resolve_layout(l, 16, 8, m, kSrc);
-  CHECK(workload::describe(l) == "tp=1,pp=2,dp=8,ep=1,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none");
+  CHECK(workload::describe(l) == "tp=1,pp=2,dp=8,ep=1,vpp=2,sp=on,tp_span=node,dist_opt=on,recompute=none,overlap_grad_reduce=off,"
+                                  "overlap_param_gather=off");
   // 16 blocks in 4 chunks of 4: virtual stages 0..3 = blocks 0-3, 4-7, 8-11, 12-15; stage 0 holds
   // chunks 0 and 2, stage 1 chunks 1 and 3.
   CHECK(l.chunk_blocks(2, 16) == std::pair{8, 12});
