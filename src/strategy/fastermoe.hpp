@@ -54,6 +54,7 @@
 //   * FasterMoE's smart schedule (group-wise pipelined all-to-all, FMOE_FASTER_GROUP_SIZE) and its
 //     topology-aware gate are not modelled: the all-to-alls are EP's.
 //   * The policy's all-gather of counts is a few bytes per expert and is not timed.
+// Under a parallel layout each stage's EP groups shadow alike (strategy/layout_fastermoe.cpp, with ShadowPlanner).
 #pragma once
 
 #include <map>
