@@ -4,7 +4,7 @@
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
-// strategy/layout_smartmoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
+// strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
 // naming --strategy and why (exit 2) until they compose.
 #pragma once
 
@@ -51,14 +51,21 @@ const std::vector<LayerPlan>* layout_fssdp_plans(const Strategy& s);
 std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
 
+// FlexMoE inside each stage's EP groups (layout_flexmoe.cpp): each group re-plans its replicas in
+// reserve_slots extra slots per GPU and MoE layer every `period` iterations; knobs as flexmoe's.
+std::unique_ptr<Strategy> make_layout_flexmoe(const StrategySpec& spec, const Context& ctx,
+                                              const workload::ParallelLayout& layout);
+
 // The lower bound under the layout (layout_bound.cpp): the layout's graph with each stage's expert
 // compute at its floor (launch + the stage's summed per-expert GEMMs / its GPUs) and no all-to-all bytes.
 std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout);
 
 // The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
-// (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu.
+// (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
+// every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's).
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
-                       const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r);
+                       const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r,
+                       int reserve_slots = 0);
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
 // DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left
