@@ -93,46 +93,86 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
 // Loads are row and column sums per locality (Topology::endpoint_separable), read row by row: entry
 // (r, c) is a transfer r -> c (the dispatch), or c -> r (the combine, which add_sums reads by
 // swapping each GPU's sends and receives).
+//
+// Each sum adds its entries in column order (row sums) or row order (column sums), entries without
+// bytes contributing +0.0, which changes no sum: the loop over a row has no branch, and a row whose
+// node is a range of consecutive GPUs is read as the ranges before, inside (less the diagonal) and
+// after it, each of one locality. Counts are integers. So every sum, count and maximum is the one
+// of a plain loop over the pairs that carry bytes.
 void AnalyticNetwork::scan_sums(std::span<const double> m) {
   const int n = topo_.num_gpus();
+  const size_t nn = static_cast<size_t>(n);
   sends_.assign(n, 0);
   recvs_.assign(n, 0);
-  out_sums_.assign(static_cast<size_t>(n) * 4, 0.0);  // per GPU: [local, net] x [bytes, count]
-  in_sums_.assign(static_cast<size_t>(n) * 4, 0.0);
-  double alpha = 0, max_local = 0, max_net = 0;
-  double* in = in_sums_.data();
-  int* recvs = recvs_.data();
+  out_bytes_.assign(2 * nn, 0.0);
+  out_count_.assign(2 * nn, 0);
+  in_bytes_.assign(2 * nn, 0.0);
+  in_count_.assign(2 * nn, 0);
   if (row_max_latency_.empty()) {
     row_max_latency_.assign(n, 0.0);
-    for (int r = 0; r < n; ++r)
-      for (int c = 0; c < n; ++c)
+    node_lo_.assign(n, -1);
+    node_hi_.assign(n, -1);
+    for (int r = 0; r < n; ++r) {
+      int lo = -1, hi = -1, members = 0;
+      for (int c = 0; c < n; ++c) {
         if (c != r) row_max_latency_[r] = std::max(row_max_latency_[r], topo_.route_latency(r, c).value());
-  }
-  for (int r = 0; r < n; ++r) {
-    const int nr = topo_.node_of(r);
-    const double* row = m.data() + static_cast<size_t>(r) * n;
-    // This row's sends per locality, in registers: adding 0 (the other locality) changes no sum.
-    double local_b = 0, local_c = 0, net_b = 0, net_c = 0;
-    int sends = 0;
-    for (int c = 0; c < n; ++c) {
-      const double b = row[c];
-      if (b <= 0 || r == c) continue;
-      const bool net = topo_.node_of(c) != nr;
-      const double bl = net ? 0.0 : b, bn = net ? b : 0.0;
-      local_b += bl, local_c += net ? 0.0 : 1.0, net_b += bn, net_c += net ? 1.0 : 0.0;
-      double* di = in + static_cast<size_t>(c) * 4 + (net ? 2 : 0);
-      di[0] += b, di[1] += 1;
-      ++sends, ++recvs[c];
-      max_local = std::max(max_local, bl), max_net = std::max(max_net, bn);
+        if (topo_.node_of(c) != topo_.node_of(r)) continue;
+        if (lo < 0) lo = c;
+        hi = c + 1;
+        ++members;
+      }
+      if (members == hi - lo) node_lo_[r] = lo, node_hi_[r] = hi;
+      max_latency_ = std::max(max_latency_, row_max_latency_[r]);
     }
-    // The largest latency among the row's pairs (symmetric latencies): with a peer in every other
-    // GPU, the row's precomputed maximum; else over the pairs that carry bytes.
-    if (sends == n - 1) alpha = std::max(alpha, row_max_latency_[r]);
-    else
+  }
+  double alpha = 0, max_local = 0, max_net = 0;
+  int* recvs = recvs_.data();
+  // Columns [c0, c1) of `row`, all of locality `net`, into the row's sums and the columns' sums.
+  auto run = [&](const double* row, int c0, int c1, int net, double& sum, int& count, double& most) {
+    double* in_b = in_bytes_.data() + static_cast<size_t>(net) * nn;
+    int* in_c = in_count_.data() + static_cast<size_t>(net) * nn;
+    double s = sum, mx = most;
+    int k = count;
+    for (int c = c0; c < c1; ++c) {
+      const double b = row[c];
+      const bool carries = !(b <= 0);
+      const double bb = carries ? b : 0.0;
+      const int one = carries ? 1 : 0;
+      s += bb, k += one, mx = std::max(mx, bb);
+      in_b[c] += bb, in_c[c] += one, recvs[c] += one;
+    }
+    sum = s, count = k, most = mx;
+  };
+  for (int r = 0; r < n; ++r) {
+    const double* row = m.data() + static_cast<size_t>(r) * n;
+    double local_b = 0, net_b = 0;
+    int local_c = 0, net_c = 0;
+    const int lo = node_lo_[r], hi = node_hi_[r];
+    if (lo >= 0) {
+      run(row, 0, lo, 1, net_b, net_c, max_net);
+      run(row, lo, r, 0, local_b, local_c, max_local);
+      run(row, r + 1, hi, 0, local_b, local_c, max_local);
+      run(row, hi, n, 1, net_b, net_c, max_net);
+    } else {
+      const int nr = topo_.node_of(r);
       for (int c = 0; c < n; ++c)
-        if (row[c] > 0 && c != r) alpha = std::max(alpha, topo_.route_latency(r, c).value());
-    double* so = out_sums_.data() + static_cast<size_t>(r) * 4;
-    so[0] = local_b, so[1] = local_c, so[2] = net_b, so[3] = net_c;
+        if (c != r) {
+          const int net = topo_.node_of(c) != nr ? 1 : 0;
+          run(row, c, c + 1, net, net ? net_b : local_b, net ? net_c : local_c, net ? max_net : max_local);
+        }
+    }
+    const int sends = local_c + net_c;
+    // The largest latency among the pairs that carry bytes (symmetric latencies): a row can raise
+    // it only when its largest latency is above it; with a peer in every other GPU that largest
+    // latency is the row's, else the row's pairs are read.
+    if (alpha < max_latency_ && row_max_latency_[r] > alpha) {
+      if (sends == n - 1) alpha = row_max_latency_[r];
+      else
+        for (int c = 0; c < n; ++c)
+          if (row[c] > 0 && c != r) alpha = std::max(alpha, topo_.route_latency(r, c).value());
+    }
+    out_bytes_[r] = local_b, out_count_[r] = local_c;
+    out_bytes_[nn + r] = net_b, out_count_[nn + r] = net_c;
     sends_[r] = sends;
   }
   scan_alpha_ = alpha, scan_max_local_ = max_local, scan_max_net_ = max_net;
@@ -140,21 +180,27 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
 
 double AnalyticNetwork::add_sums(bool transpose) {
   const int n = topo_.num_gpus();
+  const size_t nn = static_cast<size_t>(n);
   if (topo_.endpoint_separable()) {
     alpha_ = std::max(alpha_, scan_alpha_);
     // The combine sends what the dispatch receives and the other way round.
-    const std::vector<double>& out_sums = transpose ? in_sums_ : out_sums_;
-    const std::vector<double>& in_sums = transpose ? out_sums_ : in_sums_;
+    const std::vector<double>& out_b = transpose ? in_bytes_ : out_bytes_;
+    const std::vector<double>& in_b = transpose ? out_bytes_ : in_bytes_;
+    const std::vector<int>& out_c = transpose ? in_count_ : out_count_;
+    const std::vector<int>& in_c = transpose ? out_count_ : in_count_;
     double* load = load_.data();
     double* count = count_.data();
     for (int g = 0; g < n; ++g)
       for (int k = 0; k < 2; ++k) {
-        const double* so = out_sums.data() + static_cast<size_t>(g) * 4 + k * 2;
-        const double* si = in_sums.data() + static_cast<size_t>(g) * 4 + k * 2;
-        if (so[1] > 0)
-          for (const auto& h : topo_.egress_hops(g, k == 1)) load[h.link] += so[0] * h.fraction, count[h.link] += so[1] * h.fraction;
-        if (si[1] > 0)
-          for (const auto& h : topo_.ingress_hops(g, k == 1)) load[h.link] += si[0] * h.fraction, count[h.link] += si[1] * h.fraction;
+        const size_t i = static_cast<size_t>(k) * nn + g;
+        if (out_c[i] > 0) {
+          const double b = out_b[i], c = out_c[i];
+          for (const auto& h : topo_.egress_hops(g, k == 1)) load[h.link] += b * h.fraction, count[h.link] += c * h.fraction;
+        }
+        if (in_c[i] > 0) {
+          const double b = in_b[i], c = in_c[i];
+          for (const auto& h : topo_.ingress_hops(g, k == 1)) load[h.link] += b * h.fraction, count[h.link] += c * h.fraction;
+        }
       }
   }
   // A GPU's peers are the same counted either way round (ranks takes the larger of sends and receives).

@@ -69,13 +69,19 @@ class AnalyticNetwork {
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
   std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
-  // Scratch: an all-to-all's row (out) and column (in) sums per GPU, [local, net] x [bytes, count]
-  // (separable topologies).
-  std::vector<double> out_sums_, in_sums_;
+  // Scratch: an all-to-all's row (out) and column (in) sums per GPU and locality (separable
+  // topologies): [locality * n + gpu], locality 0 = the GPU's node, 1 = the network.
+  std::vector<double> out_bytes_, in_bytes_;
+  std::vector<int> out_count_, in_count_;
   double scan_alpha_ = 0, scan_max_local_ = 0, scan_max_net_ = 0;  // scratch of scan_sums
   // Per GPU: the largest route latency to any other GPU (filled on the first scan_sums), the latency
-  // of a row that sends to every other GPU without reading n route latencies.
+  // of a row that sends to every other GPU without reading n route latencies; max_latency_ is the
+  // largest of them (once a pass has reached it, no row can raise its latency).
   std::vector<double> row_max_latency_;
+  double max_latency_ = 0;
+  // Per GPU g: the GPUs of its node as one range [node_lo_[g], node_hi_[g]) when they are
+  // consecutive (compact topologies), else node_lo_[g] = -1 (the row is read GPU by GPU).
+  std::vector<int> node_lo_, node_hi_;
   double alpha_ = 0;
   double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;

@@ -90,9 +90,10 @@ double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int
 }
 
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
-                              double received_tokens, double received_max_layer) {
+                              double received_tokens, double received_max_layer, double extra_experts) {
   const auto& pr = m.precision;
-  const StageParams p = stage_params(m, l, stage);
+  StageParams p = stage_params(m, l, stage);
+  p.experts += extra_experts * m.expert_params();
   MemoryBreakdown mem;
   mem.params = p.total() * pr.param_bytes;
   mem.grads = p.total() * pr.grad_bytes;

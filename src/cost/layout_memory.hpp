@@ -68,8 +68,10 @@ double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int
 
 // The whole breakdown of one GPU of `stage`: state, activations of the micro-batches in flight,
 // all-to-all buffers of the largest layer (received_max_layer: its routed tokens per micro-batch),
-// the runtime reserve. NCCL buffers are not counted under a layout yet.
+// the runtime reserve. NCCL buffers are not counted under a layout yet. `extra_experts`: whole
+// experts the GPU holds beyond its E/ep per MoE block (FlexMoE's reserve slots, summed over the
+// stage's blocks), counted as its own experts are (params, grads, optimizer state over expert-DP).
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
-                              double received_tokens, double received_max_layer);
+                              double received_tokens, double received_max_layer, double extra_experts = 0);
 
 }  // namespace hs::cost

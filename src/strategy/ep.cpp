@@ -67,8 +67,23 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
     const int base = (s / ep) * ep;
     const double* row = layer + static_cast<size_t>(s) * E;
     double* sent = p.dispatch_bytes.data() + static_cast<size_t>(s) * n;
-    std::fill(sent, sent + n, 0.0);  // the row, zeroed while it is in cache
     const char* shadow = shadowed.empty() ? nullptr : shadowed.data() + static_cast<size_t>(s / ep) * E;
+    // The row zeroed while it is in cache; without shadows the group's entries are all assigned below.
+    std::fill(sent, sent + base, 0.0);
+    std::fill(sent + base + ep, sent + n, 0.0);
+    if (shadow) std::fill(sent + base, sent + base + ep, 0.0);
+    if (!shadow && per == 1) {
+      // One expert per GPU: the loop below with its single slot, without branches. Adding a zero
+      // count leaves a sum of non-negative counts unchanged, and the slot's token count takes the
+      // same additions as received_tokens, so it is set from it after the last row.
+      double* received = p.received_tokens.data() + base;
+      for (int k = 0; k < ep; ++k) {
+        const double c = row[k];
+        received[k] += c;
+        sent[base + k] = c != 0 ? c * token_bytes : 0.0;
+      }
+      continue;
+    }
     // Expert e = k * per + j lives on GPU base + k, in its slot j.
     for (int k = 0; k < ep; ++k) {
       const int g = base + k;
@@ -101,6 +116,8 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
       }
     }
   }
+  if (shadowed.empty() && per == 1)
+    for (int g = 0; g < n; ++g) p.expert_tokens[g][0] = p.received_tokens[g];
 }
 
 void balance_ep_layer(const double* layer, int n, int E, int ep, double token_bytes, std::span<const int> gpus,

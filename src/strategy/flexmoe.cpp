@@ -16,14 +16,6 @@ namespace hs::strategy {
 
 namespace {
 
-struct FlexMoeKnobs {
-  int reserve_slots = 2;
-  int period = 10;
-  int window = 5;
-  int trigger_pct = 10;
-  DispatchRule dispatch = DispatchRule::kEven;
-};
-
 class FlexMoe final : public Strategy {
  public:
   FlexMoe(const Context& ctx, FlexMoeKnobs k)
@@ -36,22 +28,12 @@ class FlexMoe final : public Strategy {
     dense_ = params.dense;
     state_bytes_ = per_expert_ * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     grad_bytes_ = per_expert_ * m.precision.grad_bytes;
-    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+    std::vector<int> all;
+    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g)), all.push_back(g);
     // Every slot, filled or not, holds (or is reserved for) a full copy: params, grads, optimizer.
     static_ = owned_state(m, dense_ + per_expert_ * slots_ * L_);
     nccl_ = ep_nccl_bytes(ctx.topo, n_, false);
-    const double ga = m.grad_accum;
-    costs_.gpu_time = [this, ga](const std::vector<double>& tokens) {
-      std::vector<double> mb(tokens);
-      for (double& t : mb) t /= ga;
-      return (ctx_.compute.expert_forward(mb).value() + ctx_.compute.expert_backward(mb).value()) * ga;
-    };
-    costs_.move_time = [this](int src, int dst) {
-      return graph_.network().coflow_time(collective::Coflow{{src, dst, state_bytes_}});
-    };
-    costs_.allreduce_time = [this](const std::vector<int>& group) {
-      return collective::ring_time(graph_.network(), group, grad_bytes_, collective::RingOp::kAllReduce);
-    };
+    costs_ = replica_costs(ctx, graph_.network(), std::move(all));
   }
 
   static MoeGraphOptions options(const Context& ctx, bool replicas) {
@@ -110,15 +92,9 @@ class FlexMoe final : public Strategy {
     std::vector<int> per_layer(L_, 0);
     for (int l = 0; l < L_; ++l)
       for (const auto& h : holders_[l]) per_layer[l] += static_cast<int>(h.size()) - 1;
-    return {resolved_value("slots_per_gpu", slots_),
-            resolved_list("replicas_per_layer", per_layer),
-            resolved_value("layer_replans", layers_replanned_),
-            resolved_value("placement_changes", changes_),
-            resolved_value("expands", expands_),
-            resolved_value("shrinks", shrinks_),
-            resolved_value("migrations", migrations_),
-            resolved_value("experts_moved", moved_),
-            resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
+    auto r = flexmoe_resolved(slots_, per_layer, counts_);
+    r.push_back(resolved_text("dense_allreduce", graph_.dense_allreduce_algo()));
+    return r;
   }
 
  private:
@@ -130,16 +106,13 @@ class FlexMoe final : public Strategy {
       ReplicaPlan p = plan_replicas(history_.mean(l, E_), holders_[l], node_of_, slots_, 1.0 + k_.trigger_pct / 100.0,
                                     k_.period, costs_);
       if (!p.triggered) continue;
-      ++layers_replanned_;
-      expands_ += p.expands;
-      shrinks_ += p.shrinks;
-      migrations_ += p.migrations;
+      counts_.add(p);
       for (const auto& mv : p.moves) moves.push_back({mv.src, mv.dst, state_bytes_});
       holders_[l] = std::move(p.holders);
     }
     if (moves.empty()) return;
-    ++changes_;
-    moved_ += static_cast<int>(moves.size());
+    ++counts_.changes;
+    counts_.moved += static_cast<int>(moves.size());
     extras.reshard = graph_.network().coflow_time(moves);
     extras.reshard_flows = std::move(moves);
   }
@@ -156,17 +129,21 @@ class FlexMoe final : public Strategy {
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_;  // per GPU
   ReplicaCosts costs_;
-  int iteration_ = 0, layers_replanned_ = 0, changes_ = 0, expands_ = 0, shrinks_ = 0, migrations_ = 0, moved_ = 0;
+  int iteration_ = 0;
+  FlexMoeCounts counts_;
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_flexmoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
-  const int n = ctx.topo.num_gpus(), e = ctx.model.experts;
-  if (e % n != 0)
-    throw InputError({"--strategy", 0, 0}, "flexmoe",
-                     fmt::format("FlexMoE starts from EP's placement with E/N experts per GPU and needs the experts "
-                                 "to divide evenly over the GPUs: {} experts on {} GPUs", e, n));
+std::vector<ResolvedSetting> flexmoe_resolved(int slots, const std::vector<int>& replicas_per_layer,
+                                              const FlexMoeCounts& c) {
+  return {resolved_value("slots_per_gpu", slots),        resolved_list("replicas_per_layer", replicas_per_layer),
+          resolved_value("layer_replans", c.layers_replanned), resolved_value("placement_changes", c.changes),
+          resolved_value("expands", c.expands),          resolved_value("shrinks", c.shrinks),
+          resolved_value("migrations", c.migrations),    resolved_value("experts_moved", c.moved)};
+}
+
+FlexMoeKnobs flexmoe_knobs(const std::map<std::string, std::string>& knobs) {
   FlexMoeKnobs k;
   k.reserve_slots = static_cast<int>(knob_int(knobs, "flexmoe", "reserve_slots", 2, 0, 1 << 20));
   k.period = static_cast<int>(knob_int(knobs, "flexmoe", "period", 10, 1, 1 << 30));
@@ -175,7 +152,38 @@ std::unique_ptr<Strategy> make_flexmoe(const Context& ctx, const std::map<std::s
   k.dispatch = knob_choice(knobs, "flexmoe", "dispatch", "even", {"even", "topology"}) == "topology"
                    ? DispatchRule::kTopology
                    : DispatchRule::kEven;
-  return std::make_unique<FlexMoe>(ctx, k);
+  return k;
+}
+
+ReplicaCosts replica_costs(const Context& ctx, collective::AnalyticNetwork& net, std::vector<int> gpus) {
+  const auto& m = ctx.model;
+  const double per_expert = cost::count_params(m).per_expert;
+  const double state = per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
+  const double grad = per_expert * m.precision.grad_bytes, ga = m.grad_accum;
+  ReplicaCosts c;
+  c.gpu_time = [&ctx, ga](const std::vector<double>& tokens) {
+    std::vector<double> mb(tokens);
+    for (double& t : mb) t /= ga;
+    return (ctx.compute.expert_forward(mb).value() + ctx.compute.expert_backward(mb).value()) * ga;
+  };
+  c.move_time = [&net, gpus, state](int src, int dst) {
+    return net.coflow_time(collective::Coflow{{gpus[src], gpus[dst], state}});
+  };
+  c.allreduce_time = [&net, gpus, grad](const std::vector<int>& group) {
+    std::vector<int> global;
+    for (int i : group) global.push_back(gpus[i]);
+    return collective::ring_time(net, global, grad, collective::RingOp::kAllReduce);
+  };
+  return c;
+}
+
+std::unique_ptr<Strategy> make_flexmoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const int n = ctx.topo.num_gpus(), e = ctx.model.experts;
+  if (e % n != 0)
+    throw InputError({"--strategy", 0, 0}, "flexmoe",
+                     fmt::format("FlexMoE starts from EP's placement with E/N experts per GPU and needs the experts "
+                                 "to divide evenly over the GPUs: {} experts on {} GPUs", e, n));
+  return std::make_unique<FlexMoe>(ctx, flexmoe_knobs(knobs));
 }
 
 }  // namespace hs::strategy

@@ -50,10 +50,41 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "strategy/flexmoe_planner.hpp"
+#include "strategy/materialization.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
 
 std::unique_ptr<Strategy> make_flexmoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
+
+// FlexMoE's knobs, with and without a layout (InputError naming the knob when out of range).
+struct FlexMoeKnobs {
+  int reserve_slots = 2;
+  int period = 10;
+  int window = 5;
+  int trigger_pct = 10;
+  DispatchRule dispatch = DispatchRule::kEven;
+};
+FlexMoeKnobs flexmoe_knobs(const std::map<std::string, std::string>& knobs);
+
+// What FlexMoE's re-plans did, with and without a layout: layers re-planned (triggered), re-plans
+// that moved state, the planner's steps and the instances copied.
+struct FlexMoeCounts {
+  int layers_replanned = 0, changes = 0, expands = 0, shrinks = 0, migrations = 0, moved = 0;
+  void add(const ReplicaPlan& p) { ++layers_replanned, expands += p.expands, shrinks += p.shrinks, migrations += p.migrations; }
+};
+// FlexMoE's resolved settings: slots_per_gpu, replicas_per_layer, layer_replans, placement_changes,
+// expands, shrinks, migrations, experts_moved.
+std::vector<ResolvedSetting> flexmoe_resolved(int slots, const std::vector<int>& replicas_per_layer,
+                                              const FlexMoeCounts& c);
+
+// The planner's cost model for a set of GPUs (the planner's GPU i is gpus[i]): an expert's state
+// copy and a replica group's gradient all-reduce timed alone on `net`, expert compute from ctx's
+// cost model (an iteration's tokens over grad_accum micro-batches, forward + backward).
+ReplicaCosts replica_costs(const Context& ctx, collective::AnalyticNetwork& net, std::vector<int> gpus);
 
 }  // namespace hs::strategy

@@ -78,7 +78,7 @@ class LayoutFasterMoe final : public Strategy {
     std::vector<double> most(groups, 0.0);
     for (const auto& h : held)
       for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);
-    set_layout_memory(m, layout_, stage_, plans_, r, [&](int x, cost::MemoryBreakdown& b) {
+    set_layout_memory(m, layout_, stage_, plans_, r, 0, [&](int x, cost::MemoryBreakdown& b) {
       const double shadow = most[x / layout_.ep];
       b.copy_params = shadow * cost::in_flight_micro_batches(layout_, layout_.pp_rank(x), m.grad_accum);
       b.copy_grads = shadow > 0 ? shadows_.grad_bytes() : 0.0;

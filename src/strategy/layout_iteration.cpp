@@ -300,6 +300,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   std::vector<std::vector<char>> waited_d(VS), waited_e(VS);
   std::vector<std::vector<engine::TaskId>> stage_rs(P), sprs_of(LM);
   dp_tasks_.clear();
+  step_.assign(P, 0.0);
   auto dp_collective = [&](int s, bool expert, double bytes, collective::RingOp op, bool after) {
     double extra = 0;
     auto flows = collective::concurrent_ring_flows(topo, expert ? egroups[s] : dgroups[s], bytes, op, extra);
@@ -367,6 +368,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
     const engine::TaskId gathered = pending_spag[l];
     const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
+    const bool replicas = !forward && shape[LM + 1 + l] && cur_mb + 1 == M;
     if (forward) use(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       if (gathered != engine::kNoTask) {  // arrived copies into the expert buffer; the dispatch is not needed
@@ -391,6 +393,13 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     if (returns) {
       const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
       bind(r, Bind::kSprs, l);
+      stage_sprs[s].push_back(r);
+      sprs_of[l].push_back(r);
+    }
+    if (replicas) {  // FlexMoE: the replicated experts' gradients, all-reduced among their holders
+      const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp);
+      bind(r, Bind::kReplica, l);
+      dp_tasks_.push_back({r, s});
       stage_sprs[s].push_back(r);
       sprs_of[l].push_back(r);
     }
@@ -494,8 +503,10 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         need[x] = stage_rs[s].front();
         also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
       }
-      compute_task(x, cc.optimizer_step(step).value(), Component::kOptimizer, kOther);
+      compute_task(x, 0.0, Component::kOptimizer, kOther);
+      vars_.push_back({last[x], Var::kOptimizer, s, x, cur_mb});  // + the GPU's extra instances (run)
     }
+    step_[s] = step;
     // The updated parameters: all-gathered now, or with overlap_param_gather at the next
     // iteration's start (below), beside its forward.
     if (L.distributed_optimizer && !opg) {
@@ -563,15 +574,17 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   g.seal();
 }
 
-IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, const collective::Coflow& migrations) {
+IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, const collective::Coflow& migrations,
+                                          std::span<const double> extra_step_params) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
   const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), LM = m.moe_layers();
-  std::vector<char> shape(LM + 1);
+  std::vector<char> shape(2 * LM + 1);
   for (int l = 0; l < LM; ++l) shape[l] = !sparse_.shadow && !plans[l].spag_flows.empty();
   shape[LM] = !migrations.empty();
+  for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   if (builds_ == 0 || shape != shape_) {
     build(shape);
     shape_ = std::move(shape);
@@ -645,6 +658,8 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       const int k = variant(v.layer, v.mb);
       d = f ? ef[k][v.gpu] : eb[k][v.gpu];
       mean_[g.tag(v.task)] = f ? ef_mean[k] : eb_mean[k];
+    } else if (v.what == Var::kOptimizer) {
+      d = cc.optimizer_step(step_[v.layer] + (extra_step_params.empty() ? 0.0 : extra_step_params[v.gpu])).value();
     } else if (v.what == Var::kShadowFwd || v.what == Var::kShadowBwd) {
       const int k = variant(v.layer, v.mb);
       d = v.what == Var::kShadowFwd ? sf[k][v.gpu] : sb[k][v.gpu];
@@ -693,8 +708,14 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       coflow->assign(b.task, fixed_id[b.index]);
       continue;
     }
-    const collective::Coflow& flows = b.what == Bind::kSpag ? p->spag_flows : b.what == Bind::kSprs ? p->sprs_flows : migrations;
-    const double extra = b.what == Bind::kSpag ? p->spag_latency : b.what == Bind::kSprs ? p->sprs_latency : 0.0;
+    const collective::Coflow& flows = b.what == Bind::kSpag     ? p->spag_flows
+                                      : b.what == Bind::kSprs    ? p->sprs_flows
+                                      : b.what == Bind::kReplica ? p->replica_grad_flows
+                                                                 : migrations;
+    const double extra = b.what == Bind::kSpag     ? p->spag_latency
+                         : b.what == Bind::kSprs    ? p->sprs_latency
+                         : b.what == Bind::kReplica ? p->replica_grad_latency
+                                                    : 0.0;
     if (flow) {
       flow->assign(b.task, flows, extra);
     } else {

@@ -145,10 +145,17 @@ class LayoutIterationGraph {
   // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
   // coflow on every GPU's a2a stream before the iteration's first forward, charged to
   // reshard_migration.
+  // A plan with replica_grad_flows (FlexMoE's replicated experts inside the stage's EP groups) has
+  // them all-reduced once per iteration, after the stage's last micro-batch's backward of the layer
+  // (one task for the stage, every group's rings at once, on dp beside the expert-DP reduction,
+  // which waits for it; charged to dense_allreduce where exposed, as without a layout).
+  // `extra_step_params`, when not empty, adds per GPU parameters to its optimizer step (FlexMoE's
+  // replica instances).
   // The graph is built once and kept while its shape stays (which MoE layers gather copies, whether
   // there are migrations): later iterations only set the expert and copy durations and bind the
   // all-to-alls, spAG / spRS and migrations to this iteration's bytes. A changed shape rebuilds it.
-  IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {});
+  IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {},
+                      std::span<const double> extra_step_params = {});
   const LayoutStats& stats() const { return stats_; }
   // How often run() built the graph (tests: once while the shape stays).
   int builds() const { return builds_; }
@@ -163,7 +170,7 @@ class LayoutIterationGraph {
     bool loaded = false;
   };
   // What a communication task carries, in the order the build bound them (coflow ids follow it).
-  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration };
+  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration, kReplica };
   struct Binding {
     engine::TaskId task;
     Bind what;
@@ -173,11 +180,12 @@ class LayoutIterationGraph {
   // A task whose duration depends on the loads: an expert forward / backward, a copy of the
   // layer's copies (in: parameters, before the expert forward; out: gradients, after the last
   // backward) or FasterMoE's shadows' forward / backward.
-  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kShadowFwd, kShadowBwd };
+  // kOptimizer: a GPU's optimizer step (its stage's step_ plus the run's extra parameters).
+  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd };
   struct VarTask {
     engine::TaskId task;
     Var what;
-    int layer, gpu;
+    int layer, gpu;  // layer: the stage for kOptimizer
     int mb;
   };
   void build(const std::vector<char>& shape);
@@ -188,7 +196,7 @@ class LayoutIterationGraph {
   collective::AnalyticNetwork net_;
   LayoutStats stats_;
   // The built graph and what run() sets on it.
-  std::vector<char> shape_;  // [MoE layer] gathers copies, then: migrations
+  std::vector<char> shape_;  // [MoE layer] gathers copies, then: migrations, then [MoE layer] replica all-reduces
   int builds_ = 0;
   engine::TaskGraph g_;
   std::vector<Component> comp_;  // per task tag
@@ -199,6 +207,7 @@ class LayoutIterationGraph {
   std::vector<VarTask> vars_;
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
   std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
+  std::vector<double> step_;  // [stage] parameters each GPU's optimizer steps
   int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }

@@ -15,6 +15,7 @@
 
 #include "cost/layout_memory.hpp"
 #include "strategy/knobs.hpp"
+#include "strategy/layout_group_routing.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -65,41 +66,19 @@ class LayoutSmartMoe final : public Strategy {
       }
     if (!moves.empty()) ++replans_, moved_ += static_cast<int>(moves.size());
     std::vector<std::vector<std::vector<double>>> actual(G_, std::vector<std::vector<double>>(L_));
-    std::vector<double> counts;
+    std::vector<collective::SparsePlacement> placement(G_);
+    std::vector<std::vector<double>> group_loads;
     for (int l = 0; l < L_; ++l) {
+      for (int k = 0; k < G_; ++k) placement[k] = {owners_[k][l], std::vector<std::vector<int>>(E_)};
       // Routes `all` (the iteration's counts, or with a trace's micro-batch axis one micro-batch's)
-      // to the owners; the iteration's counts are also the history's.
-      auto route = [&](std::span<const double> all, LayerPlan& plan, bool record) {
-        plan.expert_tokens.assign(n_, {});
-        plan.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
-        plan.received_tokens.assign(n_, 0.0);
-        for (int k = 0; k < G_; ++k) {
-          counts.assign(static_cast<size_t>(ep) * E_, 0.0);
-          if (record) actual[k][l].assign(E_, 0.0);
-          std::vector<int> gpus, node_of;
-          for (int i = 0; i < ep; ++i) {
-            gpus.push_back(gpu(l, k, i));
-            node_of.push_back(node_of_[gpus.back()]);
-            for (int e = 0; e < E_; ++e) {
-              const double v = all[static_cast<size_t>(gpus.back()) * E_ + e] / layout_.tp;
-              counts[static_cast<size_t>(i) * E_ + e] = v;
-              if (record) actual[k][l][e] += v;
-            }
-          }
-          const collective::SparsePlacement p{owners_[k][l], std::vector<std::vector<int>>(E_)};
-          DispatchResult d;
-          dispatch(counts, ep, p, node_of, DispatchRule::kTopology, token_bytes, d);
-          for (int i = 0; i < ep; ++i) {
-            plan.expert_tokens[gpus[i]] = std::move(d.expert_tokens[i]);
-            plan.received_tokens[gpus[i]] = d.received[i];
-            for (int j = 0; j < ep; ++j)
-              plan.dispatch_bytes[static_cast<size_t>(gpus[i]) * n_ + gpus[j]] = d.bytes[static_cast<size_t>(i) * ep + j];
-          }
-        }
+      // to the owners inside each group; the iteration's counts are also the history's.
+      auto route = [&](std::span<const double> all, LayerPlan& plan) {
+        route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, DispatchRule::kTopology, token_bytes, plan);
       };
-      route(layer_counts(loads.total, l, n_, E_), plans_[l], true);
-      route_micro_batches(loads, l, n_, E_, plans_[l],
-                          [&](std::span<const double> all, LayerPlan& plan) { route(all, plan, false); });
+      route_in_groups(layer_counts(loads.total, l, n_, E_), layout_, stage_[l], E_, node_of_, placement,
+                      DispatchRule::kTopology, token_bytes, plans_[l], &group_loads);
+      for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
+      route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, moves);
     set_layout_memory(ctx_.model, layout_, stage_, plans_, r);

@@ -4,8 +4,8 @@
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
-// strategy/layout_smartmoe.cpp), FasterMoE (each group shadows: strategy/layout_fastermoe.cpp) and
-// the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
+// strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp), FasterMoE
+// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
 // naming --strategy and why (exit 2) until they compose.
 #pragma once
 
@@ -53,6 +53,11 @@ const std::vector<LayerPlan>* layout_fssdp_plans(const Strategy& s);
 std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
 
+// FlexMoE inside each stage's EP groups (layout_flexmoe.cpp): each group re-plans its replicas in
+// reserve_slots extra slots per GPU and MoE layer every `period` iterations; knobs as flexmoe's.
+std::unique_ptr<Strategy> make_layout_flexmoe(const StrategySpec& spec, const Context& ctx,
+                                              const workload::ParallelLayout& layout);
+
 // FasterMoE inside each stage's EP groups (layout_fastermoe.cpp): per layer, micro-batch and group
 // FastMoE's shadowing policy, broadcast, local compute and gradient reduce; ep_size is refused.
 std::unique_ptr<Strategy> make_layout_fastermoe(const StrategySpec& spec, const Context& ctx,
@@ -64,10 +69,11 @@ std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::
 
 // The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
-// `add`, when given, adds a strategy's own buffers to GPU x's breakdown first.
+// every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
+// given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r,
-                       const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
+                       int reserve_slots = 0, const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
 // DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left

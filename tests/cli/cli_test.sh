@@ -298,7 +298,19 @@ assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_
 " "$tmp/lf.json" && echo "ok: fssdp under --layout" || { echo "FAIL: fssdp under --layout"; fails=$((fails+1)); }
 expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
 expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
-expect 2 "flexmoe" "does not run under --layout yet: its replica slots" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe
+# FlexMoE under a layout: replicas inside each stage's EP groups; reserve_slots=0 is EP to the last bit;
+# its knobs are FlexMoE's and a bad value is refused by name.
+"${run[@]}" --layout tp=2,pp=2,ep=2 --iterations 3 --strategy ep,flexmoe:reserve_slots=0,flexmoe:period=1:window=1 --format json > "$tmp/lx.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep, f0, fx = json.load(open(sys.argv[1]))['strategies']
+assert f0['iteration_time_s'] == ep['iteration_time_s'] and f0['breakdown_s'] == ep['breakdown_s'] and f0['peak_memory_bytes'] == ep['peak_memory_bytes'], (f0, ep)
+r = fx['resolved']
+assert r['layout'] == ep['resolved']['layout'] and r['slots_per_gpu'] == 6, r
+assert isinstance(r['replicas_per_layer'], list) and len(r['replicas_per_layer']) == 2, r
+assert fx['peak_memory_bytes'] > ep['peak_memory_bytes'], (fx['peak_memory_bytes'], ep['peak_memory_bytes'])
+" "$tmp/lx.json" && echo "ok: flexmoe under --layout" || { echo "FAIL: flexmoe under --layout"; fails=$((fails+1)); }
+expect 2 "flexmoe:dispatch" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe:dispatch=nearest
 # FasterMoE under a layout: shadows per EP group of each stage, on both tiers; trigger=false is EP
 # under the layout; ep_size is refused (the group is the layout's ep).
 for net in analytic flow; do

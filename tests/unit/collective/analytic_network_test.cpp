@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -144,5 +145,47 @@ TEST_CASE("both directions of an all-to-all-v at once: the same loads as one at 
     CHECK(net.loads(flows, extra, other) == hs::test::approx(t_tr));
     REQUIRE(other.links.size() == tr.links.size());
     for (size_t i = 0; i < tr.links.size(); ++i) CHECK(other.links[i].bytes == hs::test::approx(tr.links[i].bytes));
+  }
+}
+
+TEST_CASE("all-to-all-v pass: dense rows, rows with gaps and node-local rows against the transfers") {
+  // The pass reads a row as the GPUs before its node, its node less itself and the GPUs after it,
+  // and takes a row's latency from its precomputed largest when the row has a peer in every other
+  // GPU. Either way the loads are those of the transfers (alltoallv_flows, up to summation order)
+  // and the latency is exactly the largest route latency among the pairs that carry bytes (plus
+  // the same batch latency), here for: every pair, every pair but one per row, only pairs inside
+  // a node, and pairs inside a node plus one cross-node pair in the last row.
+  const Topology t = cluster(4, 8, 8, 50e9);
+  const int n = t.num_gpus();
+  std::vector<std::vector<double>> cases(4, std::vector<double>(static_cast<size_t>(n) * n, 0.0));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const double b = 1e6 + 1e3 * s + d;
+      cases[0][static_cast<size_t>(s) * n + d] = b;
+      cases[1][static_cast<size_t>(s) * n + d] = d == (s + 5) % n ? 0.0 : b;
+      if (t.node_of(s) == t.node_of(d)) cases[2][static_cast<size_t>(s) * n + d] = cases[3][static_cast<size_t>(s) * n + d] = b;
+    }
+  cases[3][static_cast<size_t>(n - 1) * n] = 2e6;  // GPU n-1 (last node) -> GPU 0 (first node)
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CAPTURE(i);
+    AnalyticNetwork net(t);
+    CoflowLoads fwd, tr, other;
+    net.alltoallv_loads_both(cases[i], fwd, tr);
+    for (const bool transpose : {false, true}) {
+      const CoflowLoads& got = transpose ? tr : fwd;
+      double extra = 0;
+      const Coflow flows = alltoallv_flows(t, cases[i], transpose, extra);
+      double alpha = 0;
+      for (const auto& f : flows) alpha = std::max(alpha, t.route_latency(f.src, f.dst).value());
+      net.loads(flows, extra, other);
+      CHECK(got.latency == other.latency);
+      CHECK(got.latency == alpha + extra);
+      REQUIRE(got.links.size() == other.links.size());
+      for (size_t k = 0; k < got.links.size(); ++k) {
+        CHECK(got.links[k].link == other.links[k].link);
+        CHECK(got.links[k].bytes == hs::test::approx(other.links[k].bytes));
+        CHECK(got.links[k].flows == hs::test::approx(other.links[k].flows));
+      }
+    }
   }
 }

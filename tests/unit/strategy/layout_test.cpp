@@ -122,7 +122,10 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
   cost::ComputeCost cc(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, cc, 1};
   auto l = layout("tp=2,ep=4", topo, model);
-  CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe"), ctx, l), InputError);
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fastermoe"), ctx, l) != nullptr);
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe"), ctx, l) != nullptr);
+  CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe:dispatch=nearest"), ctx, l),
+                  InputError);
   CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp"), ctx, l) != nullptr);
   for (const char* knob : {"calibrate=true", "heterogeneous=true", "reshard_every=10"}) {
     const std::string spec = std::string("fssdp:") + knob;
@@ -396,15 +399,6 @@ TEST_CASE("FSDP of experts under a layout: every expert gathered to every GPU of
   bool reported = false;
   for (const auto& x : fsdp->resolved()) reported = reported || (x.key == "copies_per_layer" && x.json == "[8, 8, 8, 8]");
   CHECK(reported);
-  // The strategies still refused say why.
-  for (const char* name : {"flexmoe"}) {
-    try {
-      f.make(name);
-      FAIL("accepted ", name);
-    } catch (const InputError& e) {
-      CHECK(e.diagnostics().front().message.find(std::string("strategy ") + name + " does not run under --layout yet: ") == 0);
-    }
-  }
 }
 
 TEST_CASE("SmartMoE under a layout: each EP group re-plans its placement; the moves come first") {
@@ -444,6 +438,101 @@ TEST_CASE("SmartMoE under a layout: each EP group re-plans its placement; the mo
   // Fewer than 2 experts per GPU of a group: refused (SmartMoE swaps experts within the group).
   workload::ParallelLayout wide = layout("pp=2,ep=4", f.topo, f.model);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("smartmoe"), f.ctx, wide), InputError);
+}
+
+namespace {
+std::string resolved_of(const strategy::Strategy& s, const char* key) {
+  for (const auto& x : s.resolved())
+    if (x.key == key) return x.json;
+  return {};
+}
+}  // namespace
+
+TEST_CASE("FlexMoE under a layout with reserve_slots=0 is EP under the same layout") {
+  // No reserve slot: every group keeps EP's blocks (E/ep = 2 experts per GPU), nothing is planned,
+  // moved or all-reduced, a token goes to its expert's only holder in its group, the optimizer steps
+  // EP's parameters and memory counts no extra expert: the same graph with the same durations and
+  // bytes, so the same times, breakdown and memory, iteration after iteration.
+  Fixture f;
+  const auto loads = two_hot_loads(4, 8);
+  for (bool flow : {false, true}) {
+    f.ctx.flow_network = flow;
+    auto ep = f.make("ep");
+    for (const char* spec : {"flexmoe:reserve_slots=0:period=1:window=1", "flexmoe:reserve_slots=0:dispatch=topology"}) {
+      auto fx = f.make(spec);
+      for (int it = 0; it < 3; ++it) {
+        const auto a = ep->simulate(loads), b = fx->simulate(loads);
+        INFO(spec, " flow ", flow, " iteration ", it);
+        CHECK(b.time == a.time);
+        CHECK(b.breakdown == a.breakdown);
+        CHECK(b.memory.total() == a.memory.total());
+        CHECK(b.memory_gpu == a.memory_gpu);
+      }
+      CHECK(resolved_of(*fx, "replicas_per_layer") == "[0, 0, 0, 0]");
+      CHECK(resolved_of(*fx, "experts_moved") == "0");
+    }
+  }
+}
+
+TEST_CASE("FlexMoE under a layout: one group of a stage replicates its hot expert, the other does not") {
+  // The fixture: pp 2, stage 0 = GPUs 0-3 (MoE layers 0, 1), stage 1 = GPUs 4-7 (layers 2, 3); EP
+  // groups of 2 GPUs, 4 experts, E/ep = 2 own experts per GPU; reserve_slots=1: 3 slots per GPU.
+  // GPUs 0 and 1 (group 0 of stage 0) route H = 6000 tokens per iteration to expert 0 and none to
+  // the others; every other GPU routes 200 to each expert. Group 0 under EP: GPU 0 (experts 0, 1)
+  // computes 2H = 12,000, GPU 1 (experts 2, 3) nothing: balance ratio 2 > 1.1, so at iteration 1
+  // (period 1, window 1) the planner of each of its layers Expands expert 0 into GPU 1's free slot
+  // (each GPU then computes H: even dispatch splits every source's H over the two holders); a Migrate
+  // only moves the 2H, and nothing else has load. After it the GPUs are even, no step gains, and the
+  // replica stays (dropping it makes the slowest GPU 2H again). Group 1 (GPUs 2, 3: 800 tokens each)
+  // and stage 1's groups are balanced (ratio 1): never re-planned. So 2 layer re-plans (group 0's
+  // layers 0 and 1), 2 expands and 2 copies of expert 0's state (GPU 0 -> GPU 1) in one migration
+  // at iteration 1; replicas_per_layer [1, 1, 0, 0]. From then on expert 0's gradient is all-reduced
+  // between GPUs 0 and 1 every iteration (DP communication beyond EP's), and the straggler of stage
+  // 0 (GPU 0's 2H) is gone. Memory: every GPU holds 1 reserve slot per layer of its stage, 2 experts
+  // more than EP: params and grads whole, optimizer state / edp (dp 4 / ep 2 = 2) with the
+  // distributed optimizer; at iteration 0 (EP's placement, EP's received tokens) exactly that more.
+  Fixture f;
+  std::vector<double> loads(static_cast<size_t>(4) * 8 * 4, 200.0);
+  for (int l = 0; l < 4; ++l)
+    for (int g : {0, 1})
+      for (int e = 0; e < 4; ++e) loads[(static_cast<size_t>(l) * 8 + g) * 4 + e] = e == 0 ? 6000.0 : 0.0;
+  auto ep = f.make("ep");
+  auto fx = f.make("flexmoe:reserve_slots=1:period=1:window=1");
+  std::vector<strategy::IterationResult> a, b;
+  for (int it = 0; it < 3; ++it) a.push_back(ep->simulate(loads)), b.push_back(fx->simulate(loads));
+  CHECK(resolved_of(*fx, "slots_per_gpu") == "3");
+  CHECK(resolved_of(*fx, "replicas_per_layer") == "[1, 1, 0, 0]");
+  CHECK(resolved_of(*fx, "layer_replans") == "2");
+  CHECK(resolved_of(*fx, "expands") == "2");
+  CHECK(resolved_of(*fx, "migrations") == "0");
+  CHECK(resolved_of(*fx, "shrinks") == "0");
+  CHECK(resolved_of(*fx, "placement_changes") == "1");
+  CHECK(resolved_of(*fx, "experts_moved") == "2");
+  const int mig = static_cast<int>(strategy::Component::kReshard);
+  CHECK(b[0].breakdown[mig] == 0.0);
+  CHECK(b[1].breakdown[mig] > 0.0);  // the copies run before the first forward, on the critical path
+  CHECK(b[2].breakdown[mig] == 0.0);
+  CHECK(b[0].time == hs::test::approx(a[0].time));  // before any re-plan FlexMoE routes as EP does
+  const int straggle = static_cast<int>(strategy::Component::kStragglerWait);
+  CHECK(b[2].breakdown[straggle] < 0.5 * a[2].breakdown[straggle]);
+  CHECK(b[2].time < a[2].time);
+  CHECK(std::stod(resolved_of(*fx, "dp_comm_ms")) > std::stod(resolved_of(*ep, "dp_comm_ms")));
+  // Memory at iteration 0: 2 more experts per GPU (the worst GPU is the same one).
+  const auto& pr = f.model.precision;
+  const double extra = 2 * f.model.expert_params();
+  CHECK(b[0].memory.params == hs::test::approx(a[0].memory.params + extra * pr.param_bytes));
+  CHECK(b[0].memory.grads == hs::test::approx(a[0].memory.grads + extra * pr.grad_bytes));
+  CHECK(b[0].memory.optimizer ==
+        hs::test::approx(a[0].memory.optimizer + extra * (pr.master_bytes + pr.optimizer_bytes()) / f.l.edp()));
+  MESSAGE("EP ", a[2].time * 1e3, " ms, FlexMoE ", b[2].time * 1e3, " ms (", b[1].time * 1e3,
+          " ms in the iteration that copies, of which ", b[1].breakdown[mig] * 1e3, " ms copies)");
+  // Both network tiers run the replica all-reduce and the copies.
+  f.ctx.flow_network = true;
+  auto ep_flow = f.make("ep"), fx_flow = f.make("flexmoe:reserve_slots=1:period=1:window=1");
+  for (int it = 0; it < 3; ++it) a[it] = ep_flow->simulate(loads), b[it] = fx_flow->simulate(loads);
+  CHECK(b[1].breakdown[mig] > 0.0);
+  CHECK(b[2].time < a[2].time);
+  CHECK(resolved_of(*fx_flow, "replicas_per_layer") == "[1, 1, 0, 0]");
 }
 
 TEST_CASE("the oracle under a layout: every GPU of a stage computes the stage's mean; no straggler") {
@@ -769,11 +858,6 @@ std::vector<double> one_hot_group(int L, int n) {
     for (int g : {2, 3, 6, 7})
       for (int e = 0; e < 4; ++e) v[(static_cast<size_t>(l) * n + g) * 4 + e] = 500;
   return v;
-}
-std::string resolved_of(const strategy::Strategy& s, const std::string& key) {
-  for (const auto& x : s.resolved())
-    if (x.key == key) return x.json;
-  return {};
 }
 }  // namespace
 

@@ -1,0 +1,26 @@
+// Routing of one MoE layer inside the EP groups of its pipeline stage, for strategies under a
+// layout whose groups each keep a placement of their own (SmartMoE, FlexMoE): group k of the stage
+// (GPUs stage x stage_size + k x ep + i, i < ep) dispatches its GPUs' trace rows / tp to its
+// placement's holders (group-local GPU ids) by `rule`; nothing crosses groups.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "collective/sparse_plan.hpp"
+#include "strategy/materialization.hpp"
+#include "strategy/moe_iteration.hpp"
+#include "workload/parallel_layout.hpp"
+
+namespace hs::strategy {
+
+// `all`: the layer's counts over every GPU (n x E, the iteration's or one micro-batch's);
+// placement[k]: group k's owners and replicas; node_of: every GPU's node. Fills plan's
+// expert_tokens, dispatch_bytes and received_tokens over all n GPUs (the other stages' GPUs get
+// none). group_loads, when given, gets each group's tokens per expert ([group][expert]).
+void route_in_groups(std::span<const double> all, const workload::ParallelLayout& layout, int stage, int experts,
+                     const std::vector<int>& node_of, std::span<const collective::SparsePlacement> placement,
+                     DispatchRule rule, double token_bytes, LayerPlan& plan,
+                     std::vector<std::vector<double>>* group_loads = nullptr);
+
+}  // namespace hs::strategy
