@@ -40,14 +40,6 @@ std::vector<int> fastermoe_shadow_policy(std::span<const double> counts, int per
 
 namespace {
 
-struct FasterMoeKnobs {
-  bool trigger = true;
-  int ep_size = 0;
-  double bandwidth = -1;        // B/s; -1 = auto
-  double gemm_throughput = -1;  // FLOP/s; -1 = auto
-  double alpha = -1;            // d_ffn / d_model; -1 = auto
-};
-
 // The bandwidth a GPU's tokens leave through: to the first GPU of its EP group on another node, else
 // to its neighbour in the node.
 double auto_bandwidth(const topology::Topology& t, int ep) {
@@ -56,35 +48,108 @@ double auto_bandwidth(const topology::Topology& t, int ep) {
   return ep > 1 ? t.route_bandwidth(0, 1).value() : 0.0;
 }
 
+}  // namespace
+
+ShadowPlanner::ShadowPlanner(const Context& ctx, const FasterMoeKnobs& k, int ep, double tokens_per_gpu)
+    : ctx_(ctx), trigger_(k.trigger), n_(ctx.topo.num_gpus()), E_(ctx.model.experts), ep_(ep) {
+  const auto& m = ctx.model;
+  const auto params = cost::count_params(m);
+  expert_bytes_ = params.per_expert * m.precision.param_bytes;
+  grad_bytes_ = params.per_expert * m.precision.grad_bytes;
+  for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
+  channels_ = collective::chain_channels(ctx.topo);
+  // The policy's model parameters: the knobs, or derived from the topology and the cost model.
+  bandwidth_ = k.bandwidth > 0 ? k.bandwidth : auto_bandwidth(ctx.topo, ep);
+  alpha_ = k.alpha > 0 ? k.alpha : static_cast<double>(m.d_ffn) / m.d_model;
+  const double tokens = static_cast<double>(ep) * tokens_per_gpu * m.top_k / E_;
+  gemm_ = k.gemm_throughput > 0 ? k.gemm_throughput
+                                : 2 * tokens * m.d_model * static_cast<double>(m.d_ffn) * m.n_mats() /
+                                      ctx.compute.expert_forward_uniform(tokens, 1).value();
+  const double h2 = alpha_ * m.d_model * static_cast<double>(m.d_model) * m.n_mats();  // expert weights
+  cost_.comp = 2 * h2 / gemm_;
+  cost_.feat = bandwidth_ > 0 ? m.d_model * m.precision.activation_bytes / bandwidth_ : 0.0;
+  cost_.model = bandwidth_ > 0 ? h2 * m.precision.param_bytes / bandwidth_ : 0.0;
+}
+
+int ShadowPlanner::plan(std::span<const double> layer, double ga, LayerPlan& p, std::vector<double>& held) const {
+  const auto& m = ctx_.model;
+  const int per = E_ / ep_, groups = n_ / ep_;
+  const double token_bytes = m.d_model * m.precision.activation_bytes;
+  std::vector<char> mask;
+  std::vector<double> counts(E_);
+  collective::SparsePlacement shadows;
+  int shadowed = 0;
+  if (trigger_) {
+    mask.assign(static_cast<size_t>(groups) * E_, 0);
+    for (int k = 0; k < groups; ++k) {
+      std::fill(counts.begin(), counts.end(), 0.0);
+      for (int s = k * ep_; s < (k + 1) * ep_; ++s)
+        for (int e = 0; e < E_; ++e) counts[e] += layer[static_cast<size_t>(s) * E_ + e] / ga;
+      std::vector<int> chosen = fastermoe_shadow_policy(counts, per, cost_);
+      std::sort(chosen.begin(), chosen.end());
+      for (int e : chosen) {
+        mask[static_cast<size_t>(k) * E_ + e] = 1;
+        const int owner = k * ep_ + e / per;
+        shadows.owner.push_back(owner);
+        shadows.replicas.emplace_back();
+        for (int g = k * ep_; g < (k + 1) * ep_; ++g)
+          if (g != owner) shadows.replicas.back().push_back(g);
+      }
+      held[k] += static_cast<double>(chosen.size()) * expert_bytes_;
+      shadowed += static_cast<int>(chosen.size());
+    }
+  }
+  route_ep_layer(layer.data(), n_, E_, ep_, token_bytes, mask, p);
+  // FastMoE's ncclBcast / ncclReduce over the EP group: chains on the communicator's channels.
+  const auto chain = collective::BroadcastAlgo::kChain;
+  p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_, chain, channels_);
+  p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_, chain, false, channels_);
+  p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_, chain, channels_);
+  p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_, chain, true, channels_);
+  p.copy_bytes.assign(n_, 0.0);
+  for (size_t c = 0; c < shadows.owner.size(); ++c)
+    for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
+  return shadowed;
+}
+
+void ShadowPlanner::sum_routing(LayerPlan& p) const {
+  p.expert_tokens = p.micro.front().expert_tokens;
+  for (auto& v : p.expert_tokens) std::fill(v.begin(), v.end(), 0.0);
+  p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
+  p.received_tokens.assign(n_, 0.0);
+  p.shadow_tokens.assign(n_, std::vector<double>(E_, 0.0));
+  for (const LayerPlan& q : p.micro) {
+    for (int g = 0; g < n_; ++g) {
+      for (size_t i = 0; i < q.expert_tokens[g].size(); ++i) p.expert_tokens[g][i] += q.expert_tokens[g][i];
+      p.received_tokens[g] += q.received_tokens[g];
+      if (!q.shadow_tokens.empty())
+        for (int e = 0; e < E_; ++e) p.shadow_tokens[g][e] += q.shadow_tokens[g][e];
+    }
+    for (size_t i = 0; i < q.dispatch_bytes.size(); ++i) p.dispatch_bytes[i] += q.dispatch_bytes[i];
+  }
+}
+
+std::vector<ResolvedSetting> ShadowPlanner::resolved_model() const {
+  return {{"bandwidth", format_bandwidth(Bandwidth(bandwidth_)), fmt::format("{:.17g}", bandwidth_)},
+          {"gemm_throughput", fmt::format("{:.4g} TFLOP/s", gemm_ / 1e12), fmt::format("{:.17g}", gemm_)},
+          resolved_value("alpha", alpha_)};
+}
+
+namespace {
+
 class FasterMoe final : public Strategy {
  public:
   FasterMoe(const Context& ctx, FasterMoeKnobs k, int ep)
       : ctx_(ctx), k_(k), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts), ep_(ep),
-        graph_(ctx, options(ctx, ep, k.trigger)), plans_(L_) {
-    const auto& m = ctx.model;
-    const auto params = cost::count_params(m);
-    expert_bytes_ = params.per_expert * m.precision.param_bytes;
-    grad_bytes_ = params.per_expert * m.precision.grad_bytes;
-    static_ = owned_state(m, ep_owned_params(ctx, ep));
+        graph_(ctx, options(ctx, ep, k.trigger)), plans_(L_),
+        shadows_(ctx, k, ep, static_cast<double>(ctx.model.tokens_per_micro_batch())) {
+    static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
     // Shadows' broadcasts and reduces run as collectives on the EP group: its rings are connected
     // when a group first shadows (NCCL_RUNTIME_CONNECT) and kept; counted in the iterations a group
     // shadows, which the run's peak (the worst iteration) sees as well.
     nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
     shadow_rings_ = ep_nccl_bytes(ctx.topo, ep, true);
     for (int g = 0; g < n_; ++g) shadow_rings_[g] -= nccl_[g];
-    for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
-    channels_ = collective::chain_channels(ctx.topo);
-    // The policy's model parameters: the knobs, or derived from the topology and the cost model.
-    bandwidth_ = k.bandwidth > 0 ? k.bandwidth : auto_bandwidth(ctx.topo, ep);
-    alpha_ = k.alpha > 0 ? k.alpha : static_cast<double>(m.d_ffn) / m.d_model;
-    const double tokens = static_cast<double>(ep) * m.tokens_per_micro_batch() * m.top_k / E_;
-    gemm_ = k.gemm_throughput > 0 ? k.gemm_throughput
-                                  : 2 * tokens * m.d_model * static_cast<double>(m.d_ffn) * m.n_mats() /
-                                        ctx.compute.expert_forward_uniform(tokens, 1).value();
-    const double h2 = alpha_ * m.d_model * static_cast<double>(m.d_model) * m.n_mats();  // expert weights
-    cost_.comp = 2 * h2 / gemm_;
-    cost_.feat = bandwidth_ > 0 ? m.d_model * m.precision.activation_bytes / bandwidth_ : 0.0;
-    cost_.model = bandwidth_ > 0 ? h2 * m.precision.param_bytes / bandwidth_ : 0.0;
     shadowed_.assign(L_, 0);
     shadowed_max_.assign(L_, 0);
   }
@@ -106,15 +171,15 @@ class FasterMoe final : public Strategy {
     for (int l = 0; l < L_; ++l) {
       LayerPlan& p = plans_[l];
       if (loads.micro.empty()) {
-        shadowed_[l] = shadow_layer(layer_counts(loads.total, l, n_, E_), m.grad_accum, p, held[0]);
+        shadowed_[l] = shadows_.plan(layer_counts(loads.total, l, n_, E_), m.grad_accum, p, held[0]);
         p.micro.clear();
       } else {
         p.micro.resize(variants);
         for (int mb = 0; mb < variants; ++mb) {  // shadowed_ ends as the last micro-batch's
-          shadowed_[l] = shadow_layer(layer_counts(loads.micro[mb], l, n_, E_), 1, p.micro[mb], held[mb]);
+          shadowed_[l] = shadows_.plan(layer_counts(loads.micro[mb], l, n_, E_), 1, p.micro[mb], held[mb]);
           shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
         }
-        sum_routing(p);
+        shadows_.sum_routing(p);
       }
       shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
     }
@@ -127,82 +192,17 @@ class FasterMoe final : public Strategy {
       cost::MemoryBreakdown b = static_;
       b.nccl = nccl_[g] + (most[g / ep_] > 0 ? shadow_rings_[g] : 0.0);
       b.copy_params = most[g / ep_];
-      b.copy_grads = most[g / ep_] > 0 ? grad_bytes_ : 0.0;
+      b.copy_grads = most[g / ep_] > 0 ? shadows_.grad_bytes() : 0.0;
       return b;
     });
     return r;
-  }
-
-  // One layer and micro-batch: the policy per EP group on counts[source][expert] / `ga` (one forward
-  // call's), EP routing with the shadowed experts' tokens kept local, the shadows' broadcast, reduce
-  // and copies. Adds the shadow bytes to `held` per group; returns the shadows (all groups).
-  int shadow_layer(std::span<const double> layer, double ga, LayerPlan& p, std::vector<double>& held) const {
-    const auto& m = ctx_.model;
-    const int per = E_ / ep_, groups = n_ / ep_;
-    const double token_bytes = m.d_model * m.precision.activation_bytes;
-    std::vector<char> mask;
-    std::vector<double> counts(E_);
-    collective::SparsePlacement shadows;
-    int shadowed = 0;
-    if (k_.trigger) {
-      mask.assign(static_cast<size_t>(groups) * E_, 0);
-      for (int k = 0; k < groups; ++k) {
-        std::fill(counts.begin(), counts.end(), 0.0);
-        for (int s = k * ep_; s < (k + 1) * ep_; ++s)
-          for (int e = 0; e < E_; ++e) counts[e] += layer[static_cast<size_t>(s) * E_ + e] / ga;
-        std::vector<int> chosen = fastermoe_shadow_policy(counts, per, cost_);
-        std::sort(chosen.begin(), chosen.end());
-        for (int e : chosen) {
-          mask[static_cast<size_t>(k) * E_ + e] = 1;
-          const int owner = k * ep_ + e / per;
-          shadows.owner.push_back(owner);
-          shadows.replicas.emplace_back();
-          for (int g = k * ep_; g < (k + 1) * ep_; ++g)
-            if (g != owner) shadows.replicas.back().push_back(g);
-        }
-        held[k] += static_cast<double>(chosen.size()) * expert_bytes_;
-        shadowed += static_cast<int>(chosen.size());
-      }
-    }
-    route_ep_layer(layer.data(), n_, E_, ep_, token_bytes, mask, p);
-    // FastMoE's ncclBcast / ncclReduce over the EP group: chains on the communicator's channels.
-    const auto chain = collective::BroadcastAlgo::kChain;
-    p.spag_flows = collective::sparse_allgather(shadows, expert_bytes_, node_of_, chain, channels_);
-    p.spag_latency = collective::sparse_finish(p.spag_flows, shadows, ctx_.topo, node_of_, chain, false, channels_);
-    p.sprs_flows = collective::sparse_reduce_scatter(shadows, grad_bytes_, node_of_, chain, channels_);
-    p.sprs_latency = collective::sparse_finish(p.sprs_flows, shadows, ctx_.topo, node_of_, chain, true, channels_);
-    p.copy_bytes.assign(n_, 0.0);
-    for (size_t c = 0; c < shadows.owner.size(); ++c)
-      for (int g = shadows.owner[c] / ep_ * ep_; g < (shadows.owner[c] / ep_ + 1) * ep_; ++g) p.copy_bytes[g] += expert_bytes_;
-    return shadowed;
-  }
-
-  // The iteration's routing as the sum of its micro-batches' (each with its own shadows): what the
-  // memory model reads.
-  void sum_routing(LayerPlan& p) const {
-    p.expert_tokens = p.micro.front().expert_tokens;
-    for (auto& v : p.expert_tokens) std::fill(v.begin(), v.end(), 0.0);
-    p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
-    p.received_tokens.assign(n_, 0.0);
-    p.shadow_tokens.assign(n_, std::vector<double>(E_, 0.0));
-    for (const LayerPlan& q : p.micro) {
-      for (int g = 0; g < n_; ++g) {
-        for (size_t i = 0; i < q.expert_tokens[g].size(); ++i) p.expert_tokens[g][i] += q.expert_tokens[g][i];
-        p.received_tokens[g] += q.received_tokens[g];
-        if (!q.shadow_tokens.empty())
-          for (int e = 0; e < E_; ++e) p.shadow_tokens[g][e] += q.shadow_tokens[g][e];
-      }
-      for (size_t i = 0; i < q.dispatch_bytes.size(); ++i) p.dispatch_bytes[i] += q.dispatch_bytes[i];
-    }
   }
 
   std::vector<ResolvedSetting> resolved() const override {
     std::vector<ResolvedSetting> r;
     r.push_back(resolved_text("trigger", k_.trigger ? "on" : "off"));
     r.push_back(resolved_value("ep_size", ep_));
-    r.push_back({"bandwidth", format_bandwidth(Bandwidth(bandwidth_)), fmt::format("{:.17g}", bandwidth_)});
-    r.push_back({"gemm_throughput", fmt::format("{:.4g} TFLOP/s", gemm_ / 1e12), fmt::format("{:.17g}", gemm_)});
-    r.push_back(resolved_value("alpha", alpha_));
+    for (auto& x : shadows_.resolved_model()) r.push_back(std::move(x));
     if (k_.trigger) {
       r.push_back(resolved_list("shadowed_per_layer", shadowed_));
       r.push_back(resolved_list("shadowed_max_per_layer", shadowed_max_));
@@ -217,13 +217,9 @@ class FasterMoe final : public Strategy {
   int n_, L_, E_, ep_;
   MoeIterationGraph graph_;
   std::vector<LayerPlan> plans_;
+  ShadowPlanner shadows_;
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_, shadow_rings_;  // per GPU: EP's NCCL buffers; the EP group's rings
-  std::vector<int> node_of_;
-  int channels_ = 1;  // chains spanning nodes: collective::chain_channels
-  double expert_bytes_ = 0, grad_bytes_ = 0;
-  double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;
-  ShadowCostModel cost_;
   std::vector<int> shadowed_, shadowed_max_;  // [layer] shadows summed over EP groups: last, most
 };
 
@@ -241,7 +237,7 @@ double quantity_knob(const std::map<std::string, std::string>& knobs, const std:
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+FasterMoeKnobs parse_fastermoe_knobs(const std::map<std::string, std::string>& knobs) {
   FasterMoeKnobs k;
   k.trigger = knob_bool(knobs, "fastermoe", "trigger", true);
   k.ep_size = static_cast<int>(knob_int(knobs, "fastermoe", "ep_size", 0, 0, 1 << 20));
@@ -249,6 +245,11 @@ std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std:
   k.gemm_throughput = quantity_knob(knobs, "gemm_throughput", Dimension::kFlopRate);
   auto a = knobs.find("alpha");
   if (a != knobs.end() && a->second != "auto") k.alpha = knob_double(knobs, "fastermoe", "alpha", 0, 1e-6, 1e6);
+  return k;
+}
+
+std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
+  const FasterMoeKnobs k = parse_fastermoe_knobs(knobs);
   return std::make_unique<FasterMoe>(ctx, k, resolve_ep_size(ctx, k.ep_size, "fastermoe"));
 }
 

@@ -54,6 +54,7 @@
 //   * FasterMoE's smart schedule (group-wise pipelined all-to-all, FMOE_FASTER_GROUP_SIZE) and its
 //     topology-aware gate are not modelled: the all-to-alls are EP's.
 //   * The policy's all-gather of counts is a few bytes per expert and is not timed.
+// Under a parallel layout each stage's EP groups shadow alike (strategy/layout_fastermoe.cpp, with ShadowPlanner).
 #pragma once
 
 #include <map>
@@ -66,6 +67,8 @@
 
 namespace hs::strategy {
 
+struct LayerPlan;
+
 // The latency model of FastMoE's global_policy, per token and per expert (see above).
 struct ShadowCostModel {
   double comp = 0;   // s per token, one expert forward
@@ -77,6 +80,49 @@ struct ShadowCostModel {
 // e / experts_per_gpu) the policy shadows, in the order it chose them.
 std::vector<int> fastermoe_shadow_policy(std::span<const double> counts, int experts_per_gpu,
                                          const ShadowCostModel& model);
+
+struct FasterMoeKnobs {
+  bool trigger = true;
+  int ep_size = 0;
+  double bandwidth = -1;        // B/s; -1 = auto
+  double gemm_throughput = -1;  // FLOP/s; -1 = auto
+  double alpha = -1;            // d_ffn / d_model; -1 = auto
+};
+// The knobs above from `--strategy fastermoe:...` (InputError naming the knob).
+FasterMoeKnobs parse_fastermoe_knobs(const std::map<std::string, std::string>& knobs);
+
+// FasterMoE's shadowing of one MoE layer and micro-batch over EP groups of `ep` consecutive GPUs
+// (of all n; experts in EP's blocks of E / ep): the policy per group on the group's counts, EP
+// routing with the shadowed experts' tokens kept on their GPU, the shadows' broadcast (chain from
+// the owner to the group's other GPUs), gradient reduce and the copies into every GPU's expert
+// buffer. Shared by `fastermoe` and FasterMoE under a layout (whose groups are EP groups of a stage:
+// ep consecutive GPUs too, the other stages' rows zero).
+class ShadowPlanner {
+ public:
+  // tokens_per_gpu: the tokens a GPU routes per micro-batch (gemm_throughput's auto: one expert's
+  // GEMM at the balanced load, ep x tokens_per_gpu x top_k / E tokens).
+  ShadowPlanner(const Context& ctx, const FasterMoeKnobs& k, int ep, double tokens_per_gpu);
+  // One layer's counts[source][expert] (n x E) and one forward call's share 1 / ga of them: fills
+  // p's routing (the counts themselves), spag/sprs flows and copy_bytes (one forward call's); adds
+  // the shadows' parameter bytes to held[group] (n / ep groups); returns the shadows over all groups.
+  int plan(std::span<const double> layer, double ga, LayerPlan& p, std::vector<double>& held) const;
+  // p's routing as the sum of its micro-batches' (p.micro, each with its own shadows).
+  void sum_routing(LayerPlan& p) const;
+  // The policy's model parameters as resolved: bandwidth, gemm_throughput, alpha.
+  std::vector<ResolvedSetting> resolved_model() const;
+  double expert_bytes() const { return expert_bytes_; }
+  double grad_bytes() const { return grad_bytes_; }
+
+ private:
+  const Context& ctx_;
+  bool trigger_;
+  int n_, E_, ep_;
+  std::vector<int> node_of_;
+  int channels_ = 1;  // chains spanning nodes: collective::chain_channels
+  double expert_bytes_ = 0, grad_bytes_ = 0;
+  double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;
+  ShadowCostModel cost_;
+};
 
 std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
 

@@ -143,7 +143,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   engine::TaskGraph& g = g_;
   const engine::ModelId comm = 1;  // the id Simulation::add_model gives the network
   std::vector<engine::ResourceId> compute(n), a2a(n), dp(n), ppf(n), ppb(n), sparse(n);
-  bool any_sparse = false;
+  bool any_sparse = sparse_.shadow;
   for (int l = 0; l < LM; ++l) any_sparse = any_sparse || shape[l];
   for (int i = 0; i < n; ++i) {
     compute[i] = g.add_resource(fmt::format("gpu{}.compute", i), i);
@@ -270,10 +270,12 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     for (int x : stage_gpus[s]) compute_task(x, d, c);
     tp_collective(s, !L.sequence_parallel);
   };
-  auto collective_after = [&](int s, const std::vector<engine::ResourceId>& res, Component c, Cls k) {
+  // A collective of stage s after the stage's GPUs' last tasks (or after `preds` when given).
+  auto collective_after = [&](int s, const std::vector<engine::ResourceId>& res, Component c, Cls k,
+                              std::vector<engine::TaskId> preds = {}) {
     const engine::TaskId id = add(res, 0.0, c, k, true);
-    std::vector<engine::TaskId> preds;
-    for (int x : stage_gpus[s]) preds.push_back(last[x]);
+    if (preds.empty())
+      for (int x : stage_gpus[s]) preds.push_back(last[x]);
     depend(preds, id);
     return id;
   };
@@ -347,6 +349,22 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     bind(a, Bind::kDispatch, l);
+    // FasterMoE: the shadows' broadcast follows the dispatch on its stream; backward, the shadows'
+    // backward and gradient copy-out come first and their reduce gates the regular experts' backward.
+    const bool shadows = sparse_.shadow;
+    engine::TaskId bcast = engine::kNoTask, reduce = engine::kNoTask;
+    if (shadows && forward) {
+      bcast = collective_after(s, st_a2a[s], Component::kExposedSpag, kSparse);
+      bind(bcast, Bind::kSpag, l);
+    }
+    if (shadows && !forward) {
+      for (int x : stage_gpus[s]) {
+        var_task(x, Var::kShadowBwd, l, Component::kExpertCompute);
+        var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
+      }
+      reduce = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
+      bind(reduce, Bind::kSprs, l);
+    }
     // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
     const engine::TaskId gathered = pending_spag[l];
     const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
@@ -358,10 +376,20 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         g.add_dependency(gathered, last[x]);
       }
       need[x] = a;
+      if (reduce != engine::kNoTask) also[x].push_back(reduce);
       var_task(x, forward ? Var::kExpertFwd : Var::kExpertBwd, l, Component::kExpertCompute);
       if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
     }
     pending_spag[l] = engine::kNoTask;
+    std::vector<engine::TaskId> experts_done;  // what the combine waits for (the regular experts)
+    if (bcast != engine::kNoTask) {
+      for (int x : stage_gpus[s]) experts_done.push_back(last[x]);
+      for (int x : stage_gpus[s]) {
+        var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
+        g.add_dependency(bcast, last[x]);
+        var_task(x, Var::kShadowFwd, l, Component::kExpertCompute);
+      }
+    }
     if (returns) {
       const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
       bind(r, Bind::kSprs, l);
@@ -376,7 +404,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       sprs_of[l].push_back(r);
     }
     if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
-    const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
+    const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, std::move(experts_done));
     bind(c, Bind::kCombine, l);
     for (int x : stage_gpus[s]) {
       need[x] = c;
@@ -554,7 +582,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const auto& topo = ctx_.topo;
   const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), LM = m.moe_layers();
   std::vector<char> shape(2 * LM + 1);
-  for (int l = 0; l < LM; ++l) shape[l] = !plans[l].spag_flows.empty();
+  for (int l = 0; l < LM; ++l) shape[l] = !sparse_.shadow && !plans[l].spag_flows.empty();
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   if (builds_ == 0 || shape != shape_) {
@@ -580,7 +608,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   }
   const int VN = first[LM];
   auto variant = [&](int l, int mb) { return first[l] + (first[l + 1] - first[l] == 1 ? 0 : mb); };
+  // The plan micro-batch mb of layer l runs (FasterMoE's shadows come with it).
+  auto plan_of = [&](int l, int mb) -> const LayerPlan& { return plans[l].micro.empty() ? plans[l] : plans[l].micro[mb]; };
   std::vector<std::vector<double>> ef(VN, std::vector<double>(n, 0.0)), eb(VN, std::vector<double>(n, 0.0));
+  std::vector<std::vector<double>> sf(sparse_.shadow ? VN : 0, std::vector<double>(n, 0.0)), sb = sf;  // shadows
   std::vector<double> ef_mean(VN, 0), eb_mean(VN, 0);
   std::vector<double> scratch;
   std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
@@ -603,6 +634,12 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         }
         ef_mean[k] += ef[k][x] / S;
         eb_mean[k] += eb[k][x] / S;
+        // FasterMoE: the GPU's own tokens of the shadowed experts, their own grouped GEMM (none without).
+        if (!sparse_.shadow || p.shadow_tokens.empty()) continue;
+        scratch.assign(p.shadow_tokens[x].begin(), p.shadow_tokens[x].end());
+        for (double& v : scratch) v /= div;
+        if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
+          sf[k][x] = cc.expert_forward(scratch).value(), sb[k][x] = cc.expert_backward(scratch).value();
       }
       if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
         scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
@@ -623,8 +660,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       mean_[g.tag(v.task)] = f ? ef_mean[k] : eb_mean[k];
     } else if (v.what == Var::kOptimizer) {
       d = cc.optimizer_step(step_[v.layer] + (extra_step_params.empty() ? 0.0 : extra_step_params[v.gpu])).value();
+    } else if (v.what == Var::kShadowFwd || v.what == Var::kShadowBwd) {
+      const int k = variant(v.layer, v.mb);
+      d = v.what == Var::kShadowFwd ? sf[k][v.gpu] : sb[k][v.gpu];
     } else {
-      const auto& cb = plans[v.layer].copy_bytes;
+      const auto& cb = (sparse_.shadow ? plan_of(v.layer, v.mb) : plans[v.layer]).copy_bytes;
       const double ratio = v.what == Var::kCopyIn ? 1.0 : grad_ratio;
       if (!cb.empty() && cb[v.gpu] > 0) d = cc.memory_copy(Bytes(cb[v.gpu] * ratio)).value();
     }
@@ -645,7 +685,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       }
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
-    const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr : &plans[b.index];
+    const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr
+                         : sparse_.shadow                                    ? &plan_of(b.index, b.mb)
+                                                                             : &plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
       const int k = variant(b.index, b.mb);

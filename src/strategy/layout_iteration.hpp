@@ -62,6 +62,10 @@
 // last block, else when the attention backward of the block above starts) and copies them in
 // before the expert backward (before the recomputed expert forward with recompute=full), and each
 // micro-batch's expert backward is followed by the gradient copy-out and spRS.
+// FasterMoE's shadows (LayoutSparse::shadow), per MoE layer and micro-batch: the shadows' broadcast
+// after the dispatch on the a2a stream, copy-in and shadow forward after the regular experts (the
+// combine waits for the regular experts only); backward, the shadows' backward and gradient copy-out
+// before the regular experts' backward, which waits for their reduce (on the sparse stream).
 #pragma once
 
 #include <memory>
@@ -118,6 +122,14 @@ struct LayoutSparse {
   // Re-materialization: copies freed after every micro-batch's forward, gathered again for its
   // backward, their gradients returned (spRS) after every micro-batch's expert backward.
   bool rematerialize = false;
+  // FasterMoE's shadows (layout_fastermoe.cpp), per MoE layer and micro-batch from the plan's
+  // micro-batch variant: after the dispatch the shadows' broadcast (spag_flows) on the all-to-all
+  // stream, beside the owners' expert forward; each GPU then copies the parameters in (copy_bytes)
+  // and computes its own tokens of the shadowed experts (shadow_tokens), the combine waiting only for
+  // the regular experts. Backward: the shadows' backward and gradient copy-out first, their reduce to
+  // the owners (sprs_flows) on the sparse stream, which the regular experts' backward waits for.
+  // spag_flows then never gather FSSDP copies.
+  bool shadow = false;
 };
 
 class LayoutIterationGraph {
@@ -165,10 +177,11 @@ class LayoutIterationGraph {
     int index;  // FixedComm index or MoE layer
     int mb;     // the micro-batch whose tasks it belongs to (a layer's all-to-alls per micro-batch)
   };
-  // A task whose duration depends on the loads: an expert forward / backward or a copy of the
-  // layer's copies (in: parameters, before the expert forward; out: gradients, after the last backward).
+  // A task whose duration depends on the loads: an expert forward / backward, a copy of the
+  // layer's copies (in: parameters, before the expert forward; out: gradients, after the last
+  // backward) or FasterMoE's shadows' forward / backward.
   // kOptimizer: a GPU's optimizer step (its stage's step_ plus the run's extra parameters).
-  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer };
+  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd };
   struct VarTask {
     engine::TaskId task;
     Var what;

@@ -4,10 +4,12 @@
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
-// strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
+// strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp), FasterMoE
+// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
 // naming --strategy and why (exit 2) until they compose.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -56,16 +58,22 @@ std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const C
 std::unique_ptr<Strategy> make_layout_flexmoe(const StrategySpec& spec, const Context& ctx,
                                               const workload::ParallelLayout& layout);
 
+// FasterMoE inside each stage's EP groups (layout_fastermoe.cpp): per layer, micro-batch and group
+// FastMoE's shadowing policy, broadcast, local compute and gradient reduce; ep_size is refused.
+std::unique_ptr<Strategy> make_layout_fastermoe(const StrategySpec& spec, const Context& ctx,
+                                                const workload::ParallelLayout& layout);
+
 // The lower bound under the layout (layout_bound.cpp): the layout's graph with each stage's expert
 // compute at its floor (launch + the stage's summed per-expert GEMMs / its GPUs) and no all-to-all bytes.
 std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout);
 
 // The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
-// every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's).
+// every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
+// given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r,
-                       int reserve_slots = 0);
+                       int reserve_slots = 0, const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
 // DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left

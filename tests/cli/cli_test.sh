@@ -298,7 +298,6 @@ assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_
 " "$tmp/lf.json" && echo "ok: fssdp under --layout" || { echo "FAIL: fssdp under --layout"; fails=$((fails+1)); }
 expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
 expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
-expect 2 "fastermoe" "does not run under --layout yet: its shadowing model" -- "${run[@]}" --layout tp=2,ep=4 --strategy fastermoe
 # FlexMoE under a layout: replicas inside each stage's EP groups; reserve_slots=0 is EP to the last bit;
 # its knobs are FlexMoE's and a bad value is refused by name.
 "${run[@]}" --layout tp=2,pp=2,ep=2 --iterations 3 --strategy ep,flexmoe:reserve_slots=0,flexmoe:period=1:window=1 --format json > "$tmp/lx.json" 2>/dev/null
@@ -312,6 +311,22 @@ assert isinstance(r['replicas_per_layer'], list) and len(r['replicas_per_layer']
 assert fx['peak_memory_bytes'] > ep['peak_memory_bytes'], (fx['peak_memory_bytes'], ep['peak_memory_bytes'])
 " "$tmp/lx.json" && echo "ok: flexmoe under --layout" || { echo "FAIL: flexmoe under --layout"; fails=$((fails+1)); }
 expect 2 "flexmoe:dispatch" -- "${run[@]}" --layout tp=2,ep=4 --strategy flexmoe:dispatch=nearest
+# FasterMoE under a layout: shadows per EP group of each stage, on both tiers; trigger=false is EP
+# under the layout; ep_size is refused (the group is the layout's ep).
+for net in analytic flow; do
+"${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --network $net --strategy ep,fastermoe,fastermoe:trigger=false --format json > "$tmp/lfm.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep, fm, off = json.load(open(sys.argv[1]))['strategies']
+r = fm['resolved']
+assert r['layout'] == ep['resolved']['layout'] and r['ep_size'] == 4 and r['trigger'] == 'on', r
+assert len(r['shadowed_per_layer']) == 2 and len(r['shadowed_max_per_layer']) == 2, r
+assert off['iteration_time_s'] == ep['iteration_time_s'], (off['iteration_time_s'], ep['iteration_time_s'])
+assert off['peak_memory_bytes'] == ep['peak_memory_bytes'], (off['peak_memory_bytes'], ep['peak_memory_bytes'])
+" "$tmp/lfm.json" && echo "ok: fastermoe under --layout ($net)" || { echo "FAIL: fastermoe under --layout ($net)"; fails=$((fails+1)); }
+done
+expect 2 "fastermoe:ep_size" "the EP group is the layout's ep" -- "${run[@]}" --layout pp=2,ep=4 --strategy fastermoe:ep_size=4
+expect 2 "fastermoe:bandwidth" "expected auto or a positive bandwidth" -- "${run[@]}" --layout pp=2,ep=4 --strategy fastermoe:bandwidth=lots
 expect 2 "layout.etp: etp 2 is not built: experts are never tensor-sliced" -- "${run[@]}" --layout tp=2,ep=4,etp=2
 # Re-materialization and the bound under a layout run; the bound is below EP and says its traffic floor is not applied.
 "${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --strategy ep,fssdp:rematerialize=true,fsdp:rematerialize=true,bound --format json > "$tmp/lr.json" 2>/dev/null

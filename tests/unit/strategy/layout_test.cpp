@@ -122,7 +122,7 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
   cost::ComputeCost cc(topo.gpu_model(), model);
   strategy::Context ctx{topo, model, cc, 1};
   auto l = layout("tp=2,ep=4", topo, model);
-  CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("fastermoe"), ctx, l), InputError);
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fastermoe"), ctx, l) != nullptr);
   CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe"), ctx, l) != nullptr);
   CHECK_THROWS_AS(strategy::make_layout_strategy(strategy::parse_strategy_spec("flexmoe:dispatch=nearest"), ctx, l),
                   InputError);
@@ -138,6 +138,14 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
     }
   }
   CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fssdp:heterogeneous=false"), ctx, l) != nullptr);
+  // FasterMoE composes; its ep_size knob cannot (the EP group is the layout's ep) and is refused by name.
+  CHECK(strategy::make_layout_strategy(strategy::parse_strategy_spec("fastermoe:trigger=false"), ctx, l) != nullptr);
+  try {
+    strategy::make_layout_strategy(strategy::parse_strategy_spec("fastermoe:ep_size=4"), ctx, l);
+    FAIL("accepted fastermoe:ep_size=4");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("fastermoe:ep_size") != std::string::npos);
+  }
 }
 
 namespace {
@@ -391,15 +399,6 @@ TEST_CASE("FSDP of experts under a layout: every expert gathered to every GPU of
   bool reported = false;
   for (const auto& x : fsdp->resolved()) reported = reported || (x.key == "copies_per_layer" && x.json == "[8, 8, 8, 8]");
   CHECK(reported);
-  // The strategies still refused say why.
-  for (const char* name : {"fastermoe"}) {
-    try {
-      f.make(name);
-      FAIL("accepted ", name);
-    } catch (const InputError& e) {
-      CHECK(e.diagnostics().front().message.find(std::string("strategy ") + name + " does not run under --layout yet: ") == 0);
-    }
-  }
 }
 
 TEST_CASE("SmartMoE under a layout: each EP group re-plans its placement; the moves come first") {
@@ -825,7 +824,7 @@ TEST_CASE("a trace's micro-batch axis under a layout: each micro-batch routes it
     skewed[0][i] = total[i];  // micro-batch 0: expert 0's tokens, micro-batch 1 the others'
     for (int e = 1; e < E; ++e) skewed[1][i + e] = total[i + e];
   }
-  for (const char* spec : {"ep", "oracle", "fssdp", "fsdp", "smartmoe:period=1", "bound"}) {
+  for (const char* spec : {"ep", "oracle", "fssdp", "fsdp", "smartmoe:period=1", "fastermoe", "bound"}) {
     auto a = f.make(spec);
     auto b = f.make(spec);
     const auto even = a->simulate(strategy::IterationCounts{total, {}});
@@ -847,4 +846,123 @@ TEST_CASE("a trace's micro-batch axis under a layout: each micro-batch routes it
   auto flow_even = f.make("ep"), flow_own = f.make("ep");
   CHECK(flow_own->simulate(strategy::IterationCounts{total, halves}).time ==
         hs::test::approx(flow_even->simulate(strategy::IterationCounts{total, {}}).time));
+}
+
+namespace {
+// The fixture's loads with a hot group and a uniform group in each stage: GPUs 0, 1 (stage 0's first
+// EP group) and 4, 5 (stage 1's) route 1400 tokens to expert 0 and 200 to each other expert per
+// iteration, GPUs 2, 3 and 6, 7 500 to every expert.
+std::vector<double> one_hot_group(int L, int n) {
+  auto v = hot_loads(L, n, 1400, 200);
+  for (int l = 0; l < L; ++l)
+    for (int g : {2, 3, 6, 7})
+      for (int e = 0; e < 4; ++e) v[(static_cast<size_t>(l) * n + g) * 4 + e] = 500;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("FasterMoE under a layout: shadows inside the EP group that gains, none in the balanced one") {
+  // The fixture (node8, pp 2 of 4 GPUs, EP groups of 2, 4 experts: a group's first GPU owns experts
+  // 0 and 1, its second 2 and 3; 2 micro-batches) with one_hot_group's loads and the policy's model
+  // set by the knobs: bandwidth 100 Gbps = 12.5 GB/s, gemm_throughput 100 TFLOP/s, alpha 2, so with
+  // h2 = alpha d_model^2 n_mats = 2 x 512^2 x 2 = 1,048,576 weights per expert:
+  //   comp = 2 h2 / 1e14 = 20.97 ns, feat = 512 x 2 B / 12.5 GB/s = 81.92 ns,
+  //   model = h2 x 2 B / 12.5 GB/s = 167.8 us; a token of B costs 3 comp + 4 feat = 390.6 ns,
+  // so a shadow pays when it cuts B (the busiest GPU's regular tokens) by more than
+  // T = model / (3 comp + 4 feat) = 429.5 tokens.
+  // Per micro-batch the hot group counts expert 0: 2 x 700 = 1400, experts 1-3: 200 each; its first
+  // GPU computes 1600, its second 400. Shadowing expert 0 leaves max(200, 400) = 400: B falls by 1200
+  // > T, so expert 0 is shadowed; the next (expert 1, 200) leaves B at 400 and only adds a broadcast:
+  // stop. The uniform group counts 500 per expert, 1000 per GPU: shadowing any expert leaves the
+  // other GPU at 1000, B does not fall, no shadow. So each layer has exactly one shadow (its stage's
+  // hot group), resolved [1, 1, 1, 1].
+  // Routing: the hot group's first GPU computes expert 1's 2 x 100 = 200 regular tokens plus its own
+  // 700 of expert 0 (900), its second 2 x 200 = 400 plus its own 700 (1100), the uniform group's
+  // GPUs 2 x 2 x 250 = 1000: GPUs 1 and 5 compute the most of their stages. The worst GPU is
+  // stage 1's (the last stage's fp32 logits outweigh stage 0's second micro-batch in flight in this
+  // toy model): GPU 5, holding the shadows of its stage's 2 layers from a micro-batch's forward to
+  // its backward, x 1 micro-batch in flight (pp - 1 = 1 under 1F1B): 2 experts' parameters
+  // (copy_params; stage 0 would hold 2 x 2), and one expert's gradient (copy_grads).
+  Fixture f;
+  const int L = 4, n = 8;
+  const auto loads = one_hot_group(L, n);
+  const std::string knobs = ":bandwidth=100Gbps:gemm_throughput=100TFLOPS:alpha=2";
+  const auto h2 = 2.0 * 512 * 512 * 2;
+  const double comp = 2 * h2 / 100e12, feat = 512 * 2 / 12.5e9, model = h2 * 2 / 12.5e9;
+  CHECK(model / (3 * comp + 4 * feat) == doctest::Approx(429.5).epsilon(1e-3));
+  auto ep = f.make("ep");
+  auto fm = f.make("fastermoe" + knobs);
+  const auto a = ep->simulate(loads), b = fm->simulate(loads);
+  CHECK(resolved_of(*fm, "shadowed_per_layer") == "[1, 1, 1, 1]");
+  CHECK(resolved_of(*fm, "ep_size") == "2");
+  CHECK(resolved_of(*fm, "bandwidth") == "12500000000");
+  const auto params = cost::count_params(f.model);
+  REQUIRE(params.per_expert == doctest::Approx(h2));
+  CHECK(b.memory_gpu == 5);
+  CHECK(b.memory.copy_params == hs::test::approx(2 * params.per_expert * f.model.precision.param_bytes));
+  CHECK(b.memory.copy_grads == hs::test::approx(params.per_expert * f.model.precision.grad_bytes));
+  CHECK(a.memory.copy_params + a.memory.copy_grads == 0);
+  // The broadcast and reduce run, the hot GPU straggles less, and the breakdown sums to the time.
+  const int straggle = static_cast<int>(strategy::Component::kStragglerWait);
+  CHECK(b.breakdown[straggle] < a.breakdown[straggle]);
+  double sum = 0;
+  for (double x : b.breakdown) sum += x;
+  CHECK(sum == hs::test::approx(b.time));
+  MESSAGE("EP ", a.time * 1e3, " ms, FasterMoE ", b.time * 1e3, " ms; straggler ", a.breakdown[straggle] * 1e3,
+          " vs ", b.breakdown[straggle] * 1e3, " ms; spag ",
+          b.breakdown[static_cast<int>(strategy::Component::kExposedSpag)] * 1e3, " ms");
+  // Uniform loads everywhere: nothing to gain, no shadow.
+  auto flat = f.make("fastermoe" + knobs);
+  flat->simulate(test::uniform_loads(L, n, 4, 2000.0));
+  CHECK(resolved_of(*flat, "shadowed_per_layer") == "[0, 0, 0, 0]");
+  // A trace's micro-batch axis: each micro-batch decides on its own counts. The hot groups' GPUs
+  // route expert 0's tokens in micro-batch 0 and the others' in micro-batch 1, the uniform groups'
+  // half of theirs in each. Micro-batch 0: the hot group counts 2 x 1400 = 2800 of expert 0, all on
+  // its first GPU: shadowing it drops B by 2800 > T, the next leaves B at 0: one shadow. Micro-batch
+  // 1: experts 1-3 at 400 each, GPU 0 computes 400, GPU 1 800; the first in the order (expert 1, the
+  // lower id of the tie) is GPU 0's: B stays 800, stop: none. The uniform groups (500 per expert and
+  // micro-batch, 1000 per GPU) shadow nothing. The last micro-batch has none, the most is 1 per layer.
+  std::vector<std::vector<double>> skewed(2, std::vector<double>(loads.size(), 0.0));
+  for (size_t i = 0; i < loads.size(); i += 4) {
+    const bool hot = (i / 4) % n % 4 < 2;
+    for (int e = 0; e < 4; ++e) {
+      if (!hot) skewed[0][i + e] = skewed[1][i + e] = loads[i + e] / 2;
+      else skewed[e == 0 ? 0 : 1][i + e] = loads[i + e];
+    }
+  }
+  auto own = f.make("fastermoe" + knobs);
+  own->simulate(strategy::IterationCounts{loads, skewed});
+  CHECK(resolved_of(*own, "shadowed_max_per_layer") == "[1, 1, 1, 1]");
+  CHECK(resolved_of(*own, "shadowed_per_layer") == "[0, 0, 0, 0]");
+  // The flow tier runs the same shadows.
+  f.ctx.flow_network = true;
+  auto flow = f.make("fastermoe" + knobs);
+  const auto c = flow->simulate(loads);
+  CHECK(resolved_of(*flow, "shadowed_per_layer") == "[1, 1, 1, 1]");
+  CHECK(c.time == doctest::Approx(b.time).epsilon(0.05));
+}
+
+TEST_CASE("FasterMoE under a layout with trigger=false is EP under the same layout, exactly") {
+  // Without the trigger no expert is shadowed: EP's routing, no broadcast, reduce, copy or shadow
+  // task in the graph (LayoutSparse::shadow off), so the same graph, durations and coflows as EP,
+  // on both tiers, with and without a trace's micro-batch axis; no shadow memory.
+  for (bool flow : {false, true}) {
+    Fixture f;
+    f.ctx.flow_network = flow;
+    const auto loads = one_hot_group(4, 8);
+    // Micro-batches of half the counts each, but GPU 0's expert-0 tokens all in micro-batch 1.
+    std::vector<std::vector<double>> halves(2, loads);
+    for (auto& h : halves)
+      for (double& v : h) v /= 2;
+    halves[0][0] = 0, halves[1][0] = loads[0];
+    auto ep = f.make("ep");
+    auto fm = f.make("fastermoe:trigger=false");
+    for (const auto& counts : {strategy::IterationCounts{loads, {}}, strategy::IterationCounts{loads, halves}}) {
+      const auto a = ep->simulate(counts), b = fm->simulate(counts);
+      INFO("flow tier ", flow);
+      check_same(a, b);
+      CHECK(b.memory.total() == a.memory.total());
+      CHECK(b.memory.copy_params == 0);
+    }
+  }
 }
