@@ -90,6 +90,8 @@ std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& lay
 
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout) {
+  // Names and values first, as without a layout: an unknown knob is an error here too, never ignored.
+  check_strategy_spec(spec);
   if (spec.name == "fssdp") return make_layout_fssdp(spec, ctx, layout);
   if (spec.name == "fsdp") return make_layout_fsdp(spec, ctx, layout);
   if (spec.name == "smartmoe") return make_layout_smartmoe(spec, ctx, layout);

@@ -120,7 +120,7 @@ const StrategyInfo* find_strategy(const std::string& name) {
   return nullptr;
 }
 
-std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx) {
+const StrategyInfo& check_strategy_spec(const StrategySpec& spec) {
   const StrategyInfo* info = find_strategy(spec.name);
   if (!info) {
     std::vector<std::string> names;
@@ -143,7 +143,11 @@ std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context&
       throw InputError({"--strategy", 0, 0}, fmt::format("{}:{}", info->name, k),
                        fmt::format("expected {}, got '{}'", *expected, v));
   }
-  return info->make(ctx, spec.knobs);
+  return *info;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx) {
+  return check_strategy_spec(spec).make(ctx, spec.knobs);
 }
 
 }  // namespace hs::strategy

@@ -178,6 +178,9 @@ struct StrategyInfo {
 const std::vector<StrategyInfo>& registry();
 // The registry row of a strategy, or nullptr.
 const StrategyInfo* find_strategy(const std::string& name);
+// The registry row of spec's strategy after checking its name and every knob's name and value
+// against the registry (with and without a layout). Throws InputError on bad names or values.
+const StrategyInfo& check_strategy_spec(const StrategySpec& spec);
 // Validates knob names and values against the registry and builds the strategy. Throws InputError
 // on bad names or values.
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx);

@@ -326,7 +326,13 @@ assert off['peak_memory_bytes'] == ep['peak_memory_bytes'], (off['peak_memory_by
 " "$tmp/lfm.json" && echo "ok: fastermoe under --layout ($net)" || { echo "FAIL: fastermoe under --layout ($net)"; fails=$((fails+1)); }
 done
 expect 2 "fastermoe:ep_size" "the EP group is the layout's ep" -- "${run[@]}" --layout pp=2,ep=4 --strategy fastermoe:ep_size=4
-expect 2 "fastermoe:bandwidth" "expected auto or a positive bandwidth" -- "${run[@]}" --layout pp=2,ep=4 --strategy fastermoe:bandwidth=lots
+expect 2 "fastermoe:bandwidth" "expected a positive bandwidth such as 400Gbps" "got 'lots'" -- "${run[@]}" --layout pp=2,ep=4 --strategy fastermoe:bandwidth=lots
+# Unknown knobs and bad values are errors under a layout too (the registry's check), never ignored.
+for s in fssdp fsdp smartmoe flexmoe fastermoe; do
+  expect 2 "strategy '$s' has no knob 'nosuch'" -- "${run[@]}" --layout pp=2,ep=4 --strategy $s:nosuch=1
+done
+expect 2 "unknown strategy 'nosuch'" -- "${run[@]}" --layout pp=2,ep=4 --strategy nosuch
+expect 2 "fssdp:window" -- "${run[@]}" --layout pp=2,ep=4 --strategy fssdp:window=-1
 expect 2 "layout.etp: etp 2 is not built: experts are never tensor-sliced" -- "${run[@]}" --layout tp=2,ep=4,etp=2
 # Re-materialization and the bound under a layout run; the bound is below EP and says its traffic floor is not applied.
 "${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --strategy ep,fssdp:rematerialize=true,fsdp:rematerialize=true,bound --format json > "$tmp/lr.json" 2>/dev/null
