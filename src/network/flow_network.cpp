@@ -67,60 +67,85 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   // the earlier ones). No allocation per class (a million transfers make a million classes).
   size_t slots = 16;
   while (slots < 2 * co.size()) slots *= 2;
-  std::vector<uint64_t> hash_keys(slots, 0);
-  std::vector<int> hash_class(slots, -1);
+  // Kept across tasks below 2^17 slots (an EP group's all-to-all: no allocation and no fresh pages
+  // per task); a larger one is made for its task and freed.
+  std::vector<uint64_t>& hash_keys = hash_keys_;
+  std::vector<int>& hash_class = hash_class_;
+  hash_keys.assign(slots, 0);
+  hash_class.assign(slots, -1);
   const auto slot_of = [&](uint64_t h) {
     size_t k = static_cast<size_t>(h ^ (h >> 29)) & (slots - 1);
     while (hash_class[k] >= 0 && hash_keys[k] != h) k = (k + 1) & (slots - 1);
     return k;
   };
-  for (size_t i = 0; i < co.size(); ++i) {
-    const auto& tr = co[i];
-    if (tr.src == tr.dst || tr.bytes <= 0) continue;
-    alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
-    binding_elements(tr.src, tr.dst);
-    const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits) and the rate cap
-    h = (h ^ std::bit_cast<uint64_t>(cap)) * 1099511628211ull;
-    for (const auto& el : scratch_) {
-      h = (h ^ static_cast<uint64_t>(el.link)) * 1099511628211ull;
-      h = (h ^ std::bit_cast<uint64_t>(el.coef)) * 1099511628211ull;
-      if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
-      link_bytes_[el.link] += tr.bytes * el.coef;
+  // In blocks of transfers: first each one's elements, hash and rate cap, prefetching its slot (the
+  // table is far larger than the caches: a million transfers make 24 MB, one miss per probe); then
+  // the lookups, in transfer order, so classes are numbered as one pass would number them.
+  constexpr size_t kBlock = 256;
+  for (size_t i0 = 0; i0 < co.size(); i0 += kBlock) {
+    const size_t i1 = std::min(co.size(), i0 + kBlock);
+    blk_elems_.clear();
+    blk_.clear();
+    for (size_t i = i0; i < i1; ++i) {
+      const auto& tr = co[i];
+      if (tr.src == tr.dst || tr.bytes <= 0) continue;
+      alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
+      const auto eb = static_cast<uint32_t>(blk_elems_.size());
+      for (const auto& hop : topo_.binding_hops(tr.src, tr.dst)) blk_elems_.push_back({hop.link, hop.fraction});
+      const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
+      uint64_t h = 1469598103934665603ull;  // FNV-1a over (link, fraction bits) and the rate cap
+      h = (h ^ std::bit_cast<uint64_t>(cap)) * 1099511628211ull;
+      for (size_t j = eb; j < blk_elems_.size(); ++j) {
+        const auto& el = blk_elems_[j];
+        h = (h ^ static_cast<uint64_t>(el.link)) * 1099511628211ull;
+        h = (h ^ std::bit_cast<uint64_t>(el.coef)) * 1099511628211ull;
+        if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
+        link_bytes_[el.link] += tr.bytes * el.coef;
+      }
+      ++count;
+      stats_.bytes_offered += tr.bytes;
+      if (!aggregate_) h = i;  // every flow a class of its own
+      const size_t k0 = static_cast<size_t>(h ^ (h >> 29)) & (slots - 1);
+      __builtin_prefetch(&hash_class[k0]);
+      __builtin_prefetch(&hash_keys[k0]);
+      blk_.push_back({h, cap, static_cast<uint32_t>(i), eb, static_cast<uint32_t>(blk_elems_.size())});
     }
-    ++count;
-    stats_.bytes_offered += tr.bytes;
-    auto same = [&](int g) {
-      const uint32_t b = gelem_begin_[g], e = gelem_begin_[g + 1];
-      if (e - b != scratch_.size() || gcap_[g] != cap) return false;
-      for (uint32_t k = b; k < e; ++k)
-        if (gelems_[k].link != scratch_[k - b].link || gelems_[k].coef != scratch_[k - b].coef) return false;
-      return true;
-    };
-    if (!aggregate_) h = i;  // every flow a class of its own
-    const size_t k = slot_of(h);
-    int g = hash_class[k];
-    while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
-    if (g < 0) {
-      g = static_cast<int>(gcount_.size());
-      gnext_same_hash_.push_back(hash_class[k]);
-      hash_keys[k] = h;
-      hash_class[k] = g;
-      if (gelem_begin_.empty()) gelem_begin_.push_back(0);
-      gelems_.insert(gelems_.end(), scratch_.begin(), scratch_.end());
-      gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
-      gcount_.push_back(0);
-      gcap_.push_back(cap);
-      gfirst_.push_back(static_cast<int>(i));
+    for (const Pending& q : blk_) {
+      const std::span<const solver::Element> el(blk_elems_.data() + q.ebegin, q.eend - q.ebegin);
+      auto same = [&](int g) {
+        const uint32_t b = gelem_begin_[g], e = gelem_begin_[g + 1];
+        if (e - b != el.size() || gcap_[g] != q.cap) return false;
+        for (uint32_t k = b; k < e; ++k)
+          if (gelems_[k].link != el[k - b].link || gelems_[k].coef != el[k - b].coef) return false;
+        return true;
+      };
+      const size_t k = slot_of(q.hash);
+      int g = hash_class[k];
+      while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
+      if (g < 0) {
+        g = static_cast<int>(gcount_.size());
+        gnext_same_hash_.push_back(hash_class[k]);
+        hash_keys[k] = q.hash;
+        hash_class[k] = g;
+        if (gelem_begin_.empty()) gelem_begin_.push_back(0);
+        gelems_.insert(gelems_.end(), el.begin(), el.end());
+        gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
+        gcount_.push_back(0);
+        gcap_.push_back(q.cap);
+        gfirst_.push_back(static_cast<int>(q.index));
+      }
+      gid_[q.index] = g;
+      ++gcount_[g];
     }
-    gid_[i] = g;
-    ++gcount_[g];
   }
-  std::vector<uint64_t>().swap(hash_keys);  // freed before the classes' records are made (4,096 GPUs: 400 MB)
-  std::vector<int>().swap(hash_class);
+  if (slots > (1u << 17)) {  // freed before the classes' records are made (4,096 GPUs: 400 MB)
+    std::vector<uint64_t>().swap(hash_keys);
+    std::vector<int>().swap(hash_class);
+  }
   // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
   const size_t classes = gcount_.size();
-  std::vector<uint32_t> fill(classes);
+  std::vector<uint32_t>& fill = gfill_;
+  fill.resize(classes);
   const auto base = static_cast<uint32_t>(members_.size());
   uint32_t at = base;
   for (size_t g = 0; g < classes; ++g) fill[g] = at, at += gcount_[g];
@@ -128,14 +153,17 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   for (size_t i = 0; i < co.size(); ++i)
     if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
   at = base;
+  // Solver ids are reused or the next new one: every id below num_flows() + classes.
+  const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
+  if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
   for (size_t g = 0; g < classes; ++g) {
     const uint32_t b = at, e = at + gcount_[g];
     at = e;
-    std::sort(members_.begin() + b, members_.begin() + e);
+    if (e - b > 1) std::sort(members_.begin() + b, members_.begin() + e);
     const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
     stats_.elements += el.size();
     const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
-    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0);
+    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
     Flow& f = flow_[id];
     f.task = t;
     f.src = co[gfirst_[g]].src;
@@ -158,6 +186,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     std::vector<int>().swap(gnext_same_hash_);
     std::vector<double>().swap(gcap_);
     std::vector<solver::Element>().swap(gelems_);
+    std::vector<uint32_t>().swap(gfill_);
   }
   task_start_[t] = now;
   stats_.flows += count;
@@ -204,7 +233,7 @@ void FlowNetwork::settle() {
     f.rate = solver_.rate(id);
     const double finish = project(f);
     bump(id);
-    if (finish < kInf) heap_.push_back({finish, id, f.version});
+    if (finish < kInf) heap_.push_back({finish, id, version_[id]});
   }
   // Stale entries (superseded projections) are dropped when they surface, or all at once when the
   // heap is rebuilt: after many new projections, or when they outnumber the live classes.
@@ -278,11 +307,9 @@ void FlowNetwork::finish_class(int id, double now) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
     const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next));
-    if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0);
+    if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0), version_.resize(nid + 1, 0);
     Flow& g = flow_[nid];
-    const uint32_t version = g.version;
     g = f;
-    g.version = version;
     g.mnext = next;
     g.progress = p;
     g.since = now;
@@ -320,7 +347,7 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
       if (valid(d)) due_at_[d.id] = 1;
     due_.clear();
     for (size_t id = 0; id < due_at_.size(); ++id)
-      if (due_at_[id]) due_.push_back({now, static_cast<int>(id), flow_[id].version});
+      if (due_at_[id]) due_.push_back({now, static_cast<int>(id), version_[id]});
     for (const Due& d : due_) {
       if (!valid(d)) continue;  // stale, or its id finished earlier in this pass
       finish_class(d.id, now);

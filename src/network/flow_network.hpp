@@ -83,8 +83,8 @@ class FlowNetwork final : public engine::ActivityModel {
   // A class of flows of one task that cross the same links that may bind, with the same fractions:
   // max-min gives every member the same rate, so the solver sees one flow of weight = members left.
   // Members started together, so all have carried `progress` bytes by `since`; they finish in order
-  // of size. Indexed by solver flow id (ids are reused; `version` tells stale heap entries).
-  // 56 bytes: a million of them per all-to-all among 1,024 GPUs (the projected finish lives in the
+  // of size. Indexed by solver flow id (ids are reused; version_ tells stale heap entries).
+  // 48 bytes: a million of them per all-to-all among 1,024 GPUs (the projected finish lives in the
   // heap entry, the start time per task).
   struct Flow {
     double progress = 0;              // bytes each member has carried by `since`
@@ -92,7 +92,6 @@ class FlowNetwork final : public engine::ActivityModel {
     engine::TaskId task = 0;
     int src = 0, dst = 0;             // one member's endpoints (all share the links that may bind)
     uint32_t mnext = 0, mend = 0;     // members_[mnext, mend): sizes of the members not done, ascending
-    uint32_t version = 0;
     bool live = false;
   };
   struct Due {
@@ -111,9 +110,8 @@ class FlowNetwork final : public engine::ActivityModel {
   // (hot array apart from Flow, so filtering the heap reads 4 bytes per entry).
   bool valid(const Due& d) const { return tag_[d.id] == d.version; }
   void bump(int id) {
-    Flow& f = flow_[id];
-    if (++f.version == 0) f.version = 1;
-    tag_[id] = f.version;
+    if (++version_[id] == 0) version_[id] = 1;
+    tag_[id] = version_[id];
   }
   void pop_stale();
   // Calls fn on every heap entry (valid or stale) due by `time`: the top of the heap (a parent is
@@ -156,7 +154,20 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> gfirst_, gnext_same_hash_;
   std::vector<double> gcap_;  // per class: its members' rate cap (Transfer::rate_cap; kUnlimited if none)
   std::vector<solver::Element> gelems_;
+  struct Pending {  // a transfer of start()'s current block: its hash, cap and elements in blk_elems_
+    uint64_t hash;
+    double cap;
+    uint32_t index, ebegin, eend;
+  };
+  std::vector<Pending> blk_;
+  std::vector<solver::Element> blk_elems_;
+  std::vector<uint32_t> gfill_;       // per class: where its next member size goes
+  std::vector<uint64_t> hash_keys_;   // open-addressing table of start(): hash per slot
+  std::vector<int> hash_class_;       // and the last class made with it (-1: empty)
   std::vector<uint32_t> tag_;
+  // Per solver id: its projection's version, kept when the id is freed (a dense array apart from
+  // Flow, so making a class writes its record without reading it: one cache miss less per flow).
+  std::vector<uint32_t> version_;
   std::vector<Due> heap_, due_;  // min-heap of projected finishes; scratch
   std::vector<size_t> walk_;     // scratch: heap positions to visit
   std::vector<char> due_at_;     // scratch: advance_to()'s ids due at once

@@ -1,6 +1,7 @@
 #include "solver/max_min_solver.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 namespace hs::solver {
@@ -16,25 +17,17 @@ int MaxMinSolver::add_link(double capacity) {
   return static_cast<int>(cap_.size() - 1);
 }
 
-void MaxMinSolver::mark(int flow) {
-  const Rec& r = rec_[flow];
-  for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
-    const int l = link_of(elems_[i]);
-    if (!link_dirty_[l]) {
-      link_dirty_[l] = 1;
-      dirty_links_.push_back(l);
-    }
-  }
-}
-
 uint32_t MaxMinSolver::alloc_elements(uint32_t count) {
   if (count < free_ranges_.size() && !free_ranges_[count].empty()) {
     const uint32_t b = free_ranges_[count].back();
     free_ranges_[count].pop_back();
     return b;
   }
-  const auto b = static_cast<uint32_t>(elems_.size());
-  elems_.resize(b + count);
+  // The pool's used part is elems_used_; elems_ grows geometrically ahead of it, so a new range
+  // costs no per-flow resize (a value-initializing memset call for two elements).
+  const uint32_t b = elems_used_;
+  elems_used_ += count;
+  if (elems_used_ > elems_.size()) elems_.resize(std::max<size_t>(elems_used_, 2 * elems_.size()));
   return b;
 }
 
@@ -48,6 +41,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     rec_.emplace_back();
     rate_.push_back(0);
     state_.push_back(0);
+    if (rec_.size() > 64 * live_bits_.size()) live_bits_.push_back(0);
   }
   const auto n = static_cast<uint32_t>(elements.size());
   const uint32_t b = alloc_elements(n);
@@ -59,7 +53,12 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u), static_cast<uint32_t>(link_flows_[l].size()),
                      weight * elements[i].coef};
     link_flows_[l].push_back({id, b});
+    if (!link_dirty_[l]) {  // mark(id), folded in
+      link_dirty_[l] = 1;
+      dirty_links_.push_back(l);
+    }
   }
+  if (n > 0) live_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   r.cap = rate_cap;
   rate_[id] = 0;
   r.alive = 1;
@@ -70,16 +69,18 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     rate_[id] = rate_cap;
     added_free_.push_back(id);
   }
-  mark(id);
   return id;
 }
 
 void MaxMinSolver::remove_flow(int flow) {
-  mark(flow);
   Rec& r = rec_[flow];
   min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
     const int l = link_of(elems_[i]);
+    if (!link_dirty_[l]) {  // mark(flow), folded in
+      link_dirty_[l] = 1;
+      dirty_links_.push_back(l);
+    }
     auto& v = link_flows_[l];
     const uint32_t pos = elems_[i].pos;
     const LinkRef moved = v.back();
@@ -98,6 +99,7 @@ void MaxMinSolver::remove_flow(int flow) {
   free_ranges_[r.ecount].push_back(r.ebegin);
   r.ecount = 0;
   r.alive = 0;
+  live_bits_[static_cast<size_t>(flow) >> 6] &= ~(uint64_t{1} << (flow & 63));
   rate_[flow] = 0;
   free_ids_.push_back(flow);
 }
@@ -140,6 +142,47 @@ void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate) {
   }
 }
 
+void MaxMinSolver::sort_capped() {
+  constexpr size_t kMaxCaps = 16;
+  double caps[kMaxCaps];
+  size_t count[kMaxCaps] = {};
+  size_t ncaps = 0;
+  bool ids_ascending = true;
+  for (size_t i = 0; i < capped_.size(); ++i) {
+    const double c = capped_[i].first;
+    size_t k = 0;
+    while (k < ncaps && caps[k] != c) ++k;
+    if (k == ncaps) {
+      if (ncaps == kMaxCaps) {
+        std::sort(capped_.begin(), capped_.end());
+        return;
+      }
+      caps[ncaps++] = c;
+    }
+    ++count[k];
+    if (i > 0 && capped_[i].second < capped_[i - 1].second) ids_ascending = false;
+  }
+  // Buckets in ascending cap order (caps are not NaN), each keeping the order of its ids (sorted
+  // afterwards when they were not ascending: a component found by search lists flows unordered).
+  size_t order[kMaxCaps];
+  for (size_t k = 0; k < ncaps; ++k) order[k] = k;
+  std::sort(order, order + ncaps, [&](size_t a, size_t b) { return caps[a] < caps[b]; });
+  size_t start[kMaxCaps];
+  for (size_t at = 0, j = 0; j < ncaps; ++j) start[order[j]] = at, at += count[order[j]];
+  capped_tmp_.resize(capped_.size());
+  for (const auto& e : capped_) {
+    size_t k = 0;
+    while (caps[k] != e.first) ++k;
+    capped_tmp_[start[k]++] = e;
+  }
+  capped_.swap(capped_tmp_);
+  if (!ids_ascending) {
+    const auto by_id = [](const std::pair<double, int>& a, const std::pair<double, int>& b) { return a.second < b.second; };
+    for (size_t j = 0, at = 0; j < ncaps; at += count[order[j]], ++j)
+      std::sort(capped_.begin() + static_cast<std::ptrdiff_t>(at), capped_.begin() + static_cast<std::ptrdiff_t>(at + count[order[j]]), by_id);
+  }
+}
+
 void MaxMinSolver::solve() {
   // changed_ lists what this solve changes, plus element-less flows added since the last solve.
   changed_.clear();
@@ -161,8 +204,10 @@ void MaxMinSolver::solve() {
   if (live >= 1024 && 10 * last_component_ >= 9 * live) {
     for (int l : dirty_links_) link_dirty_[l] = 0;
     dirty_links_.clear();
-    for (size_t f = 0; f < rec_.size(); ++f)
-      if (rec_[f].alive && rec_[f].ecount > 0) comp_flows_.push_back(static_cast<int>(f));
+    // Live flows with elements, in id order, off a bitset (64 ids per word).
+    for (size_t w = 0; w < live_bits_.size(); ++w)
+      for (uint64_t bits = live_bits_[w]; bits != 0; bits &= bits - 1)
+        comp_flows_.push_back(static_cast<int>(64 * w + static_cast<size_t>(std::countr_zero(bits))));
     for (size_t l = 0; l < link_flows_.size(); ++l)
       if (!link_flows_[l].empty()) comp_links_.push_back(static_cast<int>(l));
   } else {
@@ -227,7 +272,9 @@ void MaxMinSolver::solve() {
   }
   // Flow caps, smallest first: (cap, id) pairs sorted in place (a comparator reading the caps
   // from the records cost a cache miss per comparison).
-  if (!std::is_sorted(capped_.begin(), capped_.end())) std::sort(capped_.begin(), capped_.end());
+  // Usually a few distinct caps (an NCCL connection's channels per locality) over flows listed in
+  // id order: sorted by cap in one stable bucket pass, which is then the (cap, id) order.
+  if (!std::is_sorted(capped_.begin(), capped_.end())) sort_capped();
   size_t next_cap = 0;
   // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
   // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is

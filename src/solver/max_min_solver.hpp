@@ -11,7 +11,8 @@
 //           share; subtract their consumption from every link they cross.
 // One solve costs O(E + P log L + C log C) for E (flow, link) elements, L links of the component,
 // P heap pops (one per bottleneck link plus one per stale key) and C rate-capped flows (sorted by
-// cap as (cap, id) pairs, already in order when nothing changed them).
+// cap as (cap, id) pairs, already in order when nothing changed them; in one bucket pass when they
+// hold at most 16 distinct caps, as an all-to-all's NCCL connections do).
 //
 // Incremental: adding or removing a flow marks its links dirty; solve() re-solves only the
 // connected component (links and flows reachable through shared links) of the dirty links. That is
@@ -78,7 +79,7 @@ class MaxMinSolver {
   const SolverStats& stats() const { return stats_; }
 
  private:
-  void mark(int flow);
+  void sort_capped();  // capped_ into (cap, id) order
   // Freezes flow f (elements from `ebegin`) at `rate`.
   double unfrozen_weight(int link) const;  // sum of wc over the link's unfrozen flows
   void freeze(int f, uint32_t ebegin, double rate);
@@ -103,6 +104,7 @@ class MaxMinSolver {
   std::vector<char> link_dirty_;
   std::vector<int> dirty_links_;
   std::vector<Elem> elems_;
+  uint32_t elems_used_ = 0;  // elems_[0, elems_used_) is the pool; the rest is spare capacity
   std::vector<std::vector<uint32_t>> free_ranges_;  // by element count
   // Flows: a 24-byte record, and apart from it the two fields filling touches per visit (dense
   // arrays: a million flows' states fit in cache, so skipping a frozen flow costs no memory access).
@@ -117,6 +119,8 @@ class MaxMinSolver {
   // Per flow: bits 0-1 the filling state (0 unfrozen, 1 frozen, 2 frozen at a new rate), bit 2 set
   // when the flow has a rate cap.
   std::vector<uint8_t> state_;
+  // Bit f set while flow f is alive and crosses a link: the whole-problem sweep reads 64 ids a word.
+  std::vector<uint64_t> live_bits_;
   static constexpr uint8_t kCapped = 4;
   std::vector<int> free_ids_;
   // Scratch reused across solves.
@@ -124,7 +128,7 @@ class MaxMinSolver {
   uint32_t stamp_ = 0;
   std::vector<double> rem_, sumw_;
   std::vector<uint32_t> unfrozen_;  // per link: unfrozen flows crossing it (during a solve)
-  std::vector<std::pair<double, int>> capped_;  // (cap, flow), ascending
+  std::vector<std::pair<double, int>> capped_, capped_tmp_;  // (cap, flow), ascending
   std::vector<int> changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<int> comp_links_, comp_flows_;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fmt/format.h>
 #include <string>
 #include <sys/resource.h>
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
         if (a != b) c.push_back({a, b, uniform ? 1e6 : 1e6 * std::exp(rng.normal())});
     collective::AnalyticNetwork an(topo);
     const double analytic = an.coflow_time(c);
-    std::vector<double> walls;
+    std::vector<double> walls, cpus;  // wall and process CPU seconds of each run
     double simulated = 0;
     network::FlowStats st;
     uint64_t rounds = 0, elements = 0, changed = 0;
@@ -83,7 +84,9 @@ int main(int argc, char** argv) {
       engine::Simulation sim(g);
       sim.add_model(&net);
       auto a = std::chrono::steady_clock::now();
+      const std::clock_t c0 = std::clock();
       sim.run();
+      cpus.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
       walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
       simulated = sim.makespan();
       st = net.stats();
@@ -92,11 +95,12 @@ int main(int argc, char** argv) {
       changed = net.solver_stats().rates_changed;
     }
     std::sort(walls.begin(), walls.end());
+    std::sort(cpus.begin(), cpus.end());
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    fmt::print("{} {:>5} GPUs, precision {:g}: {:>8} flows, {:>8} solver updates, wall {:.3f} s (median of "
+    fmt::print("{} {:>5} GPUs, precision {:g}: {:>8} flows, {:>8} solver updates, wall {:.3f} s, CPU {:.3f} s (medians of "
                "{}; topology build {:.3f} s); simulated {:.6f} ms flow vs {:.6f} ms analytic\n",
-               uniform ? "uniform all-to-all" : "all-to-all-v", n, precision, st.flows, st.solver_updates, walls[walls.size() / 2], reps, build, simulated * 1e3,
+               uniform ? "uniform all-to-all" : "all-to-all-v", n, precision, st.flows, st.solver_updates, walls[walls.size() / 2], cpus[cpus.size() / 2], reps, build, simulated * 1e3,
                analytic * 1e3);
     fmt::print("    {} completion events; {:.2f} elements per flow; per solve: {:.1f} rounds, {:.0f} elements frozen, {:.0f} rates changed; "
                "peak RSS so far {:.0f} MB\n",

@@ -225,3 +225,41 @@ TEST_CASE("tiny coefficients: rates come out whatever the scale (no absolute thr
   CHECK(s.rate(a) == hs::test::approx(4.5e12));
   CHECK(s.rate(b) == hs::test::approx(4.5e12));
 }
+
+TEST_CASE("property: a rate cap acts as a private link of that capacity, with few or many distinct caps") {
+  // Few distinct caps take the solver's bucket order of capped flows, many (> 16) a full sort; both
+  // must freeze them as private links would.
+  hs::Rng rng(11);
+  for (int inst = 0; inst < 300; ++inst) {
+    const bool few = inst % 2 == 0;
+    const int nl = 2 + static_cast<int>(rng.below(6));
+    std::vector<double> caps;
+    for (int l = 0; l < nl; ++l) caps.push_back(1 + 99 * rng.uniform());
+    const double menu[3] = {5 + 10 * rng.uniform(), 20 + 10 * rng.uniform(), 40 + 10 * rng.uniform()};
+    MaxMinSolver capped, priv;
+    for (double c : caps) capped.add_link(c), priv.add_link(c);
+    const int nf = 1 + static_cast<int>(rng.below(40));
+    std::vector<int> cid(nf), pid(nf);
+    for (int f = 0; f < nf; ++f) {
+      std::vector<Element> e;
+      for (int l = 0; l < nl; ++l)
+        if (rng.uniform() < 0.35) e.push_back({l, 1.0});
+      if (e.empty()) e.push_back({static_cast<int>(rng.below(nl)), 1.0});
+      const double w = 1 + static_cast<double>(rng.below(3));
+      double cap = MaxMinSolver::kUnlimited;
+      if (rng.uniform() < 0.7) cap = few ? menu[rng.below(3)] : 1 + 60 * rng.uniform();
+      cid[f] = capped.add_flow(e, w, cap);
+      if (cap < MaxMinSolver::kUnlimited) e.push_back({priv.add_link(cap), 1.0 / w});  // w members x 1/w x rate = rate
+      pid[f] = priv.add_flow(e, w);
+    }
+    capped.solve();
+    priv.solve();
+    std::vector<char> gone(nf, 0);
+    for (int f = 0; f < nf; ++f)
+      if (rng.uniform() < 0.3) capped.remove_flow(cid[f]), priv.remove_flow(pid[f]), gone[f] = 1;
+    capped.solve();
+    priv.solve();
+    for (int f = 0; f < nf; ++f)
+      if (!gone[f]) CHECK(capped.rate(cid[f]) == doctest::Approx(priv.rate(pid[f])).epsilon(1e-9));
+  }
+}
