@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Determinism under stress: the same inputs must give the same bytes
-#   * twice in a row (analytic and flow tier, every strategy),
+#   * twice in a row (analytic and flow tier, every strategy; a timeline under a layout),
 #   * for sweep --jobs 1 and --jobs 2,
 #   * from differently optimized builds of the same source (default: build-test, debugoptimized -O2,
 #     against build-debug, -O0; give other binaries as arguments, e.g. build-release/src/cli/hecate-sim).
@@ -38,6 +38,7 @@ cases=(
   "run-flow-l|run dgx-h100-4node $PWD/traces/gpt-moe-l-aux_loss.json.gz --iterations 3 --network flow --format json"
   "run-256gpu|run dgx-h100-32node $PWD/traces/deepseek-v3-like-aux_free.json.gz --iterations 1 --format json"
   "run-layout|run dgx-h100-4node $PWD/$trace --layout tp=2,pp=2,vpp=2,ep=8 --set grad_accum=4 --strategy ep,oracle,fssdp,fsdp,smartmoe --iterations 3 --format json"
+  "timeline-layout|run dgx-h100-4node $PWD/$trace --layout tp=2,pp=2,vpp=2,ep=8 --set grad_accum=4 --strategy ep,fssdp:rematerialize=true,flexmoe,fastermoe --iterations 2 --format json --timeline OUT.json"
   "run-p4d-csv|run aws-p4d-a100-4node $PWD/traces/gpt-moe-s-collapsed.json.gz --iterations 3 --format csv"
   "collective|collective aws-p3dn-v100-2node --op all_to_all -b 1M -e 64M -f 4 --network flow --format csv"
   "sweep-j1|sweep sweep.yaml --jobs 1 --out OUT"
@@ -57,6 +58,7 @@ for b in "${!bins[@]}"; do
       ( cd "$tmp" && "$sim" ${args//OUT/$out} > "$out.stdout" 2> /dev/null )
       # sweep's table on stdout carries wall times; its files are the result
       if [[ $name == sweep* ]]; then cat "$tmp/$out.jsonl" "$tmp/$out.csv" > "$tmp/$out.out"; else mv "$tmp/$out.stdout" "$tmp/$out.out"; fi
+      if [[ $name == timeline* ]]; then cat "$tmp/$out.json" >> "$tmp/$out.out"; fi
     done
     same "${bins[$b]}: $name twice" "$tmp/b$b-$name-1.out" "$tmp/b$b-$name-2.out"
   done

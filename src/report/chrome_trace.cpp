@@ -10,7 +10,9 @@ int stream_index(const std::string& s) {
   if (s == "a2a") return 1;
   if (s == "sparse") return 2;
   if (s == "dp") return 3;
-  return 4;
+  if (s == "pp_fwd") return 4;
+  if (s == "pp_bwd") return 5;
+  return 6;
 }
 }  // namespace
 
@@ -27,8 +29,15 @@ void ChromeTrace::event(const strategy::TimelineEvent& e) {
                          "{{\"name\": \"gpu{} {}\"}}}}",
                          pid_, tid, e.gpu, e.stream);
   events_ += fmt::format(",\n{{\"ph\": \"X\", \"pid\": {}, \"tid\": {}, \"name\": \"{}\", \"cat\": \"{}\", "
-                         "\"ts\": {:.3f}, \"dur\": {:.3f}}}",
+                         "\"ts\": {:.3f}, \"dur\": {:.3f}",
                          pid_, tid, e.name, e.category, e.start * 1e6, (e.end - e.start) * 1e6);
+  if (!e.args.empty()) {
+    events_ += ", \"args\": {";
+    for (size_t i = 0; i < e.args.size(); ++i)
+      events_ += fmt::format("{}\"{}\": {}", i ? ", " : "", e.args[i].first, e.args[i].second);
+    events_ += "}";
+  }
+  events_ += "}";
 }
 
 std::string ChromeTrace::json() const {

@@ -79,7 +79,7 @@ class LayoutBound final : public LayoutStrategyBase {
       route_micro_batches(loads, static_cast<int>(l), n, E, plans_[l],
                           [&](std::span<const double> counts, LayerPlan& p) { floor(counts, 1.0, p); });
     }
-    IterationResult r = graph_.run(plans_);
+    IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
     set_layout_memory(m, layout_, stage_, plans_, r);
     return r;
   }

@@ -74,7 +74,7 @@ class LayoutFasterMoe final : public Strategy {
       }
       shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
     }
-    IterationResult r = graph_.run(plans_);
+    IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
     std::vector<double> most(groups, 0.0);
     for (const auto& h : held)
       for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);

@@ -122,7 +122,7 @@ class LayoutFlexMoe final : public Strategy {
       extra_step.assign(n_, 0.0);
       for (int x = 0; x < n_; ++x) extra_step[x] = per_expert_ * (instances[x] - own[x]) / shard;
     }
-    IterationResult r = graph_.run(plans_, moves, extra_step);
+    IterationResult r = graph_.run(plans_, moves, extra_step, take_timeline());
     set_layout_memory(m, layout_, stage_, plans_, r, slots_ - own_);
     for (int k = 0; k < G_; ++k) history_[k].push(actual[k]);
     ++iteration_;

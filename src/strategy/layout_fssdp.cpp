@@ -159,7 +159,7 @@ class LayoutFssdp final : public Strategy {
         plan.sprs_flows.insert(plan.sprs_flows.end(), rs.begin(), rs.end());
       }
     }
-    IterationResult r = graph_.run(plans_);
+    IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
     set_memory(r);
     for (int k = 0; k < G_; ++k) history_[k].push(actual[k]);
     return r;

@@ -135,6 +135,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   ++builds_;
   g_ = engine::TaskGraph();
   comp_.clear();
+  labels_.clear();
   cls_.clear();
   mean_.clear();
   fixed_.clear();
@@ -153,9 +154,17 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     ppb[i] = g.add_resource(fmt::format("gpu{}.pp_bwd", i), i);
     sparse[i] = any_sparse && !sparse_.single_queue ? g.add_resource(fmt::format("gpu{}.sparse", i), i) : a2a[i];
   }
-  auto add = [&](std::span<const engine::ResourceId> res, double dur, Component c, Cls k, bool communication) {
+  // Where the build is, for the tasks' labels.
+  int cur_mb = 0;     // the micro-batch being emitted
+  int cur_v = 0;      // the virtual stage being emitted
+  int cur_block = -1, cur_bucket = -1;
+  bool cur_expert = false;
+  Pass cur_pass = Pass::kNone;
+  auto add = [&](std::span<const engine::ResourceId> res, double dur, Component c, Cls k, bool communication, Op op) {
     const auto tag = static_cast<uint32_t>(comp_.size());
     comp_.push_back(c);
+    labels_.push_back({op, cur_pass, cur_expert, static_cast<int16_t>(cur_block), static_cast<int16_t>(cur_mb),
+                       static_cast<int16_t>(cur_v), static_cast<int16_t>(cur_bucket)});
     cls_.push_back(k);
     mean_.push_back(-1);
     const engine::TaskId id = g.add_task(res, Seconds(dur), tag, communication ? comm : engine::kFixedModel);
@@ -166,7 +175,6 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     fixed_.push_back({std::move(flows), extra, {}, false});
     return static_cast<int>(fixed_.size()) - 1;
   };
-  int cur_mb = 0;  // the micro-batch being emitted
   auto bind = [&](engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index, cur_mb}); };
   auto slice = [](const std::vector<engine::ResourceId>& all, std::span<const int> gpus) {
     std::vector<engine::ResourceId> out;
@@ -235,8 +243,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   // Per GPU: a task the next compute task must wait for (a received activation or gradient).
   std::vector<engine::TaskId> need(n, engine::kNoTask), last(n, engine::kNoTask);
   std::vector<std::vector<engine::TaskId>> also(n);  // more such tasks (parameter all-gathers, reductions)
-  auto compute_task = [&](int x, double d, Component c, Cls k = kChunk) {
-    const engine::TaskId id = add({&compute[x], 1}, d, c, k, false);
+  auto compute_task = [&](int x, double d, Component c, Op op, Cls k = kChunk) {
+    const engine::TaskId id = add({&compute[x], 1}, d, c, k, false, op);
     if (need[x] != engine::kNoTask) g.add_dependency(need[x], id), need[x] = engine::kNoTask;
     for (engine::TaskId p : also[x]) g.add_dependency(p, id);
     also[x].clear();
@@ -245,14 +253,18 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   };
   // A task whose duration run() sets from the loads.
   auto var_task = [&](int x, Var what, int l, Component c) {
-    const engine::TaskId id = compute_task(x, 0.0, c);
+    const Op op = what == Var::kCopyIn                                   ? Op::kCopyIn
+                  : what == Var::kCopyOut                                ? Op::kCopyOut
+                  : what == Var::kShadowFwd || what == Var::kShadowBwd ? Op::kShadowExperts
+                                                                         : Op::kExperts;
+    const engine::TaskId id = compute_task(x, 0.0, c, op);
     vars_.push_back({id, what, l, x, cur_mb});
   };
-  auto tp_collective = [&](int s, bool all_reduce) {
+  auto tp_collective = [&](int s, bool all_reduce, Op op) {
     if (L.tp == 1) return;
     for (int d = 0; d < L.dp; ++d) {
       const size_t i = static_cast<size_t>(s) * L.dp + d;
-      const engine::TaskId id = add(tp_res[i], 0.0, Component::kDenseAllReduce, kTp, true);
+      const engine::TaskId id = add(tp_res[i], 0.0, Component::kDenseAllReduce, kTp, true, op);
       std::vector<engine::TaskId> preds;
       for (int x : tp_groups[i]) {
         if (need[x] != engine::kNoTask) preds.push_back(need[x]), need[x] = engine::kNoTask;
@@ -265,15 +277,15 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     }
   };
   // One TP-split sublayer: with sp, all-gather -> compute -> reduce-scatter; else compute -> all-reduce.
-  auto sublayer = [&](int s, double d, Component c) {
-    if (L.sequence_parallel) tp_collective(s, false);
-    for (int x : stage_gpus[s]) compute_task(x, d, c);
-    tp_collective(s, !L.sequence_parallel);
+  auto sublayer = [&](int s, double d, Component c, Op op) {
+    if (L.sequence_parallel) tp_collective(s, false, Op::kTpAllGather);
+    for (int x : stage_gpus[s]) compute_task(x, d, c, op);
+    tp_collective(s, !L.sequence_parallel, L.sequence_parallel ? Op::kTpReduceScatter : Op::kTpAllReduce);
   };
   // A collective of stage s after the stage's GPUs' last tasks (or after `preds` when given).
-  auto collective_after = [&](int s, const std::vector<engine::ResourceId>& res, Component c, Cls k,
+  auto collective_after = [&](int s, const std::vector<engine::ResourceId>& res, Component c, Cls k, Op op,
                               std::vector<engine::TaskId> preds = {}) {
-    const engine::TaskId id = add(res, 0.0, c, k, true);
+    const engine::TaskId id = add(res, 0.0, c, k, true, op);
     if (preds.empty())
       for (int x : stage_gpus[s]) preds.push_back(last[x]);
     depend(preds, id);
@@ -301,16 +313,21 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   std::vector<std::vector<engine::TaskId>> stage_rs(P), sprs_of(LM);
   dp_tasks_.clear();
   step_.assign(P, 0.0);
-  auto dp_collective = [&](int s, bool expert, double bytes, collective::RingOp op, bool after) {
+  auto dp_collective = [&](int s, bool expert, double bytes, collective::RingOp op, bool after, int bucket) {
     double extra = 0;
     auto flows = collective::concurrent_ring_flows(topo, expert ? egroups[s] : dgroups[s], bytes, op, extra);
-    const engine::TaskId id = after ? collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp)
-                                    : add(st_dp[s], 0.0, Component::kDenseAllReduce, kDp, true);
+    const Op label = op == collective::RingOp::kReduceScatter ? Op::kDpReduceScatter
+                     : op == collective::RingOp::kAllGather   ? Op::kDpAllGather
+                                                              : Op::kDpAllReduce;
+    const int outer = cur_block;
+    cur_expert = expert, cur_bucket = bucket, cur_block = -1;
+    const engine::TaskId id = after ? collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, label)
+                                    : add(st_dp[s], 0.0, Component::kDenseAllReduce, kDp, true, label);
+    cur_expert = false, cur_bucket = -1, cur_block = outer;
     bind(id, Bind::kFixed, fixed(std::move(flows), extra));
     dp_tasks_.push_back({id, s});
     return id;
   };
-  int cur_v = 0;      // the virtual stage being emitted
   bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
   // overlap_param_gather: the first forward use of a bucket's parameters waits for its all-gather.
   auto use = [&](int block, Part part) {
@@ -332,7 +349,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     if (p == nullptr || !p->closes) return;
     const int s = cur_v % P;
     const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
-    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true);
+    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true, p->bucket);
     if (p->expert)  // FSSDP: the copies' gradients have reached their owners (spRS) first
       for (const GradPiece& q : cb.pieces)
         if (q.expert && q.bucket == p->bucket)
@@ -345,8 +362,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   std::vector<std::vector<engine::TaskId>> stage_sprs(P);
   auto moe = [&](int s, int l, bool forward) {
     for (int x : stage_gpus[s])
-      compute_task(x, forward ? router : unperm, Component::kRouting);
-    const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a);
+      compute_task(x, forward ? router : unperm, Component::kRouting, forward ? Op::kRouter : Op::kUnpermute);
+    const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kDispatch : Op::kCombine);
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     bind(a, Bind::kDispatch, l);
     // FasterMoE: the shadows' broadcast follows the dispatch on its stream; backward, the shadows'
@@ -354,7 +371,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const bool shadows = sparse_.shadow;
     engine::TaskId bcast = engine::kNoTask, reduce = engine::kNoTask;
     if (shadows && forward) {
-      bcast = collective_after(s, st_a2a[s], Component::kExposedSpag, kSparse);
+      bcast = collective_after(s, st_a2a[s], Component::kExposedSpag, kSparse, Op::kShadowBcast);
       bind(bcast, Bind::kSpag, l);
     }
     if (shadows && !forward) {
@@ -362,7 +379,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         var_task(x, Var::kShadowBwd, l, Component::kExpertCompute);
         var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
       }
-      reduce = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
+      reduce = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kShadowReduce);
       bind(reduce, Bind::kSprs, l);
     }
     // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
@@ -391,30 +408,34 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
       }
     }
     if (returns) {
-      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse);
+      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
       bind(r, Bind::kSprs, l);
       stage_sprs[s].push_back(r);
       sprs_of[l].push_back(r);
     }
     if (replicas) {  // FlexMoE: the replicated experts' gradients, all-reduced among their holders
-      const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp);
+      const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kReplicaAllReduce);
       bind(r, Bind::kReplica, l);
       dp_tasks_.push_back({r, s});
       stage_sprs[s].push_back(r);
       sprs_of[l].push_back(r);
     }
     if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
-    const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, std::move(experts_done));
+    const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kCombine : Op::kDispatch,
+                                              std::move(experts_done));
     bind(c, Bind::kCombine, l);
     for (int x : stage_gpus[s]) {
       need[x] = c;
-      compute_task(x, forward ? unperm : router, Component::kRouting);
+      compute_task(x, forward ? unperm : router, Component::kRouting, forward ? Op::kUnpermute : Op::kRouter);
     }
   };
   // The spAG of block b's copies, issued when the stage's GPUs reach it (the attention before the
   // layer, forward; the block above's attention backward or the op's start, backward).
   auto gather = [&](int s, int b) {
-    const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true);
+    const int outer = cur_block;
+    cur_block = b;
+    const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true, Op::kSpag);
+    cur_block = outer;
     std::vector<engine::TaskId> preds;
     for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
     if (opg)  // the owners' experts must have been all-gathered after their update
@@ -434,6 +455,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     cur_mb = op.mb;
     const int v = op.chunk * P + s;
     cur_v = v;
+    cur_pass = op.forward ? Pass::kForward : Pass::kBackward;
+    cur_block = -1;
     sync = chunk_done;
     const auto [first, lastb] = L.chunk_blocks(v, m.layers);
     if (op.forward) {
@@ -443,47 +466,53 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         // re-materialization), from when the attention before its forward starts (and its input
         // has arrived).
         if ((op.mb == 0 || sparse_.rematerialize) && gathers(b)) gather(s, b);
+        cur_block = b;
         use(b, Part::kAttention);
-        sublayer(s, attn_f, Component::kAttention);
+        sublayer(s, attn_f, Component::kAttention, Op::kAttention);
         use(b, Part::kMlp);
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
-        else sublayer(s, ffn_f, Component::kAttention);
+        else sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
       }
+      cur_block = -1;
       use(-1, Part::kHead);
-      if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention);
+      if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention, Op::kHead);
       if (v + 1 < VS) {
-        sent_f[v][op.mb] = collective_after(s, st_ppf[s], Component::kDenseAllReduce, kPp);
+        sent_f[v][op.mb] = collective_after(s, st_ppf[s], Component::kDenseAllReduce, kPp, Op::kPpSend);
         bind(sent_f[v][op.mb], Bind::kFixed, send_fwd[v]);
       }
       return;
     }
     const bool regather = sparse_.rematerialize;
     if (regather && gathers(lastb - 1)) gather(s, lastb - 1);
-    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention);
+    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention, Op::kHead);
     ready(-1, Part::kHead);
     for (int b = lastb - 1; b >= first; --b) {
+      cur_block = b;
       // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
       // the block's forward again from its saved input, MoE dispatch and combine included; with
       // `selective` only the core attention is recomputed, which unfused (standard) attention pays
       // here as its forward (projections included: an upper side); FlashAttention's backward
       // recomputes its scores by design, already in attention_backward, so selective adds nothing.
+      cur_pass = Pass::kRecompute;
       if (L.recompute == workload::Recompute::kFull) {
-        sublayer(s, attn_f, Component::kAttention);
+        sublayer(s, attn_f, Component::kAttention, Op::kAttention);
         if (moe_index[b] >= 0) moe(s, moe_index[b], true);
-        else sublayer(s, ffn_f, Component::kAttention);
+        else sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
       } else if (L.recompute == workload::Recompute::kSelective && m.attention == workload::AttentionImpl::kStandard) {
-        for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention);
+        for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention, Op::kAttention);
       }
+      cur_pass = Pass::kBackward;
       if (moe_index[b] >= 0) moe(s, moe_index[b], false);
-      else sublayer(s, ffn_b, Component::kAttention);
+      else sublayer(s, ffn_b, Component::kAttention, Op::kDenseFfn);
       ready(b, Part::kMlp);
       if (regather && b > first && gathers(b - 1)) gather(s, b - 1);  // beside this attention backward
-      sublayer(s, attn_b, Component::kAttention);
+      sublayer(s, attn_b, Component::kAttention, Op::kAttention);
       ready(b, Part::kAttention);
     }
+    cur_block = -1;
     ready(-1, Part::kEmbedding);
     if (v > 0) {
-      sent_b[v][op.mb] = collective_after(s, st_ppb[s], Component::kDenseAllReduce, kPp);
+      sent_b[v][op.mb] = collective_after(s, st_ppb[s], Component::kDenseAllReduce, kPp, Op::kPpSend);
       bind(sent_b[v][op.mb], Bind::kFixed, send_bwd[v]);
     }
     if (!final) return;
@@ -491,8 +520,8 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     // all at the end without overlap_grad_reduce (with it, ready() issued them bucket by bucket).
     const auto params = cost::stage_params(m, L, s);
     if (!og) {
-      const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true);
-      const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true);
+      const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true, -1);
+      const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true, -1);
       for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
       stage_rs[s] = {rs_e, rs_d};
     }
@@ -503,15 +532,15 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
         need[x] = stage_rs[s].front();
         also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
       }
-      compute_task(x, 0.0, Component::kOptimizer, kOther);
+      compute_task(x, 0.0, Component::kOptimizer, Op::kOptimizer, kOther);
       vars_.push_back({last[x], Var::kOptimizer, s, x, cur_mb});  // + the GPU's extra instances (run)
     }
     step_[s] = step;
     // The updated parameters: all-gathered now, or with overlap_param_gather at the next
     // iteration's start (below), beside its forward.
     if (L.distributed_optimizer && !opg) {
-      dp_collective(s, false, params.dense * pr.param_bytes, collective::RingOp::kAllGather, true);
-      dp_collective(s, true, params.experts * pr.param_bytes, collective::RingOp::kAllGather, true);
+      dp_collective(s, false, params.dense * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
+      dp_collective(s, true, params.experts * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
     }
   };
   // overlap_param_gather: the parameters the previous iteration's optimizer updated are all-gathered
@@ -524,6 +553,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     for (int s = 0; s < P; ++s)
       for (int k = 0; k < V; ++k) {
         const int v = k * P + s;
+        cur_v = v;
         const ChunkBuckets& cb = buckets[v];
         ag_d[v].assign(cb.dense.size(), engine::kNoTask);
         ag_e[v].assign(cb.expert.size(), engine::kNoTask);
@@ -533,12 +563,12 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
           engine::TaskId& ag = (p->expert ? ag_e : ag_d)[v][p->bucket];
           if (ag != engine::kNoTask) continue;
           const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
-          ag = dp_collective(s, p->expert, params * pr.param_bytes, collective::RingOp::kAllGather, false);
+          ag = dp_collective(s, p->expert, params * pr.param_bytes, collective::RingOp::kAllGather, false, p->bucket);
         }
       }
   // Migrations before anything computes (each GPU's first compute task waits for them).
   if (shape[LM]) {
-    const engine::TaskId id = add(a2a, 0.0, Component::kReshard, kOther, true);
+    const engine::TaskId id = add(a2a, 0.0, Component::kReshard, kOther, true, Op::kMigration);
     bind(id, Bind::kMigration, 0);
     for (int x = 0; x < n; ++x) need[x] = id;
   }
@@ -575,7 +605,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
 }
 
 IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, const collective::Coflow& migrations,
-                                          std::span<const double> extra_step_params) {
+                                          std::span<const double> extra_step_params, TimelineSink* timeline) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
   const auto& L = layout_;
@@ -760,6 +790,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       if (cls_[g.tag(x)] == kChunk || cls_[g.tag(x)] == kTp) busy += sim.end_time(x) - sim.start_time(x);
     stats_.bubble += (1 - busy / flush) / P;
   }
+  if (timeline) emit_timeline(sim, plans, migrations, *timeline);
   return res;
 }
 

@@ -7,6 +7,8 @@
 // Streams per GPU: compute (kernels and, as in Megatron without --tp-comm-overlap, the TP
 // collectives that block them), a2a (dispatch / combine), dp (gradient reduce-scatter, parameter
 // all-gather), pp_fwd and pp_bwd (activations to the next stage, gradients to the previous one).
+// Every task keeps a label (what it is, its pass, micro-batch, block, bucket) from which the
+// timeline names it (layout_timeline.cpp); the engine sees only the tag.
 //
 // Stage s runs blocks [first, last) of the model (ParallelLayout::stage_blocks). One micro-batch's
 // forward on stage s, per block:
@@ -70,9 +72,11 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "collective/analytic_network.hpp"
+#include "engine/simulation.hpp"
 #include "engine/task_graph.hpp"
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
@@ -154,8 +158,10 @@ class LayoutIterationGraph {
   // The graph is built once and kept while its shape stays (which MoE layers gather copies, whether
   // there are migrations): later iterations only set the expert and copy durations and bind the
   // all-to-alls, spAG / spRS and migrations to this iteration's bytes. A changed shape rebuilds it.
+  // With `timeline`, the iteration's tasks are reported to it (layout_timeline.cpp: which GPUs, the
+  // names and args).
   IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {},
-                      std::span<const double> extra_step_params = {});
+                      std::span<const double> extra_step_params = {}, TimelineSink* timeline = nullptr);
   const LayoutStats& stats() const { return stats_; }
   // How often run() built the graph (tests: once while the shape stays).
   int builds() const { return builds_; }
@@ -188,7 +194,27 @@ class LayoutIterationGraph {
     int layer, gpu;  // layer: the stage for kOptimizer
     int mb;
   };
+  // What a task is, for the timeline: the operation, the pass and micro-batch it belongs to, the
+  // block (-1: none), the virtual stage (chunk x pp + stage) and, for DP collectives, the buffer
+  // (dense or expert) and gradient bucket (-1: the stage's whole buffer).
+  enum class Op : uint8_t {
+    kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
+    kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
+    kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
+    kDpAllGather, kMigration
+  };
+  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute };
+  struct Label {
+    Op op;
+    Pass pass;
+    bool expert;
+    int16_t block, mb, chunk, bucket;
+  };
   void build(const std::vector<char>& shape);
+  // Reports the simulated iteration's tasks (layout_timeline.cpp).
+  void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
+                     const collective::Coflow& migrations, TimelineSink& sink) const;
+  std::string task_name(const Label& l) const;
 
   const Context& ctx_;
   workload::ParallelLayout layout_;
@@ -200,6 +226,7 @@ class LayoutIterationGraph {
   int builds_ = 0;
   engine::TaskGraph g_;
   std::vector<Component> comp_;  // per task tag
+  std::vector<Label> labels_;    // per task tag
   std::vector<uint8_t> cls_;
   std::vector<double> mean_;     // expert tasks: the stage's mean, for the straggler split
   std::vector<FixedComm> fixed_;

@@ -80,7 +80,7 @@ class LayoutSmartMoe final : public Strategy {
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
-    IterationResult r = graph_.run(plans_, moves);
+    IterationResult r = graph_.run(plans_, moves, {}, take_timeline());
     set_layout_memory(ctx_.model, layout_, stage_, plans_, r);
     for (int k = 0; k < G_; ++k) history_[k].push(actual[k]);
     ++iteration_;

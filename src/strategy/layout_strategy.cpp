@@ -42,7 +42,7 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
       // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
       route_micro_batches(loads, l, n, E, plans_[l], route);
     }
-    IterationResult r = graph_.run(plans_);
+    IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
     set_layout_memory(m, layout_, stage_, plans_, r);
     return r;
   }

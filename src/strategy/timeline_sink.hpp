@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hs::strategy {
 
@@ -10,8 +12,9 @@ struct TimelineEvent {
   std::string name;      // e.g. "expert_fwd L3", "dispatch L3", "spAG L3"
   std::string category;  // breakdown component name
   int gpu = 0;
-  std::string stream;    // compute | a2a | dp | sparse
+  std::string stream;    // compute | a2a | dp | sparse (under a layout also pp_fwd | pp_bwd)
   double start = 0, end = 0;  // seconds from the iteration's start
+  std::vector<std::pair<std::string, double>> args;  // shown with the event, e.g. {"bytes", 1e6}
 };
 
 class TimelineSink {

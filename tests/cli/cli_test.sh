@@ -398,6 +398,40 @@ expect 0 "strategy flexmoe skipped" -- "$sim" run aws-p3dn-v100-2node "$fx/tiny-
 "${run[@]}" --timeline "$tmp/tl.json" > /dev/null 2>&1
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert len(x) > 0 and {e['pid'] for e in x} == {0,1,2,3,4,5,6}" "$tmp/tl.json" \
   && echo "ok: timeline" || { echo "FAIL: timeline"; fails=$((fails+1)); }
+# Timeline under a layout: both stages' GPUs, stage 0's compute stream in 1F1B order (1 warm-up
+# forward with pp=2, then one forward and one backward), every event inside the iteration and the
+# last one ending at the reported iteration time; every strategy under the layout has events; two
+# runs give the same bytes.
+lt=("${run[@]}" --layout pp=2,ep=4 --set grad_accum=2 --iterations 1 --format json)
+"${lt[@]}" --strategy ep --timeline "$tmp/ltl.json" > "$tmp/ltl-run.json" 2>/dev/null
+"${lt[@]}" --strategy ep --timeline "$tmp/ltl2.json" > /dev/null 2>&1
+python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1])); T = json.load(open(sys.argv[2]))['strategies'][0]['iteration_time_s']['mean'] * 1e6
+x = [e for e in d['traceEvents'] if e['ph'] == 'X']
+assert {e['args']['stage'] for e in x} == {0, 1}, 'events on both stages'
+assert all(e['ts'] >= 0 and e['ts'] + e['dur'] <= T + 0.01 for e in x), 'an event outside the iteration'
+assert abs(max(e['ts'] + e['dur'] for e in x) - T) < 0.01, (max(e['ts'] + e['dur'] for e in x), T)
+def order(tid):  # (pass, micro-batch) in the order the GPU's compute stream starts them
+  seq = []
+  for e in sorted((e for e in x if e['tid'] == tid and e['name'].startswith(('fwd mb', 'bwd mb'))), key=lambda e: e['ts']):
+    op = (e['name'].split()[0], e['args']['mb'])
+    if op not in seq: seq.append(op)
+  return seq
+assert order(0) == [('fwd', 0), ('fwd', 1), ('bwd', 0), ('bwd', 1)], order(0)  # gpu0 (stage 0) compute
+assert order(4 * 8) == [('fwd', 0), ('bwd', 0), ('fwd', 1), ('bwd', 1)], order(4 * 8)  # gpu4 (stage 1)
+s0 = [e for e in x if e['tid'] == 0]
+assert max(e['ts'] + e['dur'] for e in s0 if e['name'].startswith('fwd mb0')) <= min(e['ts'] for e in s0 if e['name'].startswith('bwd mb0'))
+names = {e['name'] for e in x}
+for n in ['fwd mb1 block 0 attention', 'dispatch fwd block 1 mb0', 'pp send mb1 -> stage 1', 'pp send grad mb0 -> stage 0', 'dp reduce-scatter', 'optimizer step']:
+  assert n in names, n
+send = next(e for e in x if e['name'] == 'pp send mb0 -> stage 1')
+assert send['cat'] == 'dense_allreduce' and send['args']['bytes'] > 0 and send['args']['to_stage'] == 1, send
+" "$tmp/ltl.json" "$tmp/ltl-run.json" && cmp -s "$tmp/ltl.json" "$tmp/ltl2.json" \
+  && echo "ok: timeline under --layout (1F1B, within the iteration, deterministic)" || { echo "FAIL: timeline under --layout"; fails=$((fails+1)); }
+"${lt[@]}" --strategy ep,oracle,fssdp,fsdp,smartmoe,flexmoe,fastermoe,bound --timeline "$tmp/ltl3.json" > /dev/null 2>&1
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d['traceEvents'] if e['ph']=='X']; assert {e['pid'] for e in x} == set(range(8))" "$tmp/ltl3.json" \
+  && echo "ok: timeline under --layout for every strategy" || { echo "FAIL: timeline under --layout for every strategy"; fails=$((fails+1)); }
 
 # HTML report: self-contained, with the three charts and the resolved settings.
 "${run[@]}" --report "$tmp/r.html" > /dev/null 2>&1
