@@ -14,7 +14,39 @@ int MaxMinSolver::add_link(double capacity) {
   rem_.push_back(0);
   sumw_.push_back(0);
   unfrozen_.push_back(0);
+  uf_parent_.push_back(static_cast<int32_t>(cap_.size() - 1));
+  uf_flows_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
+}
+
+int MaxMinSolver::uf_find(int l) {
+  while (uf_parent_[l] != l) {
+    uf_parent_[l] = uf_parent_[uf_parent_[l]];  // path halving
+    l = uf_parent_[l];
+  }
+  return l;
+}
+
+void MaxMinSolver::uf_join(uint32_t ebegin, uint32_t ecount) {
+  int root = uf_find(link_of(elems_[ebegin]));
+  for (uint32_t i = ebegin + 1; i < ebegin + ecount; ++i) {
+    int r = uf_find(link_of(elems_[i]));
+    if (r == root) continue;
+    if (uf_flows_[r] > uf_flows_[root]) std::swap(r, root);
+    uf_parent_[r] = root;
+    uf_flows_[root] += uf_flows_[r];
+  }
+  ++uf_flows_[root];
+}
+
+void MaxMinSolver::uf_rebuild() {
+  for (size_t l = 0; l < uf_parent_.size(); ++l) uf_parent_[l] = static_cast<int32_t>(l), uf_flows_[l] = 0;
+  for (size_t w = 0; w < live_bits_.size(); ++w)
+    for (uint64_t bits = live_bits_[w]; bits != 0; bits &= bits - 1) {
+      const Rec& r = rec_[64 * w + static_cast<size_t>(std::countr_zero(bits))];
+      uf_join(r.ebegin, r.ecount);
+    }
+  uf_removed_ = 0;
 }
 
 uint32_t MaxMinSolver::alloc_elements(uint32_t count) {
@@ -41,7 +73,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     rec_.emplace_back();
     rate_.push_back(0);
     state_.push_back(0);
-    if (rec_.size() > 64 * live_bits_.size()) live_bits_.push_back(0);
+    if (rec_.size() > 64 * live_bits_.size()) live_bits_.push_back(0), comp_bits_.push_back(0);
   }
   const auto n = static_cast<uint32_t>(elements.size());
   const uint32_t b = alloc_elements(n);
@@ -58,7 +90,11 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
       dirty_links_.push_back(l);
     }
   }
-  if (n > 0) live_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  if (n > 0) {
+    live_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    ++live_linked_;
+    uf_join(b, n);
+  }
   r.cap = rate_cap;
   rate_[id] = 0;
   r.alive = 1;
@@ -75,6 +111,11 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
 void MaxMinSolver::remove_flow(int flow) {
   Rec& r = rec_[flow];
   min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
+  if (r.ecount > 0) {
+    --uf_flows_[uf_find(link_of(elems_[r.ebegin]))];
+    --live_linked_;
+    ++uf_removed_;
+  }
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
     const int l = link_of(elems_[i]);
     if (!link_dirty_[l]) {  // mark(flow), folded in
@@ -193,15 +234,40 @@ void MaxMinSolver::solve() {
     added_ = false;
     return;
   }
-  // Collect the component(s) of the dirty links (BFS over link -> flows -> links). When the last
-  // solve's component held 90% of the (1,024+) live flows (one all-to-all spans everything), skip
-  // the search and re-solve every live flow, in id order: a union of components solves exactly as
-  // each one does alone, and the sequential sweep costs less than the search would.
+  // Collect the component(s) of the dirty links (BFS over link -> flows -> links). Rates in other
+  // components depend on nothing that changed, and are kept. With 1,024+ live flows the component's
+  // flows are listed in id order; when the union-find says the dirty links' component(s) hold 90%
+  // of the live flows (one all-to-all spans everything), the search is skipped and every live flow
+  // is re-solved, in id order: a union of components solves as each one does alone.
   ++stamp_;
   comp_links_.clear();
   comp_flows_.clear();
   const size_t live = rec_.size() - free_ids_.size();
-  if (live >= 1024 && 10 * last_component_ >= 9 * live) {
+  const bool large = live >= 1024;
+  bool sweep = false;
+  if (large) {
+    if (live_linked_ == 0 && uf_removed_ > 0) uf_rebuild();
+    const auto dirty_share = [&] {
+      int64_t n = 0;
+      for (int l : dirty_links_) {
+        const int r = uf_find(l);
+        if (link_stamp_[r] == stamp_) continue;  // roots counted once (stamps reset below)
+        link_stamp_[r] = stamp_;
+        n += uf_flows_[r];
+      }
+      ++stamp_;
+      return n;
+    };
+    int64_t n = dirty_share();
+    if (10 * static_cast<size_t>(n) >= 9 * live_linked_ && uf_removed_ >= uf_interval_) {
+      // Removals may have split the class: rebuild, and rebuild less often while they split nothing.
+      uf_rebuild();
+      n = dirty_share();
+      uf_interval_ = 10 * static_cast<size_t>(n) >= 9 * live_linked_ ? 2 * uf_interval_ : 64;
+    }
+    sweep = 10 * static_cast<size_t>(n) >= 9 * live_linked_;
+  }
+  if (sweep) {
     for (int l : dirty_links_) link_dirty_[l] = 0;
     dirty_links_.clear();
     // Live flows with elements, in id order, off a bitset (64 ids per word).
@@ -234,8 +300,22 @@ void MaxMinSolver::solve() {
         }
       }
     }
+    if (large) {
+      // Id order, as the sweep lists them: a component solves the same whichever way it was found.
+      size_t lo = comp_bits_.size(), hi = 0;
+      for (int f : comp_flows_) {
+        const size_t w = static_cast<size_t>(f) >> 6;
+        comp_bits_[w] |= uint64_t{1} << (f & 63);
+        lo = std::min(lo, w), hi = std::max(hi, w);
+      }
+      comp_flows_.clear();
+      for (size_t w = lo; w <= hi && w < comp_bits_.size(); ++w) {
+        for (uint64_t bits = comp_bits_[w]; bits != 0; bits &= bits - 1)
+          comp_flows_.push_back(static_cast<int>(64 * w + static_cast<size_t>(std::countr_zero(bits))));
+        comp_bits_[w] = 0;
+      }
+    }
   }
-  last_component_ = comp_flows_.size();
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
   // Progressive filling: initial remaining capacities and unfrozen weights per link.

@@ -27,9 +27,17 @@
 // with as many elements), each element knowing its position in its link's flow list, so adding and
 // removing a flow cost O(elements), never a search of a link's list. A link's list holds each flow's
 // id and element start: freezing a bottleneck link's flows reads the (cached) state byte, skips the
-// flows already frozen, and touches only the elements and rate of the others. When the last
-// solve's component held 90% of 1,024+ live flows, the next one sweeps every live flow in id order
-// instead of searching for the component (a union of components solves exactly as each alone).
+// flows already frozen, and touches only the elements and rate of the others.
+//
+// Components: with 1,024+ live flows a union-find over links (joined by every flow added; rebuilt
+// from the live flows when removals may have split it, less often while rebuilds split nothing)
+// tells in O(dirty links) whether the dirty links' component(s) hold 90% of the live flows (one
+// all-to-all spans everything, or a data-parallel all-reduce joins the EP groups): then every live
+// flow is re-solved, in id order, without a search (a union of components solves as each alone);
+// otherwise the component is searched and its flows listed in id order too, so a component solves
+// bit for bit the same either way, and the others keep their rates untouched. (A sweep recomputes
+// the untouched components, which can move a rate in its last bits when earlier removal-only solves
+// kept some of their flows' rates.) Below 1,024 live flows components are searched, in search order.
 //
 // This is the "pure component" of the flow-level network tier: capacities and incidence in, rates
 // out; no engine or topology types.
@@ -132,8 +140,19 @@ class MaxMinSolver {
   std::vector<int> changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
   std::vector<int> comp_links_, comp_flows_;
+  std::vector<uint64_t> comp_bits_;  // component flows by id (large problems list them in id order)
+  // Union-find over links, joined by every flow added (a removal splits nothing, so a class may
+  // hold several components until rebuilt): the live flows per root tell, in O(dirty links), when
+  // the dirty links' component(s) hold 90% of the live flows, and the sweep pays.
+  int uf_find(int l);
+  void uf_join(uint32_t ebegin, uint32_t ecount);  // the links of one flow, counted once at the root
+  void uf_rebuild();
+  std::vector<int32_t> uf_parent_;
+  std::vector<int64_t> uf_flows_;  // per root: live flows with elements
+  size_t live_linked_ = 0;         // live flows with elements
+  size_t uf_removed_ = 0;          // removals since the last rebuild
+  size_t uf_interval_ = 64;        // removals before a rebuild is tried (doubles when it splits nothing)
   double min_removed_rate_ = kUnlimited;  // since the last solve
-  size_t last_component_ = 0;             // flows the last solve re-solved
   bool added_ = false;                    // a flow was added since the last solve
   SolverStats stats_;
 };
