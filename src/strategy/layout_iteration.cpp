@@ -644,14 +644,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   std::vector<std::vector<double>> sf(sparse_.shadow ? VN : 0, std::vector<double>(n, 0.0)), sb = sf;  // shadows
   std::vector<double> ef_mean(VN, 0), eb_mean(VN, 0);
   std::vector<double> scratch;
+  // Variant k of layer l: its plan and what its counts and bytes are divided by (a micro-batch's own
+  // counts, or the iteration's / grad_accum), and its dispatch bytes so divided, into `scratch`.
+  auto variant_plan = [&](int l, int k) -> const LayerPlan& {
+    return first[l + 1] - first[l] > 1 ? plans[l].micro[k - first[l]] : plans[l];
+  };
+  auto variant_div = [&](int l) { return first[l + 1] - first[l] > 1 ? 1.0 : static_cast<double>(M); };
+  auto variant_dispatch = [&](int l, int k) -> const std::vector<double>& {
+    const std::vector<double>& b = variant_plan(l, k).dispatch_bytes;
+    const double div = variant_div(l);
+    scratch.resize(b.size());
+    for (size_t i = 0; i < b.size(); ++i) scratch[i] = b[i] / div;
+    return scratch;
+  };
   std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
   collective::CoflowLoads loads, loads_tr;
   for (int l = 0; l < LM; ++l) {
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
     for (int k = first[l]; k < first[l + 1]; ++k) {
-      const bool own = first[l + 1] - first[l] > 1;
-      const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
-      const double div = own ? 1.0 : M;  // a micro-batch's own counts, or the iteration's / grad_accum
+      const LayerPlan& p = variant_plan(l, k);
+      const double div = variant_div(l);
       for (int x : L.stage_gpus(s)) {
         if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
           ef[k][x] = p.expert_fwd_seconds[x];
@@ -672,9 +684,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
           sf[k][x] = cc.expert_forward(scratch).value(), sb[k][x] = cc.expert_backward(scratch).value();
       }
       if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
-        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
-        for (double& v : scratch) v /= div;
-        net_.alltoallv_loads_both(scratch, loads, loads_tr);
+        net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
         dispatch_id[k] = coflow->define(loads);
         combine_id[k] = coflow->define(loads_tr);
       }
@@ -706,12 +716,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   if (flow)
     for (int l = 0; l < LM; ++l)
       for (int k = first[l]; k < first[l + 1]; ++k) {
-        const bool own = first[l + 1] - first[l] > 1;
-        const LayerPlan& p = own ? plans[l].micro[k - first[l]] : plans[l];
-        scratch.assign(p.dispatch_bytes.begin(), p.dispatch_bytes.end());
-        for (double& v : scratch) v /= own ? 1.0 : M;
-        a2a_flows[2 * k] = collective::alltoallv_flows(topo, scratch, false, a2a_extra[2 * k]);
-        a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, scratch, true, a2a_extra[2 * k + 1]);
+        const std::vector<double>& bytes = variant_dispatch(l, k);
+        a2a_flows[2 * k] = collective::alltoallv_flows(topo, bytes, false, a2a_extra[2 * k]);
+        a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, bytes, true, a2a_extra[2 * k + 1]);
       }
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {

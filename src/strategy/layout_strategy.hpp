@@ -5,8 +5,8 @@
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
 // strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp), FasterMoE
-// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp). The other strategies are refused with a message
-// naming --strategy and why (exit 2) until they compose.
+// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp): every registered strategy. A
+// strategy added later is refused with a message naming --strategy (exit 2) until it composes.
 #pragma once
 
 #include <functional>
