@@ -46,28 +46,22 @@ class LayoutFasterMoe final : public Strategy {
 
   IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
-    const int S = layout_.stage_size(), groups = n_ / layout_.ep;
+    const int groups = n_ / layout_.ep;
     const int variants = loads.micro.empty() ? 1 : static_cast<int>(loads.micro.size());
     // Shadow parameters a GPU of each group (all stages' groups) keeps from a micro-batch's forward
     // to its backward, over its stage's layers, per variant.
     std::vector<std::vector<double>> held(variants, std::vector<double>(groups, 0.0));
     std::vector<double> rows;
-    // The stage's rows of one layer's counts, / tp (a GPU routes its s x b / tp tokens); others zero.
-    auto stage_rows = [&](std::span<const double> counts, int l) -> std::span<const double> {
-      rows.assign(static_cast<size_t>(n_) * E_, 0.0);
-      const size_t lo = static_cast<size_t>(stage_[l]) * S * E_, hi = lo + static_cast<size_t>(S) * E_;
-      for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout_.tp;
-      return rows;
-    };
+    auto routed = [&](std::span<const double> counts, int l) { return stage_rows(layout_, stage_[l], counts, n_, E_, rows); };
     for (int l = 0; l < L_; ++l) {
       LayerPlan& p = plans_[l];
       if (loads.micro.empty()) {
-        shadowed_[l] = shadows_.plan(stage_rows(layer_counts(loads.total, l, n_, E_), l), m.grad_accum, p, held[0]);
+        shadowed_[l] = shadows_.plan(routed(layer_counts(loads.total, l, n_, E_), l), m.grad_accum, p, held[0]);
         p.micro.clear();
       } else {
         p.micro.resize(variants);
         for (int mb = 0; mb < variants; ++mb) {  // shadowed_ ends as the last micro-batch's
-          shadowed_[l] = shadows_.plan(stage_rows(layer_counts(loads.micro[mb], l, n_, E_), l), 1, p.micro[mb], held[mb]);
+          shadowed_[l] = shadows_.plan(routed(layer_counts(loads.micro[mb], l, n_, E_), l), 1, p.micro[mb], held[mb]);
           shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
         }
         shadows_.sum_routing(p);

@@ -25,14 +25,12 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
 
   IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
-    const int n = ctx_.topo.num_gpus(), E = m.experts, L = m.moe_layers(), S = layout_.stage_size();
+    const int n = ctx_.topo.num_gpus(), E = m.experts, L = m.moe_layers();
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     std::vector<double> rows;
     for (int l = 0; l < L; ++l) {
       auto route = [&](std::span<const double> counts, LayerPlan& plan) {
-        rows.assign(static_cast<size_t>(n) * E, 0.0);
-        const size_t lo = static_cast<size_t>(stage_[l]) * S * E, hi = lo + static_cast<size_t>(S) * E;
-        for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout_.tp;
+        stage_rows(layout_, stage_[l], counts, n, E, rows);
         if (balanced_)
           balance_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plan);
         else
@@ -59,6 +57,14 @@ LayoutStrategyBase::LayoutStrategyBase(const Context& ctx, const workload::Paral
     : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()) {
   for (int l = 0; l < ctx.model.moe_layers(); ++l)
     stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
+}
+
+std::span<const double> stage_rows(const workload::ParallelLayout& layout, int stage, std::span<const double> counts,
+                                   int n, int E, std::vector<double>& rows) {
+  rows.assign(static_cast<size_t>(n) * E, 0.0);
+  const size_t lo = static_cast<size_t>(stage) * layout.stage_size() * E, hi = lo + static_cast<size_t>(layout.stage_size()) * E;
+  for (size_t i = lo; i < hi; ++i) rows[i] = counts[i] / layout.tp;
+  return rows;
 }
 
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,

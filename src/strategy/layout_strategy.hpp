@@ -63,6 +63,11 @@ std::unique_ptr<Strategy> make_layout_flexmoe(const StrategySpec& spec, const Co
 std::unique_ptr<Strategy> make_layout_fastermoe(const StrategySpec& spec, const Context& ctx,
                                                 const workload::ParallelLayout& layout);
 
+// One layer's counts as routed under the layout: the rows of stage `stage`'s GPUs / tp (a GPU routes
+// its s x b / tp tokens of a micro-batch), every other GPU's zero; written into `rows` (n x E).
+std::span<const double> stage_rows(const workload::ParallelLayout& layout, int stage, std::span<const double> counts,
+                                   int n, int E, std::vector<double>& rows);
+
 // The lower bound under the layout (layout_bound.cpp): the layout's graph with each stage's expert
 // compute at its floor (launch + the stage's summed per-expert GEMMs / its GPUs) and no all-to-all bytes.
 std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout);
