@@ -13,12 +13,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One flow's entry in the list of a link it crosses: its other link that may bind (-1: none) and
-// its consumption coefficient there (the route fraction).
+// One flow's entry in the list of a link it crosses: its other link that may bind (-1: none).
+// 8 bytes: the lists are what a solve streams through.
 struct Entry {
   int32_t other;
   int32_t flow;
-  double coef_other;
 };
 
 // The live flows as arrays (compacted after every event, order kept) and each link's entries.
@@ -39,7 +38,10 @@ class Drain {
       if (k == 2) return false;
       l[k] = h.link, c[k] = h.fraction, ++k;
     }
-    for (int i = 0; i < k; ++i) link_bytes_[static_cast<size_t>(l[i])] += tr.bytes * c[i];
+    for (int i = 0; i < k; ++i) {
+      link_bytes_[static_cast<size_t>(l[i])] += tr.bytes * c[i];
+      unit_ = unit_ && c[i] == 1;
+    }
     alpha_ = std::max(alpha_, topo_.route_latency(tr.src, tr.dst).value());
     la_.push_back(l[0]), lb_.push_back(l[1]);
     ca_.push_back(c[0]), cb_.push_back(c[1]);
@@ -126,8 +128,8 @@ class Drain {
     entries_.resize(begin_[nl]);
     for (size_t f = 0; f < size_.size(); ++f) {
       const auto id = static_cast<int32_t>(f);
-      if (la_[f] >= 0) entries_[end_[static_cast<size_t>(la_[f])]++] = {lb_[f], id, cb_[f]};
-      if (lb_[f] >= 0) entries_[end_[static_cast<size_t>(lb_[f])]++] = {la_[f], id, ca_[f]};
+      if (la_[f] >= 0) entries_[end_[static_cast<size_t>(la_[f])]++] = {lb_[f], id};
+      if (lb_[f] >= 0) entries_[end_[static_cast<size_t>(lb_[f])]++] = {la_[f], id};
     }
     capl_.assign(nl, 0.0);
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
@@ -213,8 +215,11 @@ class Drain {
       for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
         const Entry& en = entries_[i];
         if (en.other < 0 || frozen_[static_cast<size_t>(en.other)]) continue;
-        if (has_caps && capfrozen_[static_cast<size_t>(en.flow)]) continue;
-        take(en.other, en.coef_other, has_caps ? std::min(current, cap_[static_cast<size_t>(en.flow)]) : current);
+        const auto f = static_cast<size_t>(en.flow);
+        if (has_caps && capfrozen_[f]) continue;
+        // The flow's coefficient on its other link: 1 unless a route splits (ECMP fractions).
+        const double coef = unit_ ? 1.0 : (la_[f] == en.other ? ca_[f] : cb_[f]);
+        take(en.other, coef, has_caps ? std::min(current, cap_[f]) : current);
       }
     }
   }
@@ -227,7 +232,7 @@ class Drain {
       for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
         const Entry en = entries_[i];
         const int32_t nf = newid_[static_cast<size_t>(en.flow)];
-        if (nf >= 0) entries_[w++] = {en.other, nf, en.coef_other};
+        if (nf >= 0) entries_[w++] = {en.other, nf};
       }
       end_[li] = w;
     }
@@ -244,6 +249,7 @@ class Drain {
   const topology::Topology& topo_;
   double precision_;
   double alpha_ = 0, scale_ = 0;
+  bool unit_ = true;  // every route fraction is 1
   std::vector<double> link_bytes_;
   // Flows.
   std::vector<int32_t> la_, lb_;
