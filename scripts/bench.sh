@@ -22,9 +22,14 @@ echo "-- 1,024 GPUs (about a million flows), one run each"
 $b/network_bench -r 1 -p 1e-2 1024
 echo "-- uniform all-to-all, 1,024 GPUs: one solve, so per-flow set-up"
 $b/network_bench -u 1024
+echo "-- the same coflows alone, solved link by link (what 'collective --network flow' runs)"
+$b/network_bench -s -u 1024
+$b/network_bench -s -r 1 -p 1e-2 1024
+$b/network_bench -s -r 1 -p 1e-3 1024
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-3 1024
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)
+  $b/network_bench -s -r 1 -p 1e-2 4096
 fi
 echo "== 4,096-GPU preset (512 nodes, two-tier fat tree 2:1): loading it, routes included"
 $b/network_bench -t topologies/h100-fattree-2to1-512node.yaml

@@ -25,6 +25,7 @@
 #include "collective/nccl_op.hpp"
 #include "engine/simulation.hpp"
 #include "measure/size_sweep.hpp"
+#include "network/coflow_drain.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
@@ -93,6 +94,9 @@ std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) 
 }
 
 double flow_time(const topology::Topology& t, collective::Coflow flows, double extra) {
+  // Alone, solved link by link (network/coflow_drain.hpp) when every transfer crosses at most two
+  // links that may bind; FlowNetwork otherwise (ECMP over an oversubscribed core).
+  if (auto d = network::drain_coflow(t, flows, extra, network::kDefaultFlowPrecision)) return d->seconds;
   engine::TaskGraph g;
   auto id = g.add_task(g.add_resource("collective"), Seconds(0), 0, 1);
   network::FlowNetwork net(t, network::kDefaultFlowPrecision);

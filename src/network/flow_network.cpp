@@ -299,6 +299,7 @@ void FlowNetwork::finish_class(int id, double now) {
     ++done;
   } while (next < f.mend && members_[next] <= p * (1 + 1e-12));
   stats_.events += static_cast<uint64_t>(done);
+  const double cap = solver_.rate_cap(id);  // the members' cap: the class keeps it
   solver_.remove_flow(id);
   flow_[id].live = false;
   tag_[id] = 0;
@@ -306,7 +307,7 @@ void FlowNetwork::finish_class(int id, double now) {
   if (next < f.mend) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
-    const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next));
+    const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next), cap);
     if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0), version_.resize(nid + 1, 0);
     Flow& g = flow_[nid];
     g = f;

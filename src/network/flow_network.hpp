@@ -34,6 +34,9 @@
 // bandwidth a merged flow frees is handed out at the event, at most e x max(t_min - s, D) late, so
 // the tier errs on the slow side, by about 2e of a collective's time (measured: network_bench).
 // e = 0 is exact (tests compare it with the analytic tier to 1e-9).
+//
+// One coflow alone (the `collective` command) has a faster way to the same answer where every
+// transfer crosses at most two links that may bind: network/coflow_drain.hpp.
 #pragma once
 
 #include <cstdint>

@@ -79,6 +79,8 @@ class MaxMinSolver {
   std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
   double rate(int flow) const { return rate_[flow]; }
+  // A member's rate cap (kUnlimited if none), as given to add_flow.
+  double rate_cap(int flow) const { return rec_[flow].cap; }
   bool alive(int flow) const { return rec_[flow].alive != 0; }
   // Sum over flows crossing the link of weight x coef x rate.
   double link_load(int link) const;

@@ -2,8 +2,10 @@
 // on N/8 nodes of 8 GPUs (370 GB/s NVSwitch, one 46 GB/s NIC per GPU, non-blocking core), the
 // platform of the design notes' comparison with SimGrid and ASTRA-sim. Prints wall time, flows,
 // solver updates and the simulated time against the analytic tier's. Median of `reps` runs.
-// Usage: network_bench [-p PRECISION] [-r REPS] [-u] [N...]   (default -p 0.001 -r 3, N = 32 64 128)
+// Usage: network_bench [-p PRECISION] [-r REPS] [-u] [-s] [N...]   (default -p 0.001 -r 3, N = 32 64 128)
 // -u: a uniform all-to-all instead (1 MB per pair): one solve, so the per-flow set-up is what it times.
+// -s: time the coflow alone, solved link by link (network/coflow_drain.hpp: what `collective --network
+// flow` runs), instead of FlowNetwork inside a simulation; prints the same simulated time.
 // With -p 0 every completion is its own event (exact max-min); run both to see the error.
 // network_bench -t TOPOLOGY.yaml: only loads the topology (routes included) and prints the time and
 // the process's peak memory (the 4,096-GPU preset's case).
@@ -18,6 +20,7 @@
 
 #include "collective/analytic_network.hpp"
 #include "engine/simulation.hpp"
+#include "network/coflow_drain.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology_builder.hpp"
 #include "topology/topology_loader.hpp"
@@ -29,13 +32,14 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   double precision = network::kDefaultFlowPrecision;
   int reps = 3;
-  bool uniform = false;
+  bool uniform = false, drain = false;
   std::string topo_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-p" && i + 1 < argc) precision = std::stod(argv[++i]);
     else if (a == "-r" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "-u") uniform = true;
+    else if (a == "-s") drain = true;
     else if (a == "-t" && i + 1 < argc) topo_file = argv[++i];
     else sizes.push_back(std::stoi(a));
   }
@@ -73,6 +77,31 @@ int main(int argc, char** argv) {
     collective::AnalyticNetwork an(topo);
     const double analytic = an.coflow_time(c);
     std::vector<double> walls, cpus;  // wall and process CPU seconds of each run
+    if (drain) {
+      double simulated = 0;
+      network::DrainStats ds;
+      for (int rep = 0; rep < reps; ++rep) {
+        auto a = std::chrono::steady_clock::now();
+        const std::clock_t c0 = std::clock();
+        const auto r = network::drain_coflow(topo, c, 0.0, precision);
+        cpus.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+        walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+        if (!r) {
+          fmt::print(stderr, "a transfer crosses more than two links that may bind\n");
+          return 1;
+        }
+        simulated = r->seconds, ds = r->stats;
+      }
+      std::sort(walls.begin(), walls.end());
+      std::sort(cpus.begin(), cpus.end());
+      rusage ru{};
+      getrusage(RUSAGE_SELF, &ru);
+      fmt::print("{} {:>5} GPUs, precision {:g}, alone, link by link: {:>8} flows, {:>5} events, wall {:.3f} s, CPU {:.3f} s "
+                 "(medians of {}); simulated {:.6f} ms flow vs {:.6f} ms analytic; peak RSS so far {:.0f} MB\n",
+                 uniform ? "uniform all-to-all" : "all-to-all-v", n, precision, ds.flows, ds.events, walls[walls.size() / 2],
+                 cpus[cpus.size() / 2], reps, simulated * 1e3, analytic * 1e3, static_cast<double>(ru.ru_maxrss) / 1024.0);
+      continue;
+    }
     double simulated = 0;
     network::FlowStats st;
     uint64_t rounds = 0, elements = 0, changed = 0;
