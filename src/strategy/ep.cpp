@@ -161,7 +161,7 @@ class ExpertParallel final : public Strategy {
       else route_ep_layer(layer.data(), n_, E, ep_, token_bytes, {}, p);
     };
     for (int l = 0; l < L; ++l) {
-      route(layer_counts(loads.total, l, n_, E), plans_[l]);
+      route(loads.layer(l, n_, E), plans_[l]);
       route_micro_batches(loads, l, n_, E, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, {}, take_timeline());
