@@ -27,10 +27,41 @@ std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus,
       for (int d = 0; d < gpus; ++d) crosses = crosses || (d != s && row[d] > 0);
     }
     if (!crosses) continue;
-    // Received: column sums, accumulated a row at a time; sent: row sums.
+    // Received: column sums, accumulated a row at a time; sent: row sums. GPU g's total adds row 0's
+    // entry of column g, row 1's, ..., row g's, then row g's sum, then the rows after g.
     std::fill(bytes.begin(), bytes.end(), 0.0);
-    for (int s = 0; s < gpus; ++s) {
-      const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
+    const double* m = p.dispatch_bytes.data();
+    int s = 0;
+    // kRows rows at a time, each row's sum in its own column order and every column's in row order,
+    // as one row at a time (the rows' addition chains overlap); columns s .. s + kRows - 1, where a
+    // row's sum falls between two rows' entries, are added once those sums are known.
+    constexpr int kRows = 4;
+    for (; s + kRows <= gpus; s += kRows) {
+      const double* rows[kRows];
+      double sent[kRows] = {};
+      for (int i = 0; i < kRows; ++i) rows[i] = m + static_cast<size_t>(s + i) * gpus;
+      auto columns = [&](int d0, int d1) {
+        for (int d = d0; d < d1; ++d) {
+          double col = bytes[d];
+          for (int i = 0; i < kRows; ++i) sent[i] += rows[i][d], col += rows[i][d];
+          bytes[d] = col;
+        }
+      };
+      columns(0, s);
+      for (int d = s; d < s + kRows; ++d)
+        for (int i = 0; i < kRows; ++i) sent[i] += rows[i][d];
+      columns(s + kRows, gpus);
+      for (int j = 0; j < kRows; ++j) {
+        double col = bytes[s + j];
+        for (int i = 0; i < kRows; ++i) {
+          col += rows[i][s + j];
+          if (i == j) col += sent[j];
+        }
+        bytes[s + j] = col;
+      }
+    }
+    for (; s < gpus; ++s) {
+      const double* row = m + static_cast<size_t>(s) * gpus;
       double sent = 0;
       for (int d = 0; d < gpus; ++d) {
         sent += row[d];
