@@ -75,12 +75,15 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
     if (!shadow && per == 1) {
       // One expert per GPU: the loop below with its single slot, without branches. Adding a zero
       // count leaves a sum of non-negative counts unchanged, and the slot's token count takes the
-      // same additions as received_tokens, so it is set from it after the last row.
+      // same additions as received_tokens, so it is set from it after the last row. A pair's bytes
+      // are c * token_bytes + 0.0: the product itself for every c but -0.0, which the + 0.0 turns
+      // into the 0.0 that a pair without tokens gets (so no compare, and the loop vectorizes).
       double* received = p.received_tokens.data() + base;
+      double* to = sent + base;
       for (int k = 0; k < ep; ++k) {
         const double c = row[k];
         received[k] += c;
-        sent[base + k] = c != 0 ? c * token_bytes : 0.0;
+        to[k] = c * token_bytes + 0.0;
       }
       continue;
     }
