@@ -143,11 +143,70 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
     }
     sum = s, count = k, most = mx;
   };
-  for (int r = 0; r < n; ++r) {
+  // kRows consecutive rows of one node (the same range [lo, hi), compact topologies) read together:
+  // each row keeps its own sums, counts and maximum in the same column order as alone (its diagonal
+  // entry, which the single-row loop skips, adds +0.0 and counts 0: no sum or count changes), and
+  // column c takes rows r, r + 1, ... in row order as before. The rows' dependency chains (a row
+  // sum adds one entry after another) then overlap instead of running one after the other; the
+  // maxima are combined at the end (a maximum does not depend on the order).
+  constexpr int kRows = 4;
+  auto run_rows = [&](const double* const* rows, int r0, int c0, int c1, int net, double* sum, int* count,
+                      double& most) {
+    double* in_b = in_bytes_.data() + static_cast<size_t>(net) * nn;
+    int* in_c = in_count_.data() + static_cast<size_t>(net) * nn;
+    double s[kRows], mx[kRows];
+    int k[kRows];
+    for (int i = 0; i < kRows; ++i) s[i] = sum[i], k[i] = count[i], mx[i] = most;
+    for (int c = c0; c < c1; ++c) {
+      double col = in_b[c];
+      int ones = 0;
+      for (int i = 0; i < kRows; ++i) {
+        const double b = rows[i][c];
+        const bool carries = !(b <= 0) && c != r0 + i;
+        const double bb = carries ? b : 0.0;
+        const int one = carries ? 1 : 0;
+        s[i] += bb, k[i] += one, mx[i] = std::max(mx[i], bb);
+        col += bb, ones += one;
+      }
+      in_b[c] = col, in_c[c] += ones, recvs[c] += ones;
+    }
+    for (int i = 0; i < kRows; ++i) sum[i] = s[i], count[i] = k[i], most = std::max(most, mx[i]);
+  };
+  // The largest latency among the pairs of row r that carry bytes (symmetric latencies): a row can
+  // raise it only when its largest latency is above it; with a peer in every other GPU that largest
+  // latency is the row's, else the row's pairs are read.
+  auto row_alpha = [&](int r, const double* row, int sends) {
+    if (alpha < max_latency_ && row_max_latency_[r] > alpha) {
+      if (sends == n - 1) alpha = row_max_latency_[r];
+      else
+        for (int c = 0; c < n; ++c)
+          if (row[c] > 0 && c != r) alpha = std::max(alpha, topo_.route_latency(r, c).value());
+    }
+  };
+  for (int r = 0; r < n;) {
+    const int lo = node_lo_[r], hi = node_hi_[r];
+    if (lo >= 0 && r + kRows <= hi && std::all_of(node_lo_.begin() + r, node_lo_.begin() + r + kRows,
+                                                  [&](int x) { return x == lo; })) {
+      const double* rows[kRows];
+      double local_b[kRows] = {}, net_b[kRows] = {};
+      int local_c[kRows] = {}, net_c[kRows] = {};
+      for (int i = 0; i < kRows; ++i) rows[i] = m.data() + static_cast<size_t>(r + i) * n;
+      run_rows(rows, r, 0, lo, 1, net_b, net_c, max_net);
+      run_rows(rows, r, lo, hi, 0, local_b, local_c, max_local);
+      run_rows(rows, r, hi, n, 1, net_b, net_c, max_net);
+      for (int i = 0; i < kRows; ++i) {
+        const int sends = local_c[i] + net_c[i];
+        row_alpha(r + i, rows[i], sends);
+        out_bytes_[r + i] = local_b[i], out_count_[r + i] = local_c[i];
+        out_bytes_[nn + r + i] = net_b[i], out_count_[nn + r + i] = net_c[i];
+        sends_[r + i] = sends;
+      }
+      r += kRows;
+      continue;
+    }
     const double* row = m.data() + static_cast<size_t>(r) * n;
     double local_b = 0, net_b = 0;
     int local_c = 0, net_c = 0;
-    const int lo = node_lo_[r], hi = node_hi_[r];
     if (lo >= 0) {
       run(row, 0, lo, 1, net_b, net_c, max_net);
       run(row, lo, r, 0, local_b, local_c, max_local);
@@ -162,18 +221,11 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
         }
     }
     const int sends = local_c + net_c;
-    // The largest latency among the pairs that carry bytes (symmetric latencies): a row can raise
-    // it only when its largest latency is above it; with a peer in every other GPU that largest
-    // latency is the row's, else the row's pairs are read.
-    if (alpha < max_latency_ && row_max_latency_[r] > alpha) {
-      if (sends == n - 1) alpha = row_max_latency_[r];
-      else
-        for (int c = 0; c < n; ++c)
-          if (row[c] > 0 && c != r) alpha = std::max(alpha, topo_.route_latency(r, c).value());
-    }
+    row_alpha(r, row, sends);
     out_bytes_[r] = local_b, out_count_[r] = local_c;
     out_bytes_[nn + r] = net_b, out_count_[nn + r] = net_c;
     sends_[r] = sends;
+    ++r;
   }
   scan_alpha_ = alpha, scan_max_local_ = max_local, scan_max_net_ = max_net;
 }

@@ -32,7 +32,7 @@ class LowerBound final : public Strategy {
     // Expert seconds are per micro-batch: the iteration's counts / grad_accum, or (micro-batch axis)
     // each micro-batch's own counts, whose per-expert GEMMs bound that micro-batch.
     for (int l = 0; l < L; ++l) {
-      bound_layer(layer_counts(loads.total, l, n_, E), m.grad_accum, plans_[l]);
+      bound_layer(loads.layer(l, n_, E), m.grad_accum, plans_[l]);
       route_micro_batches(loads, l, n_, E, plans_[l],
                           [&](std::span<const double> layer, LayerPlan& p) { bound_layer(layer, 1, p); });
     }
@@ -41,7 +41,7 @@ class LowerBound final : public Strategy {
     // The least traffic any placement needs, at the fabric's full capacity: where it takes longer
     // than the compute floor's graph, the iteration cannot be faster than it, and the difference is
     // communication (charged to the all-to-all).
-    traffic_ = floor_.evaluate(loads.total);
+    traffic_ = floor_.evaluate(loads.total());
     graph_time_ = r.time;
     if (traffic_.seconds > r.time) {
       r.breakdown[static_cast<size_t>(Component::kAllToAll)] += traffic_.seconds - r.time;

@@ -75,12 +75,15 @@ void route_ep_layer(const double* layer, int n, int E, int ep, double token_byte
     if (!shadow && per == 1) {
       // One expert per GPU: the loop below with its single slot, without branches. Adding a zero
       // count leaves a sum of non-negative counts unchanged, and the slot's token count takes the
-      // same additions as received_tokens, so it is set from it after the last row.
+      // same additions as received_tokens, so it is set from it after the last row. A pair's bytes
+      // are c * token_bytes + 0.0: the product itself for every c but -0.0, which the + 0.0 turns
+      // into the 0.0 that a pair without tokens gets (so no compare, and the loop vectorizes).
       double* received = p.received_tokens.data() + base;
+      double* to = sent + base;
       for (int k = 0; k < ep; ++k) {
         const double c = row[k];
         received[k] += c;
-        sent[base + k] = c != 0 ? c * token_bytes : 0.0;
+        to[k] = c * token_bytes + 0.0;
       }
       continue;
     }
@@ -145,7 +148,7 @@ class ExpertParallel final : public Strategy {
  public:
   ExpertParallel(const Context& ctx, int ep, bool balanced)
       : ctx_(ctx), n_(ctx.topo.num_gpus()), ep_(ep), balanced_(balanced),
-        graph_(ctx, ep_graph_options(ctx, ep)), plans_(ctx.model.moe_layers()), all_gpus_(n_) {
+        graph_(ctx, ep_graph_options(ctx, ep)), memory_(n_), all_gpus_(n_) {
     std::iota(all_gpus_.begin(), all_gpus_.end(), 0);
     static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
     nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
@@ -160,12 +163,23 @@ class ExpertParallel final : public Strategy {
       if (balanced_) balance_ep_layer(layer.data(), n_, E, ep_, token_bytes, all_gpus_, p);
       else route_ep_layer(layer.data(), n_, E, ep_, token_bytes, {}, p);
     };
+    // A layer at a time: its counts, its plan (one, re-used: no L x n x n of byte matrices to fill
+    // and read back from memory) and what the graph and the memory estimate take from it, in layer
+    // order as run() and set_worst_memory would.
+    graph_.begin();
+    memory_.begin();
     for (int l = 0; l < L; ++l) {
-      route(layer_counts(loads.total, l, n_, E), plans_[l]);
-      route_micro_batches(loads, l, n_, E, plans_[l], route);
+      route(loads.layer(l, n_, E), plan_);
+      route_micro_batches(loads, l, n_, E, plan_, route);
+      graph_.layer(l, plan_);
+      memory_.add(plan_);
     }
-    IterationResult r = graph_.run(plans_, {}, take_timeline());
-    set_worst_memory(r, plans_, n_, m, static_, nccl_);
+    IterationResult r = graph_.finish({}, take_timeline());
+    memory_.set_worst(r, m, [&](int g) {
+      cost::MemoryBreakdown b = static_;
+      b.nccl = nccl_[g];
+      return b;
+    });
     return r;
   }
 
@@ -178,7 +192,8 @@ class ExpertParallel final : public Strategy {
   int n_, ep_;
   bool balanced_;
   MoeIterationGraph graph_;
-  std::vector<LayerPlan> plans_;
+  LayerPlan plan_;       // the layer being simulated (every layer in turn)
+  LayerMemory memory_;
   cost::MemoryBreakdown static_;
   std::vector<double> nccl_;  // per GPU
   std::vector<int> all_gpus_;

@@ -71,7 +71,7 @@ class FlexMoe final : public Strategy {
         take_dispatch(std::move(d), plan);
       };
       LayerPlan& plan = plans_[l];
-      route(layer_counts(loads.total, l, n_, E_), plan);
+      route(loads.layer(l, n_, E_), plan);
       route_micro_batches(loads, l, n_, E_, plan, route);
       plan.replica_grad_flows = collective::concurrent_ring_flows(ctx_.topo, replica_groups(holders_[l]), grad_bytes_,
                                                                   collective::RingOp::kAllReduce,
@@ -83,7 +83,7 @@ class FlexMoe final : public Strategy {
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());
     set_worst_memory(r, plans_, n_, m, static_, nccl_);
-    history_.push(global_loads(loads.total, L_, n_, E_));
+    history_.push(global_loads(loads.total(), L_, n_, E_));
     ++iteration_;
     return r;
   }

@@ -126,7 +126,7 @@ class Fssdp final : public Strategy {
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     // Actual global loads of this iteration, and the prediction: sliding-window mean (uniform before
     // any history).
-    const auto actual = global_loads(loads.total, L_, n_, E_);
+    const auto actual = global_loads(loads.total(), L_, n_, E_);
     // What the calibration stage sees after the gate, where it runs: the iteration's loads, or with
     // micro-batches the first micro-batch's (the placement it settles then serves every micro-batch),
     // scaled by grad_accum to an iteration's worth so its estimates compare as without micro-batches.
@@ -135,7 +135,7 @@ class Fssdp final : public Strategy {
       gate_counts.assign(loads.micro[0].begin(), loads.micro[0].end());
       for (double& c : gate_counts) c *= static_cast<double>(loads.micro.size());
     }
-    const std::span<const double> gate = gate_counts.empty() ? loads.total : std::span<const double>(gate_counts);
+    const std::span<const double> gate = gate_counts.empty() ? loads.total() : std::span<const double>(gate_counts);
     const auto gate_global = gate_counts.empty() ? std::vector<std::vector<double>>{} : global_loads(gate, L_, n_, E_);
     const auto& gate_actual = gate_counts.empty() ? actual : gate_global;
     std::vector<std::vector<double>> predicted(L_);
@@ -225,7 +225,7 @@ class Fssdp final : public Strategy {
         take_dispatch(std::move(r), out);
       };
       if (gate_counts.empty()) take_dispatch(std::move(d), plan);  // judged on the iteration's counts: already routed
-      else route(layer_counts(loads.total, l, n_, E_), plan);
+      else route(loads.layer(l, n_, E_), plan);
       route_micro_batches(loads, l, n_, E_, plan, route);
       // spRS returns the gradients of every copy, calibration ones included.
       plan.sprs_flows = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast, channels_);

@@ -16,21 +16,54 @@ cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
   return b;
 }
 
-std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum) {
-  std::vector<double> most(gpus, 0.0), bytes(gpus);
-  for (const auto& p : plans) {
-    if (p.dispatch_bytes.empty()) continue;
+namespace {
+// Layer p's all-to-all bytes per GPU (sent plus received, its own chunk included) into `bytes`;
+// false when its all-to-all moves no token between GPUs (then `bytes` is not written).
+bool layer_a2a_bytes(const LayerPlan& p, int gpus, std::vector<double>& bytes) {
+  {
+    if (p.dispatch_bytes.empty()) return false;
     // Whether some GPU sends another anything (usually the first row says so).
     bool crosses = false;
     for (int s = 0; s < gpus && !crosses; ++s) {
       const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
       for (int d = 0; d < gpus; ++d) crosses = crosses || (d != s && row[d] > 0);
     }
-    if (!crosses) continue;
-    // Received: column sums, accumulated a row at a time; sent: row sums.
+    if (!crosses) return false;
+    // Received: column sums, accumulated a row at a time; sent: row sums. GPU g's total adds row 0's
+    // entry of column g, row 1's, ..., row g's, then row g's sum, then the rows after g.
     std::fill(bytes.begin(), bytes.end(), 0.0);
-    for (int s = 0; s < gpus; ++s) {
-      const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
+    const double* m = p.dispatch_bytes.data();
+    int s = 0;
+    // kRows rows at a time, each row's sum in its own column order and every column's in row order,
+    // as one row at a time (the rows' addition chains overlap); columns s .. s + kRows - 1, where a
+    // row's sum falls between two rows' entries, are added once those sums are known.
+    constexpr int kRows = 4;
+    for (; s + kRows <= gpus; s += kRows) {
+      const double* rows[kRows];
+      double sent[kRows] = {};
+      for (int i = 0; i < kRows; ++i) rows[i] = m + static_cast<size_t>(s + i) * gpus;
+      auto columns = [&](int d0, int d1) {
+        for (int d = d0; d < d1; ++d) {
+          double col = bytes[d];
+          for (int i = 0; i < kRows; ++i) sent[i] += rows[i][d], col += rows[i][d];
+          bytes[d] = col;
+        }
+      };
+      columns(0, s);
+      for (int d = s; d < s + kRows; ++d)
+        for (int i = 0; i < kRows; ++i) sent[i] += rows[i][d];
+      columns(s + kRows, gpus);
+      for (int j = 0; j < kRows; ++j) {
+        double col = bytes[s + j];
+        for (int i = 0; i < kRows; ++i) {
+          col += rows[i][s + j];
+          if (i == j) col += sent[j];
+        }
+        bytes[s + j] = col;
+      }
+    }
+    for (; s < gpus; ++s) {
+      const double* row = m + static_cast<size_t>(s) * gpus;
       double sent = 0;
       for (int d = 0; d < gpus; ++d) {
         sent += row[d];
@@ -38,24 +71,49 @@ std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus,
       }
       bytes[s] += sent;
     }
-    for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
   }
+  return true;
+}
+}  // namespace
+
+std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum) {
+  std::vector<double> most(gpus, 0.0), bytes(gpus);
+  for (const auto& p : plans)
+    if (layer_a2a_bytes(p, gpus, bytes))
+      for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
   for (double& b : most) b /= grad_accum;
   return most;
 }
 
-void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
-                      const std::function<cost::MemoryBreakdown(int)>& base) {
+LayerMemory::LayerMemory(int gpus) : gpus_(gpus), bytes_(gpus) { begin(); }
+
+void LayerMemory::begin() {
+  recv_.assign(gpus_, 0.0);
+  a2a_.assign(gpus_, 0.0);
+}
+
+void LayerMemory::add(const LayerPlan& p) {
+  for (int g = 0; g < gpus_; ++g) recv_[g] += p.received_tokens[g];
+  if (layer_a2a_bytes(p, gpus_, bytes_))
+    for (int g = 0; g < gpus_; ++g) a2a_[g] = std::max(a2a_[g], bytes_[g]);
+}
+
+void LayerMemory::set_worst(IterationResult& r, const workload::ModelSpec& m,
+                            const std::function<cost::MemoryBreakdown(int)>& base) const {
   double worst = -1;
-  const std::vector<double> a2a = a2a_buffer_bytes(plans, gpus, m.grad_accum);
-  for (int g = 0; g < gpus; ++g) {
+  for (int g = 0; g < gpus_; ++g) {
     cost::MemoryBreakdown mb = base(g);
-    double recv = 0;
-    for (const auto& p : plans) recv += p.received_tokens[g];
-    mb.activations = cost::activation_bytes(m, recv / m.grad_accum);
-    mb.comm_buffers = a2a[g];
+    mb.activations = cost::activation_bytes(m, recv_[g] / m.grad_accum);
+    mb.comm_buffers = a2a_[g] / m.grad_accum;
     if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
   }
+}
+
+void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
+                      const std::function<cost::MemoryBreakdown(int)>& base) {
+  LayerMemory acc(gpus);
+  for (const auto& p : plans) acc.add(p);
+  acc.set_worst(r, m, base);
 }
 
 void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,

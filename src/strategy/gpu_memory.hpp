@@ -40,6 +40,24 @@ void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int 
 void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
                       const cost::MemoryBreakdown& owned, std::span<const double> nccl);
 
+// What set_worst_memory reads from the plans, gathered a layer at a time (for a strategy that routes
+// one layer into a plan it re-uses, MoeIterationGraph::layer): per GPU the routed tokens summed over
+// layers in layer order and the largest all-to-all bytes, so set_worst() gives the same result as
+// set_worst_memory over every layer's plan.
+class LayerMemory {
+ public:
+  explicit LayerMemory(int gpus);
+  void begin();                   // a new iteration
+  void add(const LayerPlan& p);   // the next layer's plan
+  // set_worst_memory's result for the layers added since begin().
+  void set_worst(IterationResult& r, const workload::ModelSpec& m,
+                 const std::function<cost::MemoryBreakdown(int)>& base) const;
+
+ private:
+  int gpus_;
+  std::vector<double> recv_, a2a_, bytes_;  // routed tokens, all-to-all bytes (largest), scratch
+};
+
 // GPU g's view of a communicator over `group` (g must be in it).
 cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<const int> group, int g, bool ring,
                                          bool p2p);

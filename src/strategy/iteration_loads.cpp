@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include "util/rng.hpp"
 
@@ -73,10 +74,17 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
 }
 
 void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const {
+  out.resize(size());  // every element of every layer is written below
+  std::vector<uint64_t> scratch;
+  for (int l = 0; l < trace_.moe_layers; ++l)
+    load_slice_layer(counts, slice, l, out.data() + layer_size() * l, scratch);
+}
+
+void IterationLoads::load_slice_layer(const uint32_t* counts, uint64_t slice, int l, double* out,
+                                      std::vector<uint64_t>& draw_buf) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
   if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
-    out.resize(size());  // every element is written below
     // Experts in blocks of kBlock, so that the per-expert draws (one column of out each) are
     // written a row of the block at a time rather than one strided element at a time.
     // The block's draws lie a cache line more than n_ apart: with a stride of n_ (a power
@@ -84,34 +92,41 @@ void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vec
     // set and evict each other.
     constexpr int kBlock = 64;
     const size_t stride = static_cast<size_t>(n_) + 8;
-    std::vector<uint64_t> draw(stride * kBlock);
+    draw_buf.resize(stride * kBlock);
+    uint64_t* draw = draw_buf.data();
     const double scale = scale_;  // a local: stores to `out` cannot alias it
-    for (int l = 0; l < L; ++l)
-      for (int e0 = 0; e0 < E; e0 += kBlock) {
-        const int w = std::min(kBlock, E - e0);
-        for (int k = 0; k < w; ++k) {
-          const int e = e0 + k;
-          Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
-          rng.uniform_multinomial(counts[static_cast<size_t>(l) * E + e],
-                                  std::span<uint64_t>(draw.data() + static_cast<size_t>(k) * stride, n_));
-        }
-        for (int j = 0; j < n_; ++j) {
-          double* row = out.data() + (static_cast<size_t>(l) * n_ + j) * E + e0;
-          const uint64_t* d = draw.data() + j;
-          for (int k = 0; k < w; ++k) row[k] = scale * static_cast<double>(d[static_cast<size_t>(k) * stride]);
-        }
+    for (int e0 = 0; e0 < E; e0 += kBlock) {
+      const int w = std::min(kBlock, E - e0);
+      for (int k = 0; k < w; ++k) {
+        const int e = e0 + k;
+        Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
+        rng.uniform_multinomial(counts[static_cast<size_t>(l) * E + e],
+                                std::span<uint64_t>(draw + static_cast<size_t>(k) * stride, n_));
       }
+      for (int j = 0; j < n_; ++j) {
+        double* row = out + static_cast<size_t>(j) * E + e0;
+        const uint64_t* d = draw + j;
+        // Via int64_t: a draw is at most a count of the trace (< 2^32), so the value is the same, and
+        // x86-64 converts a signed integer in one instruction but an unsigned one in a branch.
+        for (int k = 0; k < w; ++k)
+          row[k] = scale * static_cast<double>(static_cast<int64_t>(d[static_cast<size_t>(k) * stride]));
+      }
+    }
     return;
   }
-  out.assign(size(), 0.0);
-  for (int l = 0; l < L; ++l) {
-    for (const auto& b : bins_) {
-      const uint32_t* src = counts + (static_cast<size_t>(l) * S + b.src) * E;
-      double* dst = out.data() + (static_cast<size_t>(l) * n_ + b.dst) * E;
-      const double w = b.w * scale_;
-      for (int e = 0; e < E; ++e) dst[e] += w * src[e];
-    }
+  std::fill(out, out + layer_size(), 0.0);
+  for (const auto& b : bins_) {
+    const uint32_t* src = counts + (static_cast<size_t>(l) * S + b.src) * E;
+    double* dst = out + static_cast<size_t>(b.dst) * E;
+    const double w = b.w * scale_;
+    for (int e = 0; e < E; ++e) dst[e] += w * src[e];
   }
+}
+
+void IterationLoads::load_layer(int record, int layer, double* out, std::vector<uint64_t>& scratch) const {
+  if (trace_.per_micro_batch())
+    throw std::logic_error("IterationLoads::load_layer: a trace with a micro-batch axis is loaded whole");
+  load_slice_layer(trace_.records[record].counts.data(), static_cast<uint64_t>(record), layer, out, scratch);
 }
 
 void IterationLoads::load(int record, std::vector<double>& out) const {

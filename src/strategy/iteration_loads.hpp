@@ -57,6 +57,13 @@ class IterationLoads {
   // The iteration's loads and, with a micro-batch axis, micro_batches() vectors of the same layout,
   // one per model micro-batch, summing to `total` (else `micro` is left empty).
   void load(int record, std::vector<double>& total, std::vector<std::vector<double>>& micro) const;
+  // Layer `layer` of record r's iteration loads, counts[gpu][expert] (layer_size() values into
+  // out): exactly that layer of load(record, ...)'s (the split's seeds do not depend on which layers
+  // are loaded), so a strategy can route one layer while its counts are in cache. Traces without a
+  // micro-batch axis only (micro_batches() == 0). `scratch` is the caller's (kept between calls, no
+  // allocation per layer), so one IterationLoads serves threads that each bring their own.
+  void load_layer(int record, int layer, double* out, std::vector<uint64_t>& scratch) const;
+  size_t layer_size() const { return static_cast<size_t>(n_) * trace_.experts; }
   int gpus() const { return n_; }
   int experts() const { return trace_.experts; }
   int layers() const { return trace_.moe_layers; }
@@ -67,6 +74,9 @@ class IterationLoads {
   // Loads of one slice of counts (an iteration, or one recorded micro-batch: `slice` numbers it for
   // the multinomial split's seeds), re-binned to the GPUs and scaled.
   void load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const;
+  // Layer l of such a slice into out[0, layer_size()) (`draw_buf`: scratch of the multinomial split).
+  void load_slice_layer(const uint32_t* counts, uint64_t slice, int l, double* out,
+                        std::vector<uint64_t>& draw_buf) const;
 
   const workload::Trace& trace_;
   int n_;

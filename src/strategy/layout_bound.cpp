@@ -73,7 +73,7 @@ class LayoutBound final : public LayoutStrategyBase {
         p.expert_fwd_seconds.assign(n, launch_f + (cc.expert_forward(per_expert).value() - launch_f) / S);
         p.expert_bwd_seconds.assign(n, launch_b + (cc.expert_backward(per_expert).value() - launch_b) / S);
       };
-      floor(layer_counts(loads.total, static_cast<int>(l), n, E), M, plans_[l]);
+      floor(loads.layer(static_cast<int>(l), n, E), M, plans_[l]);
       // A trace with a micro-batch axis: each micro-batch's own floor (what EP's routing of its own
       // counts computes at least, by the same argument per micro-batch).
       route_micro_batches(loads, static_cast<int>(l), n, E, plans_[l],

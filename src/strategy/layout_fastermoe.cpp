@@ -56,7 +56,7 @@ class LayoutFasterMoe final : public Strategy {
     for (int l = 0; l < L_; ++l) {
       LayerPlan& p = plans_[l];
       if (loads.micro.empty()) {
-        shadowed_[l] = shadows_.plan(routed(layer_counts(loads.total, l, n_, E_), l), m.grad_accum, p, held[0]);
+        shadowed_[l] = shadows_.plan(routed(loads.layer(l, n_, E_), l), m.grad_accum, p, held[0]);
         p.micro.clear();
       } else {
         p.micro.resize(variants);

@@ -100,7 +100,7 @@ class LayoutFlexMoe final : public Strategy {
         route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, k_.dispatch, token_bytes, plan);
       };
       LayerPlan& plan = plans_[l];
-      route_in_groups(layer_counts(loads.total, l, n_, E_), layout_, stage_[l], E_, node_of_, placement, k_.dispatch,
+      route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement, k_.dispatch,
                       token_bytes, plan, &group_loads);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plan, route);

@@ -89,7 +89,7 @@ class LayoutFssdp final : public Strategy {
     std::vector<std::vector<std::vector<double>>> counts(G_, std::vector<std::vector<double>>(L_));
     std::vector<std::vector<std::vector<double>>> actual(G_, std::vector<std::vector<double>>(L_));
     for (int l = 0; l < L_; ++l) {
-      const auto all = layer_counts(loads.total, l, n_, E_);
+      const auto all = loads.layer(l, n_, E_);
       for (int k = 0; k < G_; ++k) {
         auto& c = counts[k][l];
         c.assign(static_cast<size_t>(ep) * E_, 0.0);

@@ -75,7 +75,7 @@ class LayoutSmartMoe final : public Strategy {
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
         route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, DispatchRule::kTopology, token_bytes, plan);
       };
-      route_in_groups(layer_counts(loads.total, l, n_, E_), layout_, stage_[l], E_, node_of_, placement,
+      route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement,
                       DispatchRule::kTopology, token_bytes, plans_[l], &group_loads);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plans_[l], route);

@@ -36,7 +36,7 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
         else
           route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plan);
       };
-      route(layer_counts(loads.total, l, n, E), plans_[l]);
+      route(loads.layer(l, n, E), plans_[l]);
       // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
       route_micro_batches(loads, l, n, E, plans_[l], route);
     }

@@ -424,20 +424,32 @@ void MoeIterationGraph::emit(const engine::Simulation& sim, TimelineSink& sink) 
 
 IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const IterationExtras& extras,
                                        TimelineSink* timeline) {
+  begin();
+  for (int l = 0; l < ctx_.model.moe_layers(); ++l) layer(l, plans[l]);
+  return finish(extras, timeline, plans);
+}
+
+void MoeIterationGraph::begin() {
+  const int L = ctx_.model.moe_layers(), G = ctx_.model.grad_accum;
+  res_ = IterationResult{};
+  if (coflow_) coflow_->clear();
+  mean_fwd_.assign(static_cast<size_t>(L) * G, 0.0);
+  mean_bwd_.assign(static_cast<size_t>(L) * G, 0.0);
+  worst_a2a_ = -1;
+}
+
+void MoeIterationGraph::layer(int l, const LayerPlan& p) {
   const auto& m = ctx_.model;
   const auto& cc = ctx_.compute;
-  const int L = m.moe_layers();
   const int G = m.grad_accum;
   const double ga = G;
-  IterationResult res;
-  if (coflow_) coflow_->clear();
-  // Mean expert seconds over GPUs, [layer * G + micro-batch]: what straggling is measured against.
-  std::vector<double> mean_fwd(static_cast<size_t>(L) * G), mean_bwd(static_cast<size_t>(L) * G);
-  std::vector<double> scratch;
-  double worst_a2a = -1;
+  IterationResult& res = res_;
+  std::vector<double>& mean_fwd = mean_fwd_;
+  std::vector<double>& mean_bwd = mean_bwd_;
+  std::vector<double>& scratch = scratch_;
+  double& worst_a2a = worst_a2a_;
   auto mb_of = [&](engine::TaskId t) { return std::max(0, info_[graph_.tag(t)].mb); };
-  for (int l = 0; l < L; ++l) {
-    const LayerPlan& p = plans[l];
+  {
     // Token-dependent work per micro-batch: with p.micro one variant per micro-batch, its own counts;
     // without, one variant (the iteration's counts / grad_accum) for every micro-batch.
     const bool per_mb = !p.micro.empty();
@@ -554,6 +566,12 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
       define(&LayerPlan::calibration_flows, &LayerPlan::calibration_latency, calib_[l], false);
     }
   }
+}
+
+IterationResult MoeIterationGraph::finish(const IterationExtras& extras, TimelineSink* timeline,
+                                          std::span<const LayerPlan> plans) {
+  const auto& cc = ctx_.compute;
+  IterationResult res = std::move(res_);
   if (reshard_ != engine::kNoTask) {
     if (flow_) flow_->assign(reshard_, extras.reshard_flows);
     else {
@@ -571,6 +589,7 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   }
   for (const auto& d : dp_) {
     if (d.kind != DpKind::kReplica) continue;
+    if (plans.empty()) throw std::logic_error("MoeIterationGraph::finish: replica all-reduces need every layer's plan");
     const LayerPlan& p = plans[d.layer];
     if (flow_) {
       flow_->assign(d.task, p.replica_grad_flows, p.replica_grad_latency);
@@ -589,7 +608,7 @@ IterationResult MoeIterationGraph::run(std::span<const LayerPlan> plans, const I
   sim.set_interference(ctx_.interference);
   sim.run();
   res.time = sim.makespan();
-  breakdown(sim, mean_fwd, mean_bwd, res);
+  breakdown(sim, mean_fwd_, mean_bwd_, res);
   if (timeline) emit(sim, *timeline);
   return res;
 }

@@ -140,6 +140,15 @@ class MoeIterationGraph {
   // the caller fills memory.
   IterationResult run(std::span<const LayerPlan> plans, const IterationExtras& extras = {},
                       TimelineSink* timeline = nullptr);
+  // The same run a layer at a time, for a strategy that routes one layer into a plan it re-uses:
+  // begin(), then layer(l, plan of layer l) for l = 0, 1, ..., L-1 in that order (what run() does
+  // with plans[l]; the plan is not read after layer() returns), then finish(). `plans` of finish()
+  // may be empty unless the graph has replica all-reduces (MoeGraphOptions::replica_allreduce),
+  // which read every layer's plan there.
+  void begin();
+  void layer(int l, const LayerPlan& plan);
+  IterationResult finish(const IterationExtras& extras = {}, TimelineSink* timeline = nullptr,
+                         std::span<const LayerPlan> plans = {});
   collective::AnalyticNetwork& network() { return net_; }
   // The algorithm the all-reduce planner picked for the per-block dense gradients.
   const char* dense_allreduce_algo() const { return dense_algo_; }
@@ -186,6 +195,12 @@ class MoeIterationGraph {
   struct DpTask { engine::TaskId task; DpKind kind; int layer; };  // layer: MoE layer of a kReplica
   std::vector<DpTask> dp_;
   collective::CoflowLoads loads_, loads_tr_;  // scratch
+  // The iteration in progress between begin() and finish(): its result so far, the mean expert
+  // seconds over GPUs per [layer * G + micro-batch] (what straggling is measured against) and the
+  // slowest all-to-all so far (the bottleneck link's).
+  IterationResult res_;
+  std::vector<double> mean_fwd_, mean_bwd_, scratch_;
+  double worst_a2a_ = -1;
   const char* dense_algo_ = "none";
   int building_mb_ = -1;  // the micro-batch whose tasks the constructor is adding
   std::vector<std::vector<engine::TaskId>> expert_fwd_, expert_bwd_;  // [layer] -> [mb * n + gpu]

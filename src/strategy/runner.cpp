@@ -15,12 +15,20 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+IterationCounts iteration_counts(const IterationLoads& loads, int record, CountBuffers& buf) {
+  if (loads.micro_batches() > 0) {
+    loads.load(record, buf.total, buf.micro);
+    return IterationCounts{buf.total, buf.micro};
+  }
+  auto produce = [&loads, &buf, record](int layer, double* out) { loads.load_layer(record, layer, out, buf.scratch); };
+  return IterationCounts(produce, loads.layers(), loads.layer_size(), buf.layer, buf.total);
+}
+
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
                         double gpu_memory_bytes, TimelineSink* timeline) {
   RunSummary out;
   out.name = name;
-  std::vector<double> buf;
-  std::vector<std::vector<double>> micro;
+  CountBuffers buf;
   std::vector<IterationResult> cache;
   std::vector<char> cached;
   const int R = loads.num_records();
@@ -39,8 +47,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
     if (s.stateless() && cached[rec] && !record) {
       r = cache[rec];
     } else {
-      loads.load(rec, buf, micro);
-      r = s.simulate(IterationCounts{buf, micro});
+      r = s.simulate(iteration_counts(loads, rec, buf));
       if (!(s.stateless() && cached[rec])) ++out.simulated_iterations;
       if (s.stateless()) cache[rec] = r, cached[rec] = 1;
     }

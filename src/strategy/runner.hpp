@@ -31,6 +31,19 @@ struct RunSummary {
 // Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 1].
 double percentile(std::vector<double> v, double q);
 
+// The caller's buffers behind iteration_counts (kept across iterations so that nothing is allocated
+// per iteration).
+struct CountBuffers {
+  std::vector<double> layer, total;
+  std::vector<std::vector<double>> micro;
+  std::vector<uint64_t> scratch;  // IterationLoads::load_layer's
+};
+
+// Trace record r's loads as a strategy reads them: without a micro-batch axis, produced a layer at a
+// time when the strategy asks for it (IterationLoads::load_layer); with one, loaded whole (its
+// micro-batch vectors too). Valid while `loads` and `buf` are.
+IterationCounts iteration_counts(const IterationLoads& loads, int record, CountBuffers& buf);
+
 // With a timeline sink, the last iteration is simulated afresh and reported to it.
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
                         double gpu_memory_bytes, TimelineSink* timeline = nullptr);

@@ -65,7 +65,7 @@ class SmartMoe final : public Strategy {
 
   IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
-    const auto actual = global_loads(loads.total, L_, n_, E_);
+    const auto actual = global_loads(loads.total(), L_, n_, E_);
     IterationExtras extras;
     if (iteration_ > 0 && iteration_ % period_ == 0) {
       collective::Coflow moves;
@@ -93,7 +93,7 @@ class SmartMoe final : public Strategy {
         dispatch(counts, n_, p, node_of_, DispatchRule::kTopology, token_bytes, d);
         take_dispatch(std::move(d), plan);
       };
-      route(layer_counts(loads.total, l, n_, E_), plans_[l]);
+      route(loads.layer(l, n_, E_), plans_[l]);
       route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, extras, take_timeline());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -129,9 +130,53 @@ struct PlanSnapshot {
 // One iteration's loads, counts[layer][gpu][expert] (IterationLoads): the whole iteration's and, when
 // the trace records micro-batches, one vector per micro-batch of the model (grad_accum of them, same
 // layout, summing to `total`). With `micro` empty every micro-batch routes total / grad_accum.
-struct IterationCounts {
-  std::span<const double> total;
+//
+// The iteration's counts come either whole or a layer at a time from a producer (IterationLoads'
+// load_layer, see runner.hpp's iteration_counts), so that a strategy that routes layer by layer reads
+// each layer's n x E counts while they are in cache instead of L x n x E of them from memory. layer()
+// serves both; total() produces every layer once (then layer() reads from it), for strategies that
+// plan from the whole iteration. Either way the numbers are the same.
+class IterationCounts {
+ public:
+  // Writes layer l's counts[gpu][expert] (gpus x experts values) to `out`.
+  using LayerProducer = std::function<void(int layer, double* out)>;
+  IterationCounts(std::span<const double> total, std::span<const std::vector<double>> micro_batches = {})
+      : micro(micro_batches), total_(total), whole_(true) {}
+  // Counts produced on demand: `layers` layers of `layer_size` values each; `layer_buf` and
+  // `total_buf` (the caller's, re-used across iterations) hold them.
+  IterationCounts(LayerProducer produce, int layers, size_t layer_size, std::vector<double>& layer_buf,
+                  std::vector<double>& total_buf)
+      : produce_(std::move(produce)), layers_(layers), layer_size_(layer_size), layer_buf_(&layer_buf),
+        total_buf_(&total_buf) {}
+  // counts[layer][gpu][expert] of the whole iteration.
+  std::span<const double> total() const {
+    if (!whole_) {
+      total_buf_->resize(static_cast<size_t>(layers_) * layer_size_);
+      for (int l = 0; l < layers_; ++l) produce_(l, total_buf_->data() + static_cast<size_t>(l) * layer_size_);
+      total_ = *total_buf_;
+      whole_ = true;
+    }
+    return total_;
+  }
+  // Layer l's counts[gpu][expert] (gpus x experts). When produced on demand, valid until the next
+  // layer() call.
+  std::span<const double> layer(int l, int gpus, int experts) const {
+    const size_t size = static_cast<size_t>(gpus) * experts;
+    if (whole_) return total_.subspan(static_cast<size_t>(l) * size, size);
+    layer_buf_->resize(size);
+    produce_(l, layer_buf_->data());
+    return *layer_buf_;
+  }
   std::span<const std::vector<double>> micro;
+
+ private:
+  LayerProducer produce_;
+  int layers_ = 0;
+  size_t layer_size_ = 0;
+  std::vector<double>* layer_buf_ = nullptr;
+  std::vector<double>* total_buf_ = nullptr;
+  mutable std::span<const double> total_;
+  mutable bool whole_ = false;
 };
 
 class Strategy {

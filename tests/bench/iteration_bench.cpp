@@ -78,7 +78,7 @@ int main(int argc_in, char** argv_in) {
       trace = std::make_unique<workload::Trace>(workload::read_trace(trace_file));
       from_trace = std::make_unique<strategy::IterationLoads>(*trace, model, n, trace_file, warnings);
     }
-    std::vector<double> scratch;
+    strategy::CountBuffers scratch;
     cost::ComputeCost cc(topo.gpu_model(), model);
     strategy::Context ctx{topo, model, cc, 1, flow, precision};
     ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
@@ -91,8 +91,7 @@ int main(int argc_in, char** argv_in) {
       double sum = 0;
       for (int it = 0; it < iterations; ++it) {
         if (from_trace) {
-          from_trace->load(it % from_trace->num_records(), scratch);
-          sum += s->simulate(scratch).time;
+          sum += s->simulate(strategy::iteration_counts(*from_trace, it % from_trace->num_records(), scratch)).time;
         } else {
           sum += s->simulate(loads[it]).time;
         }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "strategy/iteration_loads.hpp"
+#include "strategy/runner.hpp"
 #include "workload/model_spec.hpp"
 #include "support/approx.hpp"
 
@@ -101,4 +102,55 @@ TEST_CASE("a trace that does not match the model is bad input") {
   t.experts = 8;
   Diagnostics w;
   CHECK_THROWS_AS(strategy::IterationLoads(t, m, 4, "t.json", w), InputError);
+}
+
+TEST_CASE("a layer at a time gives the whole iteration's numbers, for every split and re-binning") {
+  // Three MoE layers; layer l holds the one-layer trace's rows rotated by l more.
+  auto m = workload::load_model(R"(schema: hecate-sim/model@1
+name: m3
+layers: 3
+d_model: 64
+d_ffn: 128
+experts: 4
+top_k: 2
+heads: 4
+seq_len: 64
+)", "m3.yaml");
+  REQUIRE(m.moe_layers() == 3);
+  for (const bool per_source : {false, true})
+    for (const auto split : {strategy::GlobalSplit::kMultinomial, strategy::GlobalSplit::kEven}) {
+      CAPTURE(per_source);
+      auto t = trace(4, 64, per_source);
+      const std::vector<uint32_t> one = t.records[0].counts;
+      t.moe_layers = 3;
+      t.records[0].counts.clear();
+      for (int l = 0; l < 3; ++l)
+        for (size_t r = 0; r < one.size(); r += 4) {
+          std::vector<uint32_t> row(one.begin() + static_cast<long>(r), one.begin() + static_cast<long>(r) + 4);
+          std::rotate(row.begin(), row.begin() + l, row.end());
+          t.records[0].counts.insert(t.records[0].counts.end(), row.begin(), row.end());
+        }
+      Diagnostics w;
+      strategy::IterationLoads loads(t, m, 8, "t.json", w, split, 7);  // 8 GPUs: re-binned when per source
+      std::vector<double> whole;
+      loads.load(0, whole);
+      REQUIRE(whole.size() == 3 * loads.layer_size());
+      std::vector<double> layer(loads.layer_size());
+      std::vector<uint64_t> scratch;
+      for (int l = 2; l >= 0; --l) {  // any order: a layer's split does not depend on the others
+        loads.load_layer(0, l, layer.data(), scratch);
+        CHECK(std::equal(layer.begin(), layer.end(), whole.begin() + static_cast<long>(l * loads.layer_size())));
+      }
+      // Counts produced on demand: layer() before and after total() materializes them.
+      strategy::CountBuffers buf;
+      const strategy::IterationCounts counts = strategy::iteration_counts(loads, 0, buf);
+      for (int l = 0; l < 3; ++l) {
+        const auto c = counts.layer(l, 8, 4);
+        CHECK(std::equal(c.begin(), c.end(), whole.begin() + static_cast<long>(l * loads.layer_size())));
+      }
+      const auto all = counts.total();
+      CHECK(std::equal(all.begin(), all.end(), whole.begin(), whole.end()));
+      const auto again = counts.layer(1, 8, 4);
+      CHECK(std::equal(again.begin(), again.end(), whole.begin() + static_cast<long>(loads.layer_size())));
+    }
 }
