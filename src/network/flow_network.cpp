@@ -445,45 +445,45 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   // The entries due by now are the top of the heap. Few: pop them one by one, in (time, id) order.
   // Many (a uniform all-to-all finishes everything at once): take them out in one pass, finish
   // them in id order, and rebuild the heap from the rest.
-  due_.clear();
-  room(due_, heap_.size());  // an upper bound
-  for_due(now, [&](const Due& d) { due_.push_back(d); });
-  if (due_.size() * 8 > heap_.size() && due_.size() > 64) {
+  size_t due = 0;  // entries due, valid or stale
+  for_due(now, [&](const Due&) { ++due; });
+  if (due * 8 > heap_.size() && due > 64) {
+    // All finish at `now`, in id order (the order decides only which ids and element ranges are
+    // freed first), through a per-id mark (one valid entry per id at most), set in the pass that
+    // keeps the rest: linear, where a sort by (time, id) cost n log n (their projections differ in
+    // the last bits), and no copy of the due entries.
+    due_at_.assign(flow_.size(), 0);
     size_t w = 0;
-    for (const Due& d : heap_)
-      if (d.time > now && valid(d)) heap_[w++] = d;
+    for (const Due& d : heap_) {
+      if (!valid(d)) continue;
+      if (d.time > now) heap_[w++] = d;
+      else due_at_[d.id] = 1;
+    }
     heap_.resize(w);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-    // All finish at `now`, in id order (the order decides only which ids and element ranges are
-    // freed first), through a per-id mark (one valid entry per id at most): linear, where a sort
-    // by (time, id) cost n log n (their projections differ in the last bits).
-    due_at_.assign(flow_.size(), 0);
-    for (const Due& d : due_)
-      if (valid(d)) due_at_[d.id] = 1;
-    due_.clear();
+    gone_.clear();
+    room(gone_, due);
     for (size_t id = 0; id < due_at_.size(); ++id)
-      if (due_at_[id]) due_.push_back({now, static_cast<int>(id), version_[id]});
+      if (due_at_[id]) gone_.push_back(static_cast<int>(id));
     // Usually every due class drains all its members (one each with a NIC per GPU): then they
     // leave the solver in one remove_flows() (the same as one by one, in id order).
     bool whole = true;
-    for (const Due& d : due_) {
-      const Flow& f = flow_[d.id];
+    for (int id : gone_) {
+      const Flow& f = flow_[id];
       if (f.mend - f.mnext > 1 && members_[f.mend - 1] > (f.progress + f.rate * (now - f.since)) * (1 + 1e-12)) {
         whole = false;
         break;
       }
     }
     if (whole) {
-      gone_.clear();
-      for (const Due& d : due_) {
-        drain(d.id, now);
-        gone_.push_back(d.id);
-      }
+      for (int id : gone_) drain(id, now);
       solver_.remove_flows(gone_);
-      any = any || !due_.empty();
+      any = any || !gone_.empty();
     } else {
+      due_.clear();
+      for (int id : gone_) due_.push_back({now, id, version_[id]});
       for (const Due& d : due_) {
-        if (!valid(d)) continue;  // stale, or its id finished earlier in this pass
+        if (!valid(d)) continue;  // its id finished earlier in this pass (a class re-added)
         finish_class(d.id, now);
         any = true;
       }
