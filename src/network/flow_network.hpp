@@ -29,7 +29,7 @@
 // re-solve plus O(changed x log F). A mass completion (everything due at once, each class draining
 // all its members) leaves the solver in one MaxMinSolver::remove_flows; a large task's solver
 // records, element pool and heap entries are reserved once, not doubled to size (a uniform
-// all-to-all among 1,024 GPUs: a million flows, set up and torn down in about 0.27 s CPU).
+// all-to-all among 1,024 GPUs: a million flows, set up, solved and torn down in about 0.25 s CPU).
 //
 // Precision. Exact event-by-event max-min needs one re-solve per distinct completion time: up to
 // one per flow, and a skewed all-to-all-v among N GPUs has N(N-1) flows finishing at distinct
