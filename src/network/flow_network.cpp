@@ -9,12 +9,46 @@ namespace hs::network {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Capacity for n in one step, where pushing back up to n would double its way there (a million
+// entries: each doubling copies and faults in the pages again); still geometric, so a vector that
+// grows a little per call costs O(1) per entry.
+template <class V>
+void room(V& v, size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+}
 }
 
 FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision, bool aggregate)
     : topo_(topo), precision_(precision), aggregate_(aggregate) {
   for (const auto& l : topo.links()) solver_.add_link(l.bandwidth.value());
   link_bytes_.assign(topo.links().size(), 0.0);
+  // Pairs identified by their binding links: an endpoint-separable topology (a route's binding hops
+  // are its source's egress plus its destination's ingress hops per locality) where every GPU's
+  // egress (ingress) hops of each locality its routes use hold a link that only that GPU's egress
+  // (ingress) hops hold. Two routes with the same binding elements then join the same GPUs.
+  if (topo.endpoint_separable()) {
+    constexpr int kNone = -1, kMany = -2;
+    std::vector<int> owner(topo.links().size(), kNone);  // 2 x GPU + (ingress ? 1 : 0), or kMany
+    const int n = topo.num_gpus();
+    const auto hops = [&](int g, int cross, int in) { return in ? topo.ingress_hops(g, cross != 0) : topo.egress_hops(g, cross != 0); };
+    for (int g = 0; g < n; ++g)
+      for (int cross = 0; cross < 2; ++cross)
+        for (int in = 0; in < 2; ++in)
+          for (const auto& h : hops(g, cross, in)) {
+            int& o = owner[h.link];
+            o = o == kNone || o == 2 * g + in ? 2 * g + in : kMany;
+          }
+    pair_identified_ = true;
+    for (int g = 0; g < n && pair_identified_; ++g)
+      for (int cross = 0; cross < 2; ++cross) {
+        const bool used = cross ? topo.num_nodes() > 1 : topo.gpus_in_node(topo.node_of(g)) > 1;
+        for (int in = 0; in < 2 && used; ++in) {
+          bool own = false;
+          for (const auto& h : hops(g, cross, in)) own = own || owner[h.link] == 2 * g + in;
+          if (!own) pair_identified_ = false;
+        }
+      }
+  }
 }
 
 void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double extra_latency) {
@@ -56,6 +90,32 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   // Group the task's transfers into classes by their links that may bind (with fractions): a hash
   // of the element list, collisions resolved by comparing with each class's stored elements.
   const auto& co = coflow_[t];
+  // Every class has one member when no two transfers can share their binding elements: each is its
+  // own flow (aggregate_ off), or the topology identifies a pair by them and the transfers' (src,
+  // dst) pairs are strictly ascending (an all-to-all as collectives list it: no pair twice). The
+  // classes are then the transfers in order, as grouping would number them: made directly.
+  bool direct = true;
+  size_t direct_count = 0, direct_elements = 0;
+  if (aggregate_) {
+    direct = pair_identified_;
+    int ps = -1, pd = -1;
+    for (size_t i = 0; i < co.size() && direct; ++i) {
+      const auto& tr = co[i];
+      if (tr.src == tr.dst || tr.bytes <= 0) continue;
+      direct = tr.src > ps || (tr.src == ps && tr.dst > pd);
+      ps = tr.src, pd = tr.dst;
+      ++direct_count;
+      direct_elements += topo_.binding_hops(tr.src, tr.dst).size();
+    }
+  } else {
+    for (const auto& tr : co)
+      if (tr.src != tr.dst && tr.bytes > 0) ++direct_count, direct_elements += topo_.binding_hops(tr.src, tr.dst).size();
+  }
+  if (direct) {
+    solver_.reserve(direct_count, direct_elements);
+    start_direct(t, now, direct_count);
+    return;
+  }
   gid_.assign(co.size(), -1);
   gcount_.clear();
   gelem_begin_.clear();
@@ -153,6 +213,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   for (size_t i = 0; i < co.size(); ++i)
     if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
   at = base;
+  solver_.reserve(classes, gelems_.size());
   // Solver ids are reused or the next new one: every id below num_flows() + classes.
   const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
   if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
@@ -188,6 +249,50 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     std::vector<solver::Element>().swap(gelems_);
     std::vector<uint32_t>().swap(gfill_);
   }
+  finish_start(t, now, count, classes, alpha);
+}
+
+void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes) {
+  const auto& co = coflow_[t];
+  double alpha = 0;
+  const auto base = static_cast<uint32_t>(members_.size());
+  members_.resize(base + classes);
+  const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
+  if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
+  uint32_t at = base;
+  for (const auto& tr : co) {
+    if (tr.src == tr.dst || tr.bytes <= 0) continue;
+    alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
+    binding_elements(tr.src, tr.dst);
+    for (const auto& el : scratch_) {
+      if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
+      link_bytes_[el.link] += tr.bytes * el.coef;
+    }
+    stats_.bytes_offered += tr.bytes;
+    stats_.elements += scratch_.size();
+    const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
+    members_[at] = tr.bytes;
+    const int id = solver_.add_flow(scratch_, 1.0, cap);
+    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
+    Flow& f = flow_[id];
+    f.task = t;
+    f.src = tr.src;
+    f.dst = tr.dst;
+    f.mnext = at;
+    f.mend = at + 1;
+    f.progress = 0;
+    f.since = now;
+    f.rate = 0;
+    f.live = true;
+    ++live_classes_;
+    bump(id);
+    ++at;
+  }
+  finish_start(t, now, static_cast<int>(classes), classes, alpha);
+}
+
+void FlowNetwork::finish_start(engine::TaskId t, double now, int count, size_t classes, double alpha) {
+  const auto& co = coflow_[t];
   task_start_[t] = now;
   stats_.flows += count;
   stats_.classes += classes;
@@ -225,6 +330,7 @@ void FlowNetwork::settle() {
   // New projections are appended, then either sifted up one by one (few) or the heap is rebuilt,
   // dropping stale entries (many: O(heap) beats O(changed x log heap)).
   const size_t old_size = heap_.size();
+  room(heap_, old_size + solver_.changed().size());
   for (int id : solver_.changed()) {
     Flow& f = flow_[id];
     if (!f.live) continue;
@@ -286,8 +392,8 @@ double FlowNetwork::next_completion() {
   return std::min(next_flow_, timer);
 }
 
-void FlowNetwork::finish_class(int id, double now) {
-  const Flow f = flow_[id];  // a copy: the class may move to a new solver id below
+uint32_t FlowNetwork::drain(int id, double now) {
+  const Flow& f = flow_[id];
   // Every member whose size the class has carried by now is done (the first one is due, others of
   // the same size, or merged into this event, may be too).
   const double p = f.progress + f.rate * (now - f.since);
@@ -299,11 +405,23 @@ void FlowNetwork::finish_class(int id, double now) {
     ++done;
   } while (next < f.mend && members_[next] <= p * (1 + 1e-12));
   stats_.events += static_cast<uint64_t>(done);
-  const double cap = solver_.rate_cap(id);  // the members' cap: the class keeps it
-  solver_.remove_flow(id);
   flow_[id].live = false;
   tag_[id] = 0;
   --live_classes_;
+  pending_[f.task] -= done;
+  if (pending_[f.task] == 0) {
+    timers_.push_back({now + alpha_[f.task], f.task});
+    std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+  }
+  return next;
+}
+
+void FlowNetwork::finish_class(int id, double now) {
+  const Flow f = flow_[id];  // a copy: the class may move to a new solver id below
+  const double p = f.progress + f.rate * (now - f.since);
+  const uint32_t next = drain(id, now);
+  const double cap = solver_.rate_cap(id);  // the members' cap: the class keeps it
+  solver_.remove_flow(id);
   if (next < f.mend) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
@@ -319,11 +437,6 @@ void FlowNetwork::finish_class(int id, double now) {
     ++live_classes_;
     bump(nid);
   }
-  pending_[f.task] -= done;
-  if (pending_[f.task] == 0) {
-    timers_.push_back({now + alpha_[f.task], f.task});
-    std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
-  }
 }
 
 void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) {
@@ -332,27 +445,48 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   // The entries due by now are the top of the heap. Few: pop them one by one, in (time, id) order.
   // Many (a uniform all-to-all finishes everything at once): take them out in one pass, finish
   // them in id order, and rebuild the heap from the rest.
-  due_.clear();
-  for_due(now, [&](const Due& d) { due_.push_back(d); });
-  if (due_.size() * 8 > heap_.size() && due_.size() > 64) {
+  size_t due = 0;  // entries due, valid or stale
+  for_due(now, [&](const Due&) { ++due; });
+  if (due * 8 > heap_.size() && due > 64) {
+    // All finish at `now`, in id order (the order decides only which ids and element ranges are
+    // freed first), through a per-id mark (one valid entry per id at most), set in the pass that
+    // keeps the rest: linear, where a sort by (time, id) cost n log n (their projections differ in
+    // the last bits), and no copy of the due entries.
+    due_at_.assign(flow_.size(), 0);
     size_t w = 0;
-    for (const Due& d : heap_)
-      if (d.time > now && valid(d)) heap_[w++] = d;
+    for (const Due& d : heap_) {
+      if (!valid(d)) continue;
+      if (d.time > now) heap_[w++] = d;
+      else due_at_[d.id] = 1;
+    }
     heap_.resize(w);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-    // All finish at `now`, in id order (the order decides only which ids and element ranges are
-    // freed first), through a per-id mark (one valid entry per id at most): linear, where a sort
-    // by (time, id) cost n log n (their projections differ in the last bits).
-    due_at_.assign(flow_.size(), 0);
-    for (const Due& d : due_)
-      if (valid(d)) due_at_[d.id] = 1;
-    due_.clear();
+    gone_.clear();
+    room(gone_, due);
     for (size_t id = 0; id < due_at_.size(); ++id)
-      if (due_at_[id]) due_.push_back({now, static_cast<int>(id), version_[id]});
-    for (const Due& d : due_) {
-      if (!valid(d)) continue;  // stale, or its id finished earlier in this pass
-      finish_class(d.id, now);
-      any = true;
+      if (due_at_[id]) gone_.push_back(static_cast<int>(id));
+    // Usually every due class drains all its members (one each with a NIC per GPU): then they
+    // leave the solver in one remove_flows() (the same as one by one, in id order).
+    bool whole = true;
+    for (int id : gone_) {
+      const Flow& f = flow_[id];
+      if (f.mend - f.mnext > 1 && members_[f.mend - 1] > (f.progress + f.rate * (now - f.since)) * (1 + 1e-12)) {
+        whole = false;
+        break;
+      }
+    }
+    if (whole) {
+      for (int id : gone_) drain(id, now);
+      solver_.remove_flows(gone_);
+      any = any || !gone_.empty();
+    } else {
+      due_.clear();
+      for (int id : gone_) due_.push_back({now, id, version_[id]});
+      for (const Due& d : due_) {
+        if (!valid(d)) continue;  // its id finished earlier in this pass (a class re-added)
+        finish_class(d.id, now);
+        any = true;
+      }
     }
   }
   while (true) {

@@ -14,6 +14,7 @@ int MaxMinSolver::add_link(double capacity) {
   rem_.push_back(0);
   sumw_.push_back(0);
   unfrozen_.push_back(0);
+  gone_.push_back(0);
   uf_parent_.push_back(static_cast<int32_t>(cap_.size() - 1));
   uf_flows_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
@@ -63,6 +64,21 @@ uint32_t MaxMinSolver::alloc_elements(uint32_t count) {
   return b;
 }
 
+void MaxMinSolver::reserve(size_t flows, size_t elements) {
+  // Room for what add_flow() would grow one step at a time (each doubling copies and touches twice
+  // the pages): new ids beyond the free ones, and a pool end past the elements.
+  const size_t ids = rec_.size() + (flows > free_ids_.size() ? flows - free_ids_.size() : 0);
+  const auto room = [](auto& v, size_t n) {  // geometric still: batches of a few flows stay O(1) each
+    if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
+  };
+  room(rec_, ids);
+  room(rate_, ids);
+  room(state_, ids);
+  room(live_bits_, (ids + 63) / 64);
+  room(comp_bits_, (ids + 63) / 64);
+  if (elems_used_ + elements > elems_.size()) elems_.resize(elems_used_ + elements);
+}
+
 int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, double rate_cap) {
   int id;
   if (!free_ids_.empty()) {
@@ -108,6 +124,25 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   return id;
 }
 
+void MaxMinSolver::remove_flows(std::span<const int> flows) {
+  // Links that lose every flow they hold: their lists are cleared at the end instead of fixed up
+  // element by element (the final lists are those of removing one by one: empty, or untouched here).
+  for (int f : flows) {
+    const Rec& r = rec_[f];
+    for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
+      const int l = link_of(elems_[i]);
+      if (gone_[l]++ == 0) gone_links_.push_back(l);
+    }
+  }
+  for (int l : gone_links_) gone_[l] = gone_[l] == link_flows_[l].size() ? kCleared : 0;
+  for (int f : flows) remove_flow(f);
+  for (int l : gone_links_) {
+    if (gone_[l] == kCleared) link_flows_[l].clear();
+    gone_[l] = 0;
+  }
+  gone_links_.clear();
+}
+
 void MaxMinSolver::remove_flow(int flow) {
   Rec& r = rec_[flow];
   min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
@@ -122,6 +157,7 @@ void MaxMinSolver::remove_flow(int flow) {
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
     }
+    if (gone_[l] == kCleared) continue;  // remove_flows() empties its list
     auto& v = link_flows_[l];
     const uint32_t pos = elems_[i].pos;
     const LinkRef moved = v.back();

@@ -25,9 +25,13 @@
 // Storage: one 24-byte record per flow (cap, element range, flags), its rate and filling state in
 // dense arrays, and its elements in one pool (ranges of a freed flow are reused by the next flow
 // with as many elements), each element knowing its position in its link's flow list, so adding and
-// removing a flow cost O(elements), never a search of a link's list. A link's list holds each flow's
-// id and element start: freezing a bottleneck link's flows reads the (cached) state byte, skips the
-// flows already frozen, and touches only the elements and rate of the others.
+// removing a flow cost O(elements), never a search of a link's list (removal moves the link's last
+// flow into the hole, and fixes up that flow's element for the link: a read of its elements).
+// remove_flows() removes a batch as one by one, but clears at once the lists of the links that lose
+// all their flows (a mass completion: no fix-ups there); reserve() sizes the records and the pool for
+// a batch of adds in one step. A link's list holds each flow's id and element start: freezing a
+// bottleneck link's flows reads the (cached) state byte, skips the flows already frozen, and
+// touches only the elements and rate of the others.
 //
 // Components: with 1,024+ live flows a union-find over links (joined by every flow added; rebuilt
 // from the live flows when removals may have split it, less often while rebuilds split nothing)
@@ -72,7 +76,12 @@ class MaxMinSolver {
   int add_link(double capacity);
   double capacity(int link) const { return cap_[link]; }
   int add_flow(std::span<const Element> elements, double weight = 1.0, double rate_cap = kUnlimited);
+  // Room for `flows` more flows with `elements` elements in all (a batch of add_flow calls).
+  void reserve(size_t flows, size_t elements);
   void remove_flow(int flow);
+  // remove_flow() on each, in order (same result), clearing the lists of links that lose all their
+  // flows at once instead of one swap-with-last fix-up per element (a mass completion).
+  void remove_flows(std::span<const int> flows);
   // Re-solves the components touched since the last call.
   void solve();
   // Flows (alive) whose rate the last solve() set to a new value, new flows included.
@@ -133,6 +142,10 @@ class MaxMinSolver {
   std::vector<uint64_t> live_bits_;
   static constexpr uint8_t kCapped = 4;
   std::vector<int> free_ids_;
+  // remove_flows(): per link, its elements among the flows removed, or kCleared when that is all.
+  static constexpr uint32_t kCleared = 0xffffffffu;
+  std::vector<uint32_t> gone_;
+  std::vector<int> gone_links_;
   // Scratch reused across solves.
   std::vector<uint32_t> link_stamp_;
   uint32_t stamp_ = 0;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -440,4 +441,59 @@ TEST_CASE("property: with 1,024+ flows in several components, incremental compon
   }
   CHECK(searches > 100);
   MESSAGE(sweeps, " sweeps, ", searches, " component searches");
+}
+
+TEST_CASE("remove_flows (a batch, clearing the links it empties) equals remove_flow one by one, bit for bit") {
+  // Twin solvers, the same adds; one removes batches with remove_flows, the other flow by flow in the
+  // same order. Every batch empties some links (it takes every flow crossing links 0-3) and thins the
+  // others (40% of the rest). Rates, changed() lists, reused ids and link loads (summed in link-list
+  // order) must agree exactly.
+  hs::Rng rng(57);
+  const int links = 24;
+  MaxMinSolver bulk, one;
+  for (int l = 0; l < links; ++l) {
+    const double c = 10 + 90 * rng.uniform();
+    bulk.add_link(c);
+    one.add_link(c);
+  }
+  std::vector<int> live;
+  std::vector<std::vector<Element>> route;  // by id
+  const auto add = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      const auto e = random_route(rng, 0, links);
+      const double w = 1 + static_cast<double>(rng.below(3));
+      const double cap = rng.uniform() < 0.1 ? 1 + 5 * rng.uniform() : MaxMinSolver::kUnlimited;
+      const int id = bulk.add_flow(e, w, cap);
+      REQUIRE(one.add_flow(e, w, cap) == id);
+      if (static_cast<size_t>(id) >= route.size()) route.resize(id + 1);
+      route[id] = e;
+      live.push_back(id);
+    }
+  };
+  const auto same = [&] {
+    bulk.solve();
+    one.solve();
+    CHECK(std::vector<int>(bulk.changed().begin(), bulk.changed().end()) ==
+          std::vector<int>(one.changed().begin(), one.changed().end()));
+    for (int f : live) CHECK(bulk.rate(f) == one.rate(f));
+    for (int l = 0; l < links; ++l) CHECK(bulk.link_load(l) == one.link_load(l));
+  };
+  add(1500);
+  same();
+  for (int round = 0; round < 4; ++round) {
+    std::vector<int> batch, keep;
+    for (int f : live) {
+      bool low = false;
+      for (const auto& x : route[f]) low = low || x.link < 4;
+      (low || rng.uniform() < 0.4 ? batch : keep).push_back(f);
+    }
+    if (round % 2) std::reverse(batch.begin(), batch.end());  // any order, not only ascending ids
+    bulk.remove_flows(batch);
+    for (int f : batch) one.remove_flow(f);
+    live = keep;
+    same();
+    for (int l = 0; l < 4; ++l) CHECK(bulk.link_load(l) == 0);
+    add(300 + 100 * round);
+    same();
+  }
 }
