@@ -224,19 +224,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
     stats_.elements += el.size();
     const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
-    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
-    Flow& f = flow_[id];
-    f.task = t;
-    f.src = co[gfirst_[g]].src;
-    f.dst = co[gfirst_[g]].dst;
-    f.mnext = b;
-    f.mend = e;
-    f.progress = 0;
-    f.since = now;
-    f.rate = 0;
-    f.live = true;
-    ++live_classes_;
-    bump(id);
+    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, b, e, 0, now);
   }
   if (co.size() >= (1u << 16)) {
     // A large task's grouping scratch (about 60 bytes per transfer) is not kept for the next one.
@@ -250,6 +238,23 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     std::vector<uint32_t>().swap(gfill_);
   }
   finish_start(t, now, count, classes, alpha);
+}
+
+void FlowNetwork::make_class(int id, engine::TaskId t, int src, int dst, uint32_t mnext, uint32_t mend, double progress,
+                             double now) {
+  if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
+  Flow& f = flow_[id];
+  f.task = t;
+  f.src = src;
+  f.dst = dst;
+  f.mnext = mnext;
+  f.mend = mend;
+  f.progress = progress;
+  f.since = now;
+  f.rate = 0;
+  f.live = true;
+  ++live_classes_;
+  bump(id);
 }
 
 void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes) {
@@ -273,19 +278,7 @@ void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes) {
     const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
     members_[at] = tr.bytes;
     const int id = solver_.add_flow(scratch_, 1.0, cap);
-    if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
-    Flow& f = flow_[id];
-    f.task = t;
-    f.src = tr.src;
-    f.dst = tr.dst;
-    f.mnext = at;
-    f.mend = at + 1;
-    f.progress = 0;
-    f.since = now;
-    f.rate = 0;
-    f.live = true;
-    ++live_classes_;
-    bump(id);
+    make_class(id, t, tr.src, tr.dst, at, at + 1, 0, now);
     ++at;
   }
   finish_start(t, now, static_cast<int>(classes), classes, alpha);
@@ -426,16 +419,7 @@ void FlowNetwork::finish_class(int id, double now) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
     const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next), cap);
-    if (static_cast<size_t>(nid) >= flow_.size()) flow_.resize(nid + 1), tag_.resize(nid + 1, 0), version_.resize(nid + 1, 0);
-    Flow& g = flow_[nid];
-    g = f;
-    g.mnext = next;
-    g.progress = p;
-    g.since = now;
-    g.rate = 0;
-    g.live = true;
-    ++live_classes_;
-    bump(nid);
+    make_class(nid, f.task, f.src, f.dst, next, f.mend, p, now);
   }
 }
 

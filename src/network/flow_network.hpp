@@ -141,6 +141,9 @@ class FlowNetwork final : public engine::ActivityModel {
   }
   // start() when every class has one member (`classes` transfers to start): no grouping.
   void start_direct(engine::TaskId t, double now, size_t classes);
+  // The record of solver flow `id`: a live class of task t, members_[mnext, mend), each member having
+  // carried `progress` bytes by `now`, rate to be solved.
+  void make_class(int id, engine::TaskId t, int src, int dst, uint32_t mnext, uint32_t mend, double progress, double now);
   // start()'s end: the task's counts, start time, duration scale and latency.
   void finish_start(engine::TaskId t, double now, int count, size_t classes, double alpha);
   // Finishes the members of class `id` done by `now` (stats, the task's count, its timer) and
