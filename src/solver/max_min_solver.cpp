@@ -17,6 +17,12 @@ int MaxMinSolver::add_link(double capacity) {
   gone_.push_back(0);
   uf_parent_.push_back(static_cast<int32_t>(cap_.size() - 1));
   uf_flows_.push_back(0);
+  level_.push_back(kUnlimited);
+  seed_.push_back(kUnlimited);
+  pend_.emplace_back();
+  pend_max_.push_back(-kUnlimited);
+  link_key_.push_back(kUnlimited);
+  pend_heap_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
 }
 
@@ -74,6 +80,9 @@ void MaxMinSolver::reserve(size_t flows, size_t elements) {
   room(rec_, ids);
   room(rate_, ids);
   room(state_, ids);
+  room(bott_, ids);
+  room(tstamp_, ids);
+  room(new_rate_, ids);
   room(live_bits_, (ids + 63) / 64);
   room(comp_bits_, (ids + 63) / 64);
   if (elems_used_ + elements > elems_.size()) elems_.resize(elems_used_ + elements);
@@ -89,6 +98,9 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     rec_.emplace_back();
     rate_.push_back(0);
     state_.push_back(0);
+    bott_.push_back(kBottNone);
+    tstamp_.push_back(0);
+    new_rate_.push_back(0);
     if (rec_.size() > 64 * live_bits_.size()) live_bits_.push_back(0), comp_bits_.push_back(0);
   }
   const auto n = static_cast<uint32_t>(elements.size());
@@ -101,6 +113,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u), static_cast<uint32_t>(link_flows_[l].size()),
                      weight * elements[i].coef};
     link_flows_[l].push_back({id, b});
+    seed_[l] = 0;
     if (!link_dirty_[l]) {  // mark(id), folded in
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
@@ -110,10 +123,12 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     live_bits_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     ++live_linked_;
     uf_join(b, n);
+    added_ids_.push_back(id);
   }
   r.cap = rate_cap;
   rate_[id] = 0;
   r.alive = 1;
+  bott_[id] = kBottNone;
   state_[id] = rate_cap < kUnlimited ? kCapped : 0;
   added_ = true;
   if (n == 0) {
@@ -153,6 +168,7 @@ void MaxMinSolver::remove_flow(int flow) {
   }
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
     const int l = link_of(elems_[i]);
+    seed_[l] = std::min(seed_[l], rate_[flow]);
     if (!link_dirty_[l]) {  // mark(flow), folded in
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
@@ -204,7 +220,8 @@ double MaxMinSolver::unfrozen_weight(int link) const {
   return s;
 }
 
-void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate) {
+void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
+  bott_[f] = bott;
   // Frozen at a new rate (2): listed in changed_ after filling, in component order.
   state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != rate_[f] ? 2 : 1));
   rate_[f] = rate;
@@ -268,8 +285,18 @@ void MaxMinSolver::solve() {
   added_free_.clear();
   if (dirty_links_.empty()) {
     added_ = false;
+    added_ids_.clear();
     return;
   }
+  // The lazy re-fill's work follows the rates that change; a component solve's follows the
+  // component. Many adds (a collective starting), or the last solve changing a large part of what
+  // it visited (an all-to-all-v whose every completion moves most rates), favour the latter.
+  if (mode_ == Mode::lazy || (mode_ == Mode::adaptive && !wide_ && 10 * added_ids_.size() <= 3 * live_linked_)) {
+    refill();
+    wide_ = 10 * touched_.size() > 3 * live_linked_;
+    return;
+  }
+  added_ids_.clear();
   // Collect the component(s) of the dirty links (BFS over link -> flows -> links). Rates in other
   // components depend on nothing that changed, and are kept. With 1,024+ live flows the component's
   // flows are listed in id order; when the union-find says the dirty links' component(s) hold 90%
@@ -352,6 +379,7 @@ void MaxMinSolver::solve() {
       }
     }
   }
+  for (int l : comp_links_) seed_[l] = kUnlimited;
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
   // Progressive filling: initial remaining capacities and unfrozen weights per link.
@@ -421,7 +449,7 @@ void MaxMinSolver::solve() {
     }
     if (cap_level < current) {
       const int f = capped_[next_cap].second;
-      freeze(f, rec_[f].ebegin, cap_level);
+      freeze(f, rec_[f].ebegin, cap_level, kBottCap);
       heap_.push_back(top);
       std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       continue;
@@ -445,17 +473,20 @@ void MaxMinSolver::solve() {
       const LinkRef lr = v[i];
       const uint8_t st = state_[lr.flow];
       if (st & 3) continue;
-      freeze(lr.flow, lr.ebegin, (st & kCapped) ? std::min(current, rec_[lr.flow].cap) : current);
+      const bool capped = (st & kCapped) && rec_[lr.flow].cap < current;
+      freeze(lr.flow, lr.ebegin, capped ? rec_[lr.flow].cap : current, capped ? kBottCap : l);
     }
+    level_[l] = current;
   }
   // Capped flows no link froze (their links' weights vanished) run at their caps.
   for (; next_cap < capped_.size(); ++next_cap) {
     const auto [cap, f] = capped_[next_cap];
-    if (!(state_[f] & 3)) freeze(f, rec_[f].ebegin, cap);
+    if (!(state_[f] & 3)) freeze(f, rec_[f].ebegin, cap, kBottCap);
   }
   for (int f : comp_flows_) {
     const uint8_t st = state_[f] & 3;
     if (st == 0) {
+      bott_[f] = kBottNone;
       const Rec& r = rec_[f];
       const double rate = r.ecount == 0 ? r.cap : 0.0;
       if (rate != rate_[f]) rate_[f] = rate, changed_.push_back(f);
@@ -464,6 +495,7 @@ void MaxMinSolver::solve() {
     }
   }
   stats_.rates_changed += changed_.size();
+  wide_ = 10 * changed_.size() >= comp_flows_.size();  // 10%+ of the component moved: solve it whole again
 }
 
 }  // namespace hs::solver
