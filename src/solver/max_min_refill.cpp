@@ -49,13 +49,6 @@ void MaxMinSolver::push_event(double level, EventKind kind, uint32_t id) {
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
 }
 
-double MaxMinSolver::elem_wc(int f, uint32_t ebegin, int link) const {
-  // The element of flow f on `link` (ebegin: f's first element).
-  (void)f;
-  for (uint32_t i = ebegin;; ++i)
-    if (link_of(elems_[i]) == link) return elems_[i].wc;
-}
-
 double MaxMinSolver::share(int l) const {
   if (unfrozen_[l] > 0) return rem_[l] / sumw_[l];
   // No unfrozen flow: nothing to freeze, unless pending flows overload the link.
@@ -67,7 +60,7 @@ void MaxMinSolver::queue_link(int l) {
   if (unfrozen_[l] > 0 && !(sumw_[l] > 0)) {  // cancellation left nothing: sum it again
     double s = 0;
     for (const LinkRef& lr : link_flows_[l])
-      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += elem_wc(lr.flow, lr.ebegin, l);
+      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += lr.wc;
     sumw_[l] = s;
   }
   const double key = std::max(share(l), cur_);
@@ -78,7 +71,8 @@ void MaxMinSolver::queue_link(int l) {
 }
 
 void MaxMinSolver::touch(int f) {
-  tstamp_[f] = stamp_;
+  hot_[f].tstamp = stamp_;
+  old_rate_[f] = hot_[f].rate;
   touched_.push_back(f);
   state_[f] &= static_cast<uint8_t>(~1u);
 }
@@ -108,7 +102,7 @@ void MaxMinSolver::add_capped(int f) {
 void MaxMinSolver::unfreeze(int f, int skip) {
   // f leaves its old rate r: on the dirty links (other than `skip`) it was pending, counted as r.
   touch(f);
-  const double r = rate_[f];
+  const double r = hot_[f].rate;
   const Rec& rec = rec_[f];
   for (uint32_t i = rec.ebegin; i < rec.ebegin + rec.ecount; ++i) {
     const int m = link_of(elems_[i]);
@@ -137,19 +131,19 @@ void MaxMinSolver::make_dirty(int l, double x) {
   for (size_t i = 0; i < v.size(); ++i) {
     const LinkRef lr = v[i];
     const int g = lr.flow;
-    const double wc = elem_wc(g, lr.ebegin, l);
+    const double wc = lr.wc;
     if (touched(g)) {
       if (state_[g] & 1) {
-        rem_[l] -= wc * new_rate_[g];
+        rem_[l] -= wc * hot_[g].rate;  // its new rate
       } else {
         sumw_[l] += wc;
         ++unfrozen_[l];
-        own |= bott_[g] == l;
+        own |= hot_[g].bott == l;
       }
       continue;
     }
-    const double r = rate_[g];
-    if (bott_[g] == l) {
+    const double r = hot_[g].rate;
+    if (hot_[g].bott == l) {
       // Its rate is this link's level, and x never exceeds that level (flows crossing a link
       // run at most at its level, and every cause of joining is a rate of one of them).
       unfreeze(g, l);
@@ -169,11 +163,11 @@ void MaxMinSolver::make_dirty(int l, double x) {
 }
 
 void MaxMinSolver::refreeze(int f, uint32_t ebegin, double rate, int bott) {
-  const double old = rate_[f];
+  const double old = old_rate_[f];
   if (std::abs(rate - old) <= kSame * old) rate = old;
   state_[f] |= 1;
-  new_rate_[f] = rate;
-  bott_[f] = bott;
+  hot_[f].rate = rate;
+  hot_[f].bott = bott;
   for (uint32_t i = ebegin;; ++i) {
     const Elem& e = elems_[i];
     const int m = link_of(e);
@@ -210,7 +204,7 @@ void MaxMinSolver::link_event(int l, double key) {
     std::pop_heap(p.begin(), p.end());
     p.pop_back();
     unfreeze(g, -1);  // converted on every dirty link, this one included
-    if (bott_[g] >= 0 && !in_refill(bott_[g])) make_dirty(bott_[g], cur_);
+    if (hot_[g].bott >= 0 && !in_refill(hot_[g].bott)) make_dirty(hot_[g].bott, cur_);
     s = share(l);
   }
   if (unfrozen_[l] == 0) return;
@@ -282,7 +276,7 @@ void MaxMinSolver::refill() {
         if (unfrozen_[l] == 0) break;
         for (const LinkRef& lr : link_flows_[l]) {
           const int g = lr.flow;
-          if (!touched(g) || (state_[g] & 1) || bott_[g] != l) continue;
+          if (!touched(g) || (state_[g] & 1) || hot_[g].bott != l) continue;
           const Rec& r = rec_[g];
           for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
             const int m = link_of(elems_[i]);
@@ -296,8 +290,8 @@ void MaxMinSolver::refill() {
   ++stats_.solves;
   stats_.flows_recomputed += touched_.size();
   for (int f : touched_) {
-    if (!(state_[f] & 1)) new_rate_[f] = 0, bott_[f] = kBottNone;  // no link froze it (none binds)
-    if (new_rate_[f] != rate_[f]) rate_[f] = new_rate_[f], changed_.push_back(f);
+    if (!(state_[f] & 1)) hot_[f].rate = 0, hot_[f].bott = kBottNone;  // no link froze it (none binds)
+    if (hot_[f].rate != old_rate_[f]) changed_.push_back(f);
   }
   stats_.rates_changed += changed_.size();
 }

@@ -78,11 +78,9 @@ void MaxMinSolver::reserve(size_t flows, size_t elements) {
     if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
   };
   room(rec_, ids);
-  room(rate_, ids);
+  room(hot_, ids);
   room(state_, ids);
-  room(bott_, ids);
-  room(tstamp_, ids);
-  room(new_rate_, ids);
+  room(old_rate_, ids);
   room(live_bits_, (ids + 63) / 64);
   room(comp_bits_, (ids + 63) / 64);
   if (elems_used_ + elements > elems_.size()) elems_.resize(elems_used_ + elements);
@@ -96,11 +94,9 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   } else {
     id = static_cast<int>(rec_.size());
     rec_.emplace_back();
-    rate_.push_back(0);
+    hot_.emplace_back();
     state_.push_back(0);
-    bott_.push_back(kBottNone);
-    tstamp_.push_back(0);
-    new_rate_.push_back(0);
+    old_rate_.push_back(0);
     if (rec_.size() > 64 * live_bits_.size()) live_bits_.push_back(0), comp_bits_.push_back(0);
   }
   const auto n = static_cast<uint32_t>(elements.size());
@@ -112,7 +108,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     const int l = elements[i].link;
     elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u), static_cast<uint32_t>(link_flows_[l].size()),
                      weight * elements[i].coef};
-    link_flows_[l].push_back({id, b});
+    link_flows_[l].push_back({id, b, weight * elements[i].coef});
     seed_[l] = 0;
     if (!link_dirty_[l]) {  // mark(id), folded in
       link_dirty_[l] = 1;
@@ -126,14 +122,14 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     added_ids_.push_back(id);
   }
   r.cap = rate_cap;
-  rate_[id] = 0;
+  hot_[id].rate = 0;
   r.alive = 1;
-  bott_[id] = kBottNone;
+  hot_[id].bott = kBottNone;
   state_[id] = rate_cap < kUnlimited ? kCapped : 0;
   added_ = true;
   if (n == 0) {
     // Crosses nothing: only its cap limits it; no solve involves it.
-    rate_[id] = rate_cap;
+    hot_[id].rate = rate_cap;
     added_free_.push_back(id);
   }
   return id;
@@ -160,7 +156,7 @@ void MaxMinSolver::remove_flows(std::span<const int> flows) {
 
 void MaxMinSolver::remove_flow(int flow) {
   Rec& r = rec_[flow];
-  min_removed_rate_ = std::min(min_removed_rate_, rate_[flow]);
+  min_removed_rate_ = std::min(min_removed_rate_, hot_[flow].rate);
   if (r.ecount > 0) {
     --uf_flows_[uf_find(link_of(elems_[r.ebegin]))];
     --live_linked_;
@@ -168,7 +164,7 @@ void MaxMinSolver::remove_flow(int flow) {
   }
   for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
     const int l = link_of(elems_[i]);
-    seed_[l] = std::min(seed_[l], rate_[flow]);
+    seed_[l] = std::min(seed_[l], hot_[flow].rate);
     if (!link_dirty_[l]) {  // mark(flow), folded in
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
@@ -193,7 +189,7 @@ void MaxMinSolver::remove_flow(int flow) {
   r.ecount = 0;
   r.alive = 0;
   live_bits_[static_cast<size_t>(flow) >> 6] &= ~(uint64_t{1} << (flow & 63));
-  rate_[flow] = 0;
+  hot_[flow].rate = 0;
   free_ids_.push_back(flow);
 }
 
@@ -202,7 +198,7 @@ double MaxMinSolver::link_load(int link) const {
   for (const LinkRef& lr : link_flows_[link])
     for (uint32_t i = lr.ebegin;; ++i) {
       if (link_of(elems_[i]) == link) {
-        s += elems_[i].wc * rate_[lr.flow];
+        s += elems_[i].wc * hot_[lr.flow].rate;
         break;
       }
     }
@@ -221,10 +217,10 @@ double MaxMinSolver::unfrozen_weight(int link) const {
 }
 
 void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
-  bott_[f] = bott;
+  hot_[f].bott = bott;
   // Frozen at a new rate (2): listed in changed_ after filling, in component order.
-  state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != rate_[f] ? 2 : 1));
-  rate_[f] = rate;
+  state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != hot_[f].rate ? 2 : 1));
+  hot_[f].rate = rate;
   for (uint32_t i = ebegin;; ++i) {
     const Elem& e = elems_[i];
     const int l = link_of(e);
@@ -396,7 +392,7 @@ void MaxMinSolver::solve() {
   for (int f : comp_flows_) {
     const Rec& r = rec_[f];
     const uint32_t b = r.ebegin, e = b + r.ecount;
-    const double rate = rate_[f];
+    const double rate = hot_[f].rate;
     if (rate < keep_below) {
       state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | 1);
       ++stats_.flows_kept;
@@ -466,7 +462,7 @@ void MaxMinSolver::solve() {
         const uint8_t ahead = state_[v[i + kAhead].flow];
         if (!(ahead & 3)) {
           __builtin_prefetch(&elems_[v[i + kAhead].ebegin]);
-          __builtin_prefetch(&rate_[v[i + kAhead].flow]);
+          __builtin_prefetch(&hot_[v[i + kAhead].flow]);
           if (ahead & kCapped) __builtin_prefetch(&rec_[v[i + kAhead].flow].cap);
         }
       }
@@ -486,10 +482,10 @@ void MaxMinSolver::solve() {
   for (int f : comp_flows_) {
     const uint8_t st = state_[f] & 3;
     if (st == 0) {
-      bott_[f] = kBottNone;
+      hot_[f].bott = kBottNone;
       const Rec& r = rec_[f];
       const double rate = r.ecount == 0 ? r.cap : 0.0;
-      if (rate != rate_[f]) rate_[f] = rate, changed_.push_back(f);
+      if (rate != hot_[f].rate) hot_[f].rate = rate, changed_.push_back(f);
     } else if (st == 2) {
       changed_.push_back(f);
     }

@@ -103,7 +103,7 @@ class MaxMinSolver {
   // Flows (alive) whose rate the last solve() set to a new value, new flows included.
   std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
-  double rate(int flow) const { return rate_[flow]; }
+  double rate(int flow) const { return hot_[flow].rate; }
   // A member's rate cap (kUnlimited if none), as given to add_flow.
   double rate_cap(int flow) const { return rec_[flow].cap; }
   bool alive(int flow) const { return rec_[flow].alive != 0; }
@@ -124,9 +124,8 @@ class MaxMinSolver {
   };
   enum EventKind : uint64_t { kSeed = 0, kLink = 1, kCapGroup = 2, kCapFlow = 3, kDeadline = 4 };
   void push_event(double level, EventKind kind, uint32_t id);
-  bool touched(int f) const { return tstamp_[f] == stamp_; }
+  bool touched(int f) const { return hot_[f].tstamp == stamp_; }
   bool in_refill(int l) const { return link_stamp_[l] == stamp_; }
-  double elem_wc(int f, uint32_t ebegin, int link) const;
   void make_dirty(int l, double x);
   void touch(int f);
   void unfreeze(int f, int skip);  // an untouched flow joins the filling (converted on its dirty links but `skip`)
@@ -148,10 +147,12 @@ class MaxMinSolver {
   };
   static constexpr uint32_t kLast = 0x80000000u;
   static int link_of(const Elem& e) { return static_cast<int>(e.link & ~kLast); }
-  // A link's flows: the flow id and where its elements start.
+  // A link's flows: the flow id, where its elements start, and its weight x coef on this link
+  // (a re-fill walking the link reads the flow's elements only for the flows it freezes).
   struct LinkRef {
     int32_t flow;
     uint32_t ebegin;
+    double wc;
   };
   // Links: capacity and the flows crossing them.
   std::vector<double> cap_;
@@ -170,7 +171,14 @@ class MaxMinSolver {
     uint8_t alive = 0;
   };
   std::vector<Rec> rec_;
-  std::vector<double> rate_;
+  // Per flow, what a re-fill reads for each flow of a link it walks, in one place: the rate, the
+  // link it froze at, the stamp of the last re-fill that touched it.
+  struct Hot {
+    double rate = 0;
+    int32_t bott = -1;
+    uint32_t tstamp = 0;
+  };
+  std::vector<Hot> hot_;
   // Per flow: bits 0-1 the filling state (0 unfrozen, 1 frozen, 2 frozen at a new rate), bit 2 set
   // when the flow has a rate cap.
   std::vector<uint8_t> state_;
@@ -210,11 +218,9 @@ class MaxMinSolver {
   static constexpr int32_t kBottCap = -2, kBottNone = -1;
   Mode mode_ = Mode::adaptive;
   bool wide_ = false;  // the next solve re-solves the component (see solve())
-  std::vector<int32_t> bott_;
   std::vector<double> level_, seed_;
-  // Per solve: flows touched (stamp), their new rate and filling state (state_ bit 0: frozen).
-  std::vector<uint32_t> tstamp_;
-  std::vector<double> new_rate_;
+  // Per solve: flows touched (Hot::tstamp), their old rate and filling state (state_ bit 0: frozen).
+  std::vector<double> old_rate_;  // a touched flow's rate before the re-fill
   std::vector<int> touched_, added_ids_;
   std::vector<Event> events_;
   double cur_ = 0;  // level of the event being processed
