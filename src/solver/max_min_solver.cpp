@@ -292,6 +292,7 @@ void MaxMinSolver::solve() {
     wide_ = 10 * touched_.size() > 3 * live_linked_;
     return;
   }
+  const size_t added = added_ids_.size();
   added_ids_.clear();
   // Collect the component(s) of the dirty links (BFS over link -> flows -> links). Rates in other
   // components depend on nothing that changed, and are kept. With 1,024+ live flows the component's
@@ -491,7 +492,8 @@ void MaxMinSolver::solve() {
     }
   }
   stats_.rates_changed += changed_.size();
-  wide_ = 10 * changed_.size() >= comp_flows_.size();  // 10%+ of the component moved: solve it whole again
+  // 10%+ of the flows that were there before moved: solve the component whole again next time.
+  wide_ = 10 * (changed_.size() - std::min(added, changed_.size())) >= comp_flows_.size() - std::min(added, comp_flows_.size());
 }
 
 }  // namespace hs::solver

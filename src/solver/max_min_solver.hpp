@@ -72,8 +72,9 @@ struct Element {
 };
 
 struct SolverStats {
-  uint64_t solves = 0;             // component re-solves
-  uint64_t flows_recomputed = 0;   // flows in re-solved components, summed over solves
+  uint64_t solves = 0;             // re-solves
+  uint64_t refills = 0;            // of which by the lazy re-fill (the others: component solves)
+  uint64_t flows_recomputed = 0;   // flows in re-solved components (touched by re-fills), summed over solves
   uint64_t elements_visited = 0;   // elements frozen by progressive filling, summed over solves
   uint64_t rounds = 0;             // bottleneck links frozen, summed over solves
   uint64_t flows_kept = 0;         // flows whose rate a removal-only solve kept without recomputing
@@ -222,7 +223,7 @@ class MaxMinSolver {
   // Per solve: flows touched (Hot::tstamp), their old rate and filling state (state_ bit 0: frozen).
   std::vector<double> old_rate_;  // a touched flow's rate before the re-fill
   std::vector<int> touched_, added_ids_;
-  std::vector<Event> events_;
+  std::vector<Event> events_, seeds_;
   double cur_ = 0;  // level of the event being processed
   // Per link in the re-fill: flows still at their old rate counted as fixed consumption, which the
   // link must release when its share falls below theirs: (rate, flow), a max-heap once needed.
