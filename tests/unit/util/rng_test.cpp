@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "util/multinomial_lanes.hpp"
 #include "util/rng.hpp"
 #include "support/approx.hpp"
 
@@ -72,4 +73,43 @@ TEST_CASE("uniform_multinomial sums exactly to n with multinomial means and vari
   a.uniform_multinomial(1000, x);
   b.uniform_multinomial(1000, y);
   CHECK(x == y);
+}
+
+TEST_CASE("UniformMultinomialLanes makes uniform_multinomial's draws, generator by generator") {
+  // Split k with n[k] draws over m categories from generator k must be exactly
+  // Rng(k's seed).uniform_multinomial(n[k], ...): the same counts in column k of the output, and the
+  // generator left in the same state (its next outputs equal). Covered: 1 to 19 generators (groups
+  // of eight in vector lanes where the CPU has AVX-512, the rest one at a time), n from 0 (no draws)
+  // through sparse (n/m < 1) and dense splits to ones that fall back to multinomial() (few
+  // categories, many draws), m a power of two (the adjustment to the total in lanes too) or not,
+  // and output strides wider than the generators.
+  hs::UniformMultinomialLanes lanes;
+  for (const size_t m : {2, 3, 7, 8, 64, 96, 128, 1000, 1024}) {
+    for (const size_t count : {1, 8, 9, 16, 19}) {
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        std::vector<hs::Rng> rngs, ref;
+        std::vector<uint64_t> n;
+        for (size_t k = 0; k < count; ++k) {
+          rngs.push_back(hs::Rng::derive(seed, k));
+          ref.push_back(hs::Rng::derive(seed, k));
+          // Mostly dense (about 16 per category), with a sparse, an empty and a huge split mixed in.
+          const uint64_t base = (k % 5 == 1) ? m / 4 : (k % 7 == 3) ? 0 : (k % 11 == 6) ? 1000000 : 16 * m;
+          n.push_back(base + (seed * 7919 * (k + 1)) % (m + 13));
+        }
+        const size_t stride = count + 3;
+        std::vector<uint32_t> out(m * stride, 0xdeadbeef);
+        lanes.draw(rngs, n, m, out.data(), stride);
+        std::vector<uint64_t> want(m);
+        for (size_t k = 0; k < count; ++k) {
+          ref[k].uniform_multinomial(n[k], want);
+          bool same = true;
+          for (size_t j = 0; j < m; ++j) same = same && out[j * stride + k] == want[j];
+          CHECK_MESSAGE(same, "m=" << m << " count=" << count << " seed=" << seed << " k=" << k << " n=" << n[k]);
+          CHECK(rngs[k].next_u64() == ref[k].next_u64());
+        }
+        for (size_t j = 0; j < m; ++j)  // the columns past the generators are left alone
+          for (size_t k = count; k < stride; ++k) CHECK(out[j * stride + k] == 0xdeadbeef);
+      }
+    }
+  }
 }
