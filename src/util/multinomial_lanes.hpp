@@ -27,9 +27,10 @@ class UniformMultinomialLanes {
   void draw(std::span<Rng> rngs, std::span<const uint64_t> n, size_t m, uint32_t* out, size_t stride);
 
  private:
-  // Scratch, kept between calls: the lanes' inversion tables back to back, and one split.
-  std::vector<uint64_t> at_;
-  std::vector<uint32_t> guide_;
+  // Scratch, kept between calls: the lanes' inversion tables back to back (their guides also
+  // packed for the lanes), and one split.
+  std::vector<uint64_t> at_, packed_;
+  std::vector<uint32_t> guide_, per_bucket_;
   std::vector<double> cdf_;
   std::vector<uint64_t> one_;
 };

@@ -41,24 +41,41 @@ void poisson_tables(std::span<const uint64_t> n, size_t m, size_t per_value, std
                     std::vector<uint32_t>& guide, std::vector<double>& cdf, std::span<Table> out);
 
 // Turns m Poisson counts out[j * stride] (j < m) summing to `sum`, the largest `most`, into a
-// multinomial(n, equal) split with the generator `rng` (the one that drew them, continued): n - sum
-// draws thrown in uniformly, or sum - n of the sum draws taken out uniformly (a category with
-// probability out[j] / sum, by rejection against `most`, an upper bound while counts only fall).
+// multinomial(n, equal) split with the generator `rng` (the one that drew them, continued):
+//     for (; sum < n; ++sum) ++out[below(m)];
+//     for (; sum > n; --sum) { do j = below(m); while (uniform() * most >= out[j]); --out[j]; }
+// n - sum draws thrown in uniformly, or sum - n of the sum draws taken out uniformly (a category
+// with probability out[j] / sum, by rejection against `most`, an upper bound while counts only
+// fall); below(m) rejects x >= limit = 2^64 - 1 - (2^64 - 1) % m and returns x % m (x & (m - 1)
+// for a power of two).
+//
+// Run here as a state machine that takes one generator output x per round, without a branch on
+// the random outcomes (the accept / reject branches of the loops above mispredict about every
+// other time): a lane is `choosing` (x < limit picks j = below's answer: an add counts it at once,
+// a removal tests it in the next round) or `testing` j (u = (x >> 11) 2^-53, uniform()'s value;
+// u * most < out[j] takes it out, else it chooses again). The same outputs feed the same decisions
+// in the same order, so the counts and the generator's state are those of the loops above.
 template <class Count>
 void adjust_to_total(Rng& rng, uint64_t n, size_t m, uint64_t sum, uint64_t most, Count* out, size_t stride) {
-  // below(m) with its rejection limit computed once (and a mask for a power of two): the same draws.
+  if (sum == n) return;
   const uint64_t limit = UINT64_MAX - UINT64_MAX % m;
-  const bool pow2 = (m & (m - 1)) == 0;
-  auto below_m = [&] {
-    uint64_t x;
-    do x = rng.next_u64(); while (x >= limit);
-    return pow2 ? x & (m - 1) : x % m;
-  };
-  for (; sum < n; ++sum) ++out[below_m() * stride];
-  for (; sum > n; --sum) {
-    size_t j;
-    do j = below_m(); while (rng.uniform() * static_cast<double>(most) >= static_cast<double>(out[j * stride]));
-    --out[j * stride];
+  const bool pow2 = (m & (m - 1)) == 0, over = sum > n;
+  const double most_d = static_cast<double>(most);
+  uint64_t left = over ? sum - n : n - sum;
+  bool testing = false;
+  size_t chosen = 0;
+  while (left > 0) {
+    const uint64_t x = rng.next_u64();
+    const bool picked = !testing && x < limit;
+    const size_t j = testing ? chosen : pow2 ? x & (m - 1) : x % m;  // in [0, m) either way
+    Count& c = out[j * stride];
+    const Count now = c;
+    const bool take = testing && static_cast<double>(x >> 11) * 0x1.0p-53 * most_d < static_cast<double>(now);
+    const bool add = picked && !over;
+    c = now + static_cast<Count>(add) - static_cast<Count>(take);  // unchanged unless add or take
+    left -= static_cast<uint64_t>(add || take);
+    chosen = j;
+    testing = picked && over;
   }
 }
 

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "util/multinomial_lanes.hpp"
@@ -73,6 +75,68 @@ TEST_CASE("uniform_multinomial sums exactly to n with multinomial means and vari
   a.uniform_multinomial(1000, x);
   b.uniform_multinomial(1000, y);
   CHECK(x == y);
+}
+
+namespace {
+// uniform_multinomial as first written (main before the split into poisson_split.hpp and the
+// lanes), kept here as the reference the faster paths must equal draw for draw: Poisson(n / m)
+// counts by inversion on a guide table, then n - sum draws thrown in or sum - n taken out with
+// plain rejection loops. Returns false where that code fell back to multinomial() (not compared).
+bool reference_uniform_multinomial(hs::Rng& rng, uint64_t n, std::vector<uint64_t>& out) {
+  const size_t m = out.size();
+  if (m == 1 || n == 0) {
+    std::fill(out.begin(), out.end(), 0);
+    out[0] = n;
+    return true;
+  }
+  const double lambda = static_cast<double>(n) / static_cast<double>(m);
+  const auto top = static_cast<size_t>(lambda + 12 * std::sqrt(lambda) + 12);
+  if (top > 2 * m + 64) return false;
+  std::vector<double> cdf(top + 1);
+  const auto mode = static_cast<size_t>(lambda);
+  cdf[mode] = std::exp(-lambda + static_cast<double>(mode) * std::log(lambda) - std::lgamma(static_cast<double>(mode) + 1));
+  for (size_t k = mode; k > 0; --k) cdf[k - 1] = cdf[k] * static_cast<double>(k) / lambda;
+  for (size_t k = mode; k < top; ++k) cdf[k + 1] = cdf[k] * lambda / static_cast<double>(k + 1);
+  for (size_t k = 1; k <= top; ++k) cdf[k] += cdf[k - 1];
+  const double total = cdf[top];
+  for (auto& c : cdf) c /= total;
+  cdf[top] = 2.0;
+  uint64_t sum = 0, most = 0;
+  for (auto& x : out) {
+    const double u = rng.uniform();
+    size_t i = 0;
+    while (cdf[i] <= u) ++i;  // the first k with cdf[k] > u (a guide table only starts it later)
+    x = i;
+    sum += i;
+    most = std::max<uint64_t>(most, i);
+  }
+  for (; sum < n; ++sum) ++out[rng.below(m)];
+  for (; sum > n; --sum) {
+    size_t j;
+    do j = rng.below(m); while (rng.uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
+    --out[j];
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("uniform_multinomial makes the reference's draws") {
+  // Rng::uniform_multinomial (tables from poisson_split, the adjustment as a branch-free state
+  // machine) against the plain reference above: the same counts, and the generator left in the
+  // same state, for sparse, dense and power-of-two or other category numbers.
+  int compared = 0;
+  for (const size_t m : {2, 3, 7, 64, 96, 1000, 1024})
+    for (const uint64_t n : {1, 5, 100, 1000, 16384, 70001})
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        hs::Rng a = hs::Rng::derive(seed, n * 31 + m), b = a;
+        std::vector<uint64_t> x(m), y(m);
+        if (!reference_uniform_multinomial(b, n, y)) continue;
+        a.uniform_multinomial(n, x);
+        CHECK_MESSAGE(x == y, "m=" << m << " n=" << n << " seed=" << seed);
+        CHECK(a.next_u64() == b.next_u64());
+        ++compared;
+      }
+  CHECK(compared > 100);
 }
 
 TEST_CASE("UniformMultinomialLanes makes uniform_multinomial's draws, generator by generator") {
