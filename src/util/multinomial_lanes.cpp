@@ -15,8 +15,9 @@ namespace {
 
 constexpr size_t kLanes = 8;
 // Guide entries per table value (poisson_tables): fewer than the one-stream path's 8, since here
-// every guide entry is also marked (mark_far_buckets); the counts do not depend on it. (1,024
-// categories, about 16 draws each: 2 or 4 per value draw fastest, 8 is ~20% slower, 1 ~10%.)
+// every guide entry is also packed (pack_guide); the counts do not depend on it. (1,024
+// categories, about 16 draws each, timed with an earlier form of the kernel: 2 or 4 per value
+// fastest, 8 ~20% slower, 1 ~10%.)
 constexpr size_t kGuidePerValue = 2;
 // The lanes read a table through packed guide entries, one 64-bit gather per draw:
 //     bits 0-53: t = min(at[guide[b]], 2^53), the threshold of the single step (v < 2^53, so
