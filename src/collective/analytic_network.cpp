@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "collective/row_band_sums.hpp"
+
 namespace hs::collective {
 
 AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo)
-    : topo_(topo), load_(topo.num_links(), 0.0), count_(topo.num_links(), 0.0) {
+    : topo_(topo), load_(topo.num_links(), 0.0), count_(topo.num_links(), 0.0), band8_(row_band_sums_available()) {
   for (const auto& l : topo.links()) inv_bw_.push_back(1.0 / l.bandwidth.value());
 }
 
@@ -185,6 +187,25 @@ void AnalyticNetwork::scan_sums(std::span<const double> m) {
   };
   for (int r = 0; r < n;) {
     const int lo = node_lo_[r], hi = node_hi_[r];
+    // Eight rows of one node at a time in vector lanes (row_band_sums.hpp): the same sums, counts
+    // and maxima as run_rows, in the same order.
+    if (band8_ && lo >= 0 && r + 8 <= hi &&
+        std::all_of(node_lo_.begin() + r, node_lo_.begin() + r + 8, [&](int x) { return x == lo; })) {
+      double local_b[8] = {}, net_b[8] = {};
+      int local_c[8] = {}, net_c[8] = {};
+      row_band_sums(m.data(), nn, r, 0, lo, in_bytes_.data() + nn, in_count_.data() + nn, recvs, net_b, net_c, max_net);
+      row_band_sums(m.data(), nn, r, lo, hi, in_bytes_.data(), in_count_.data(), recvs, local_b, local_c, max_local);
+      row_band_sums(m.data(), nn, r, hi, n, in_bytes_.data() + nn, in_count_.data() + nn, recvs, net_b, net_c, max_net);
+      for (int i = 0; i < 8; ++i) {
+        const int sends = local_c[i] + net_c[i];
+        row_alpha(r + i, m.data() + static_cast<size_t>(r + i) * n, sends);
+        out_bytes_[r + i] = local_b[i], out_count_[r + i] = local_c[i];
+        out_bytes_[nn + r + i] = net_b[i], out_count_[nn + r + i] = net_c[i];
+        sends_[r + i] = sends;
+      }
+      r += 8;
+      continue;
+    }
     if (lo >= 0 && r + kRows <= hi && std::all_of(node_lo_.begin() + r, node_lo_.begin() + r + kRows,
                                                   [&](int x) { return x == lo; })) {
       const double* rows[kRows];

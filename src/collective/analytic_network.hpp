@@ -82,6 +82,7 @@ class AnalyticNetwork {
   // Per GPU g: the GPUs of its node as one range [node_lo_[g], node_hi_[g]) when they are
   // consecutive (compact topologies), else node_lo_[g] = -1 (the row is read GPU by GPU).
   std::vector<int> node_lo_, node_hi_;
+  bool band8_;  // scan_sums reads eight rows of a node at a time in vector lanes (row_band_sums.hpp)
   double alpha_ = 0;
   double floor_ = 0;  // slowest transfer at its rate cap (seconds)
   topology::LinkId last_bottleneck_ = -1;

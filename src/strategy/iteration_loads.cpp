@@ -75,34 +75,35 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
 
 void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const {
   out.resize(size());  // every element of every layer is written below
-  std::vector<uint64_t> scratch;
+  SplitScratch scratch;
   for (int l = 0; l < trace_.moe_layers; ++l)
     load_slice_layer(counts, slice, l, out.data() + layer_size() * l, scratch);
 }
 
 void IterationLoads::load_slice_layer(const uint32_t* counts, uint64_t slice, int l, double* out,
-                                      std::vector<uint64_t>& draw_buf) const {
+                                      SplitScratch& scratch) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
   if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
-    // Experts in blocks of kBlock, so that the per-expert draws (one column of out each) are
-    // written a row of the block at a time rather than one strided element at a time.
-    // The block's draws lie a cache line more than n_ apart: with a stride of n_ (a power
-    // of two here, 8 KB at 1,024 GPUs) the reads of one output row would all fall in the same cache
-    // set and evict each other.
+    // Experts in blocks of kBlock: the block's splits, each with its own stream, drawn together
+    // (UniformMultinomialLanes) into draws[j * kBlock + k], GPU j's count of expert e0 + k, so that
+    // output row j takes the block's counts from one contiguous run.
     constexpr int kBlock = 64, kAhead = 8;
-    const size_t stride = static_cast<size_t>(n_) + 8;
-    draw_buf.resize(stride * kBlock);
-    uint64_t* draw = draw_buf.data();
+    scratch.draws.resize(static_cast<size_t>(n_) * kBlock);
+    const uint32_t* draw = scratch.draws.data();
     const double scale = scale_;  // a local: stores to `out` cannot alias it
     for (int e0 = 0; e0 < E; e0 += kBlock) {
       const int w = std::min(kBlock, E - e0);
+      scratch.rngs.clear(), scratch.n.clear();
       for (int k = 0; k < w; ++k) {
         const int e = e0 + k;
-        Rng rng = Rng::derive(seed_, (slice * L + l) * E + e);
-        rng.uniform_multinomial(counts[static_cast<size_t>(l) * E + e],
-                                std::span<uint64_t>(draw + static_cast<size_t>(k) * stride, n_));
+        scratch.rngs.push_back(Rng::derive(seed_, (slice * L + l) * E + e));
+        scratch.n.push_back(counts[static_cast<size_t>(l) * E + e]);
       }
+      scratch.lanes.draw(scratch.rngs, scratch.n, static_cast<size_t>(n_), scratch.draws.data(), kBlock);
+      // A draw is at most its expert's count; below 2^31 it converts exactly as an int32_t, which
+      // SSE2 does two at a time (cvtdq2pd), where int64_t and uint32_t convert one at a time.
+      const bool small = *std::max_element(scratch.n.begin(), scratch.n.end()) < (uint64_t{1} << 31);
       for (int j = 0; j < n_; ++j) {
         double* row = out + static_cast<size_t>(j) * E + e0;
         // The rows are E doubles apart (8 KB at 1,024 experts), so no hardware prefetcher asks for
@@ -110,11 +111,11 @@ void IterationLoads::load_slice_layer(const uint32_t* counts, uint64_t slice, in
         // on, a line at a time.
         if (j + kAhead < n_)
           for (int k = 0; k < w; k += 8) __builtin_prefetch(row + static_cast<size_t>(kAhead) * E + k, 1);
-        const uint64_t* d = draw + j;
-        // Via int64_t: a draw is at most a count of the trace (< 2^32), so the value is the same, and
-        // x86-64 converts a signed integer in one instruction but an unsigned one in a branch.
-        for (int k = 0; k < w; ++k)
-          row[k] = scale * static_cast<double>(static_cast<int64_t>(d[static_cast<size_t>(k) * stride]));
+        const uint32_t* d = draw + static_cast<size_t>(j) * kBlock;
+        if (small)
+          for (int k = 0; k < w; ++k) row[k] = scale * static_cast<double>(static_cast<int32_t>(d[k]));
+        else  // via int64_t: the same value, converted without the branch an unsigned one takes
+          for (int k = 0; k < w; ++k) row[k] = scale * static_cast<double>(static_cast<int64_t>(d[k]));
       }
     }
     return;
@@ -128,7 +129,7 @@ void IterationLoads::load_slice_layer(const uint32_t* counts, uint64_t slice, in
   }
 }
 
-void IterationLoads::load_layer(int record, int layer, double* out, std::vector<uint64_t>& scratch) const {
+void IterationLoads::load_layer(int record, int layer, double* out, SplitScratch& scratch) const {
   if (trace_.per_micro_batch())
     throw std::logic_error("IterationLoads::load_layer: a trace with a micro-batch axis is loaded whole");
   load_slice_layer(trace_.records[record].counts.data(), static_cast<uint64_t>(record), layer, out, scratch);

@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "util/diagnostics.hpp"
+#include "util/multinomial_lanes.hpp"
+#include "util/rng.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/trace.hpp"
 
@@ -41,6 +43,15 @@ enum class GlobalSplit { kMultinomial, kEven };
 // overlap; the w of one src sum to 1. Exact integer arithmetic in units of 1 / (from x to).
 struct ProportionalBin { int src; int dst; double w; };
 std::vector<ProportionalBin> proportional_bins(int from, int to);
+
+// Scratch of the multinomial split of a global trace (IterationLoads::load_layer), the caller's, so
+// that nothing is allocated per layer and threads can share one IterationLoads.
+struct SplitScratch {
+  std::vector<uint32_t> draws;  // a block of experts' splits, draws[gpu * block + expert in block]
+  std::vector<Rng> rngs;        // the block's streams
+  std::vector<uint64_t> n;      // the block's counts
+  UniformMultinomialLanes lanes;
+};
 
 class IterationLoads {
  public:
@@ -62,7 +73,7 @@ class IterationLoads {
   // are loaded), so a strategy can route one layer while its counts are in cache. Traces without a
   // micro-batch axis only (micro_batches() == 0). `scratch` is the caller's (kept between calls, no
   // allocation per layer), so one IterationLoads serves threads that each bring their own.
-  void load_layer(int record, int layer, double* out, std::vector<uint64_t>& scratch) const;
+  void load_layer(int record, int layer, double* out, SplitScratch& scratch) const;
   size_t layer_size() const { return static_cast<size_t>(n_) * trace_.experts; }
   int gpus() const { return n_; }
   int experts() const { return trace_.experts; }
@@ -74,9 +85,8 @@ class IterationLoads {
   // Loads of one slice of counts (an iteration, or one recorded micro-batch: `slice` numbers it for
   // the multinomial split's seeds), re-binned to the GPUs and scaled.
   void load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const;
-  // Layer l of such a slice into out[0, layer_size()) (`draw_buf`: scratch of the multinomial split).
-  void load_slice_layer(const uint32_t* counts, uint64_t slice, int l, double* out,
-                        std::vector<uint64_t>& draw_buf) const;
+  // Layer l of such a slice into out[0, layer_size()).
+  void load_slice_layer(const uint32_t* counts, uint64_t slice, int l, double* out, SplitScratch& scratch) const;
 
   const workload::Trace& trace_;
   int n_;

@@ -36,7 +36,7 @@ double percentile(std::vector<double> v, double q);
 struct CountBuffers {
   std::vector<double> layer, total;
   std::vector<std::vector<double>> micro;
-  std::vector<uint64_t> scratch;  // IterationLoads::load_layer's
+  SplitScratch scratch;  // IterationLoads::load_layer's
 };
 
 // Trace record r's loads as a strategy reads them: without a micro-batch axis, produced a layer at a

@@ -1,5 +1,7 @@
 #include "util/rng.hpp"
 
+#include "util/poisson_split.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -91,75 +93,32 @@ void Rng::uniform_multinomial(uint64_t n, std::span<uint64_t> out) {
     out[0] = n;
     return;
   }
-  const double lambda = static_cast<double>(n) / static_cast<double>(m);
-  // Poisson(lambda) probabilities up to lambda + 12 sd + 12 (the tail beyond is below the
-  // resolution of a uniform variate), from the mode outwards so that nothing underflows.
-  const auto top = static_cast<size_t>(lambda + 12 * std::sqrt(lambda) + 12);
-  if (top > 2 * m + 64) {
+  // The inversion table (poisson_split.hpp).
+  std::vector<uint64_t> at;
+  std::vector<uint32_t> guide;
+  std::vector<double> cdf;
+  poisson_split::Table table;
+  poisson_split::poisson_tables(std::span<const uint64_t>(&n, 1), m, 8, at, guide, cdf, std::span(&table, 1));
+  if (table.shift < 0) {
     const std::vector<double> p(m, 1.0 / static_cast<double>(m));
     multinomial(n, p, out);
     return;
   }
-  std::vector<double> cdf(top + 1);
-  const auto mode = static_cast<size_t>(lambda);
-  cdf[mode] = std::exp(-lambda + static_cast<double>(mode) * std::log(lambda) - std::lgamma(static_cast<double>(mode) + 1));
-  // Downwards p[k-1] = p[k] * k / lambda and upwards p[k+1] = p[k] * lambda / (k+1): two chains of
-  // dependent divisions, stepped together so that they overlap (the same operations on the same
-  // values as one after the other).
-  for (size_t down = mode, up = mode; down > 0 || up < top;) {
-    if (down > 0) cdf[down - 1] = cdf[down] * static_cast<double>(down) / lambda, --down;
-    if (up < top) cdf[up + 1] = cdf[up] * lambda / static_cast<double>(up + 1), ++up;
-  }
-  for (size_t k = 1; k <= top; ++k) cdf[k] += cdf[k - 1];
-  const double total = cdf[top];
-  for (auto& c : cdf) c /= total;
-  cdf[top] = 2.0;  // every u < 1 stops here
-  // A uniform variate is u = v / 2^53 with v = next_u64() >> 11 (uniform()), so cdf[k] <= u exactly
-  // when at[k] = ceil(cdf[k] * 2^53) <= v (scaling by a power of two and ceil are exact): the
-  // inversion below compares integers, without converting v. at[top] = 2^54 stops every v < 2^53.
-  std::vector<uint64_t> at(top + 1);
-  for (size_t k = 0; k <= top; ++k) at[k] = static_cast<uint64_t>(std::ceil(cdf[k] * 0x1.0p53));
-  // Guide table: guide[j] = the first k with cdf[k] > j / G, so inversion starts at most a step
-  // short of its answer (the answer, the first k with cdf[k] > u, does not depend on G). G is a
-  // power of two, at least 8 entries per value, so that u * G and j / G are exact. Filled a value
-  // at a time: k is the guide of the j in [end(k-1), end(k)) with end(k) = #{j : j / G < cdf[k]}
-  // = min(G, ceil(cdf[k] * G)) (cdf non-decreasing, so these ranges tile [0, G)).
-  size_t g = 1, log2g = 0;
-  while (g < 8 * (top + 1)) g *= 2, ++log2g;
-  std::vector<uint32_t> guide(g);
-  for (size_t k = 0, j = 0; j < g; ++k) {
-    const size_t end = std::min(g, static_cast<size_t>(std::ceil(cdf[k] * static_cast<double>(g))));
-    if (end > j) std::fill(guide.begin() + static_cast<std::ptrdiff_t>(j), guide.begin() + static_cast<std::ptrdiff_t>(end),
-                           static_cast<uint32_t>(k)), j = end;
-  }
-  const int shift = 53 - static_cast<int>(log2g);  // floor(u * G) = v >> (53 - log2 G)
+  const int shift = table.shift;
   uint64_t sum = 0, most = 0;
   Rng local = *this;  // a local state: writes to `out` cannot alias it, so it stays in registers
+  const uint64_t* at_k = at.data();
+  const uint32_t* guide_j = guide.data();
   for (auto& x : out) {
     const uint64_t v = local.next_u64() >> 11;  // uniform() = v / 2^53
-    size_t i = guide[v >> shift];
-    i += at[i] <= v;  // the usual single step, without a branch to mispredict
-    while (at[i] <= v) ++i;
+    size_t i = guide_j[v >> shift];
+    i += at_k[i] <= v;  // the usual single step, without a branch to mispredict
+    while (at_k[i] <= v) ++i;
     x = i;
     sum += i;
     most = std::max<uint64_t>(most, i);
   }
-  // below(m) with its rejection limit computed once (and a mask for a power of two): the same draws.
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % m;
-  const bool pow2 = (m & (m - 1)) == 0;
-  auto below_m = [&] {
-    uint64_t x;
-    do x = local.next_u64(); while (x >= limit);
-    return pow2 ? x & (m - 1) : x % m;
-  };
-  for (; sum < n; ++sum) ++out[below_m()];
-  for (; sum > n; --sum) {
-    // A draw chosen uniformly among the `sum`: category j with probability out[j] / sum, by
-    // rejection against the largest count (an upper bound while counts only fall).
-    size_t j;
-    do j = below_m(); while (local.uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
-    --out[j];
-  }
+  poisson_split::adjust_to_total(local, n, m, sum, most, out.data(), 1);
   *this = local;
 }
 

@@ -45,6 +45,7 @@ class Rng {
   static Rng derive(uint64_t seed, uint64_t key);
 
  private:
+  friend class UniformMultinomialLanes;  // steps several generators' states in vector lanes
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   uint64_t s_[4];
 };

@@ -136,7 +136,7 @@ seq_len: 64
       loads.load(0, whole);
       REQUIRE(whole.size() == 3 * loads.layer_size());
       std::vector<double> layer(loads.layer_size());
-      std::vector<uint64_t> scratch;
+      strategy::SplitScratch scratch;
       for (int l = 2; l >= 0; --l) {  // any order: a layer's split does not depend on the others
         loads.load_layer(0, l, layer.data(), scratch);
         CHECK(std::equal(layer.begin(), layer.end(), whole.begin() + static_cast<long>(l * loads.layer_size())));

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "util/multinomial_lanes.hpp"
 #include "util/rng.hpp"
 #include "support/approx.hpp"
 
@@ -72,4 +75,105 @@ TEST_CASE("uniform_multinomial sums exactly to n with multinomial means and vari
   a.uniform_multinomial(1000, x);
   b.uniform_multinomial(1000, y);
   CHECK(x == y);
+}
+
+namespace {
+// uniform_multinomial as first written (main before the split into poisson_split.hpp and the
+// lanes), kept here as the reference the faster paths must equal draw for draw: Poisson(n / m)
+// counts by inversion on a guide table, then n - sum draws thrown in or sum - n taken out with
+// plain rejection loops. Returns false where that code fell back to multinomial() (not compared).
+bool reference_uniform_multinomial(hs::Rng& rng, uint64_t n, std::vector<uint64_t>& out) {
+  const size_t m = out.size();
+  if (m == 1 || n == 0) {
+    std::fill(out.begin(), out.end(), 0);
+    out[0] = n;
+    return true;
+  }
+  const double lambda = static_cast<double>(n) / static_cast<double>(m);
+  const auto top = static_cast<size_t>(lambda + 12 * std::sqrt(lambda) + 12);
+  if (top > 2 * m + 64) return false;
+  std::vector<double> cdf(top + 1);
+  const auto mode = static_cast<size_t>(lambda);
+  cdf[mode] = std::exp(-lambda + static_cast<double>(mode) * std::log(lambda) - std::lgamma(static_cast<double>(mode) + 1));
+  for (size_t k = mode; k > 0; --k) cdf[k - 1] = cdf[k] * static_cast<double>(k) / lambda;
+  for (size_t k = mode; k < top; ++k) cdf[k + 1] = cdf[k] * lambda / static_cast<double>(k + 1);
+  for (size_t k = 1; k <= top; ++k) cdf[k] += cdf[k - 1];
+  const double total = cdf[top];
+  for (auto& c : cdf) c /= total;
+  cdf[top] = 2.0;
+  uint64_t sum = 0, most = 0;
+  for (auto& x : out) {
+    const double u = rng.uniform();
+    size_t i = 0;
+    while (cdf[i] <= u) ++i;  // the first k with cdf[k] > u (a guide table only starts it later)
+    x = i;
+    sum += i;
+    most = std::max<uint64_t>(most, i);
+  }
+  for (; sum < n; ++sum) ++out[rng.below(m)];
+  for (; sum > n; --sum) {
+    size_t j;
+    do j = rng.below(m); while (rng.uniform() * static_cast<double>(most) >= static_cast<double>(out[j]));
+    --out[j];
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("uniform_multinomial makes the reference's draws") {
+  // Rng::uniform_multinomial (tables from poisson_split, the adjustment as a branch-free state
+  // machine) against the plain reference above: the same counts, and the generator left in the
+  // same state, for sparse, dense and power-of-two or other category numbers.
+  int compared = 0;
+  for (const size_t m : {2, 3, 7, 64, 96, 1000, 1024})
+    for (const uint64_t n : {1, 5, 100, 1000, 16384, 70001})
+      for (uint64_t seed = 1; seed <= 4; ++seed) {
+        hs::Rng a = hs::Rng::derive(seed, n * 31 + m), b = a;
+        std::vector<uint64_t> x(m), y(m);
+        if (!reference_uniform_multinomial(b, n, y)) continue;
+        a.uniform_multinomial(n, x);
+        CHECK_MESSAGE(x == y, "m=" << m << " n=" << n << " seed=" << seed);
+        CHECK(a.next_u64() == b.next_u64());
+        ++compared;
+      }
+  CHECK(compared > 100);
+}
+
+TEST_CASE("UniformMultinomialLanes makes uniform_multinomial's draws, generator by generator") {
+  // Split k with n[k] draws over m categories from generator k must be exactly
+  // Rng(k's seed).uniform_multinomial(n[k], ...): the same counts in column k of the output, and the
+  // generator left in the same state (its next outputs equal). Covered: 1 to 19 generators (groups
+  // of eight in vector lanes where the CPU has AVX-512, the rest one at a time), n from 0 (no draws)
+  // through sparse (n/m < 1) and dense splits to ones that fall back to multinomial() (few
+  // categories, many draws), m a power of two (the adjustment to the total in lanes too) or not,
+  // and output strides wider than the generators.
+  hs::UniformMultinomialLanes lanes;
+  for (const size_t m : {2, 3, 7, 8, 64, 96, 128, 1000, 1024}) {
+    for (const size_t count : {1, 8, 9, 16, 19}) {
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        std::vector<hs::Rng> rngs, ref;
+        std::vector<uint64_t> n;
+        for (size_t k = 0; k < count; ++k) {
+          rngs.push_back(hs::Rng::derive(seed, k));
+          ref.push_back(hs::Rng::derive(seed, k));
+          // Mostly dense (about 16 per category), with a sparse, an empty and a huge split mixed in.
+          const uint64_t base = (k % 5 == 1) ? m / 4 : (k % 7 == 3) ? 0 : (k % 11 == 6) ? 1000000 : 16 * m;
+          n.push_back(base + (seed * 7919 * (k + 1)) % (m + 13));
+        }
+        const size_t stride = count + 3;
+        std::vector<uint32_t> out(m * stride, 0xdeadbeef);
+        lanes.draw(rngs, n, m, out.data(), stride);
+        std::vector<uint64_t> want(m);
+        for (size_t k = 0; k < count; ++k) {
+          ref[k].uniform_multinomial(n[k], want);
+          bool same = true;
+          for (size_t j = 0; j < m; ++j) same = same && out[j * stride + k] == want[j];
+          CHECK_MESSAGE(same, "m=" << m << " count=" << count << " seed=" << seed << " k=" << k << " n=" << n[k]);
+          CHECK(rngs[k].next_u64() == ref[k].next_u64());
+        }
+        for (size_t j = 0; j < m; ++j)  // the columns past the generators are left alone
+          for (size_t k = count; k < stride; ++k) CHECK(out[j * stride + k] == 0xdeadbeef);
+      }
+    }
+  }
 }
