@@ -40,6 +40,7 @@ $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-l.yaml 3 ep 3
 echo "== DeepSeek-V3-like on 1,024 GPUs (EP 64), one iteration"
 $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
+  $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1 flow
   $b/iteration_bench topologies/dgx-h100-128node.yaml models/deepseek-v3-like.yaml 1 ep:ep_size=64 1 flow 1e-2
 fi
 echo "== analytic tier at scale: gpt-moe-s with 1,024 experts, EP on 1,024 GPUs, loads split from a --global trace"
