@@ -167,7 +167,7 @@ void MaxMinSolver::refreeze(int f, uint32_t ebegin, double rate, int bott) {
   if (std::abs(rate - old) <= kSame * old) rate = old;
   state_[f] |= 1;
   hot_[f].rate = rate;
-  hot_[f].bott = bott;
+  set_bott(f, bott);
   for (uint32_t i = ebegin;; ++i) {
     const Elem& e = elems_[i];
     const int m = link_of(e);
@@ -238,11 +238,16 @@ void MaxMinSolver::refill() {
   added_ids_.clear();
   // Seeds, known up front, in a sorted list merged with the event heap (hundreds per solve: sorting
   // them once costs less than pushing and popping each).
+  // A link that lost flows but bounds none of the others (no flow froze at it: all are held below
+  // its share elsewhere) keeps bounding none, so nothing changes through it: no seed. (Most of a
+  // big iteration's: an all-to-all's flows leave two NIC links, one of which limits them.)
   seeds_.clear();
   for (int l : dirty_links_) {
     link_dirty_[l] = 0;
-    seeds_.push_back({seed_[l], (static_cast<uint64_t>(kSeed) << 32) | static_cast<uint32_t>(l)});
+    if (seed_added_[l] || own_[l] > 0)
+      seeds_.push_back({seed_[l], (static_cast<uint64_t>(kSeed) << 32) | static_cast<uint32_t>(l)});
     seed_[l] = kUnlimited;
+    seed_added_[l] = 0;
   }
   std::sort(seeds_.begin(), seeds_.end(), [](const Event& a, const Event& b) { return b > a; });
   size_t next_seed = 0;
@@ -301,7 +306,7 @@ void MaxMinSolver::refill() {
   ++stats_.refills;
   stats_.flows_recomputed += touched_.size();
   for (int f : touched_) {
-    if (!(state_[f] & 1)) hot_[f].rate = 0, hot_[f].bott = kBottNone;  // no link froze it (none binds)
+    if (!(state_[f] & 1)) hot_[f].rate = 0, set_bott(f, kBottNone);  // no link froze it (none binds)
     if (hot_[f].rate != old_rate_[f]) changed_.push_back(f);
   }
   stats_.rates_changed += changed_.size();

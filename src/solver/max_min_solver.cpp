@@ -22,6 +22,8 @@ int MaxMinSolver::add_link(double capacity) {
   pend_.emplace_back();
   pend_max_.push_back(-kUnlimited);
   link_key_.push_back(kUnlimited);
+  own_.push_back(0);
+  seed_added_.push_back(0);
   pend_heap_.push_back(0);
   return static_cast<int>(cap_.size() - 1);
 }
@@ -110,6 +112,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
                      weight * elements[i].coef};
     link_flows_[l].push_back({id, b, weight * elements[i].coef});
     seed_[l] = 0;
+    seed_added_[l] = 1;
     if (!link_dirty_[l]) {  // mark(id), folded in
       link_dirty_[l] = 1;
       dirty_links_.push_back(l);
@@ -124,7 +127,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   r.cap = rate_cap;
   hot_[id].rate = 0;
   r.alive = 1;
-  hot_[id].bott = kBottNone;
+  set_bott(id, kBottNone);
   state_[id] = rate_cap < kUnlimited ? kCapped : 0;
   added_ = true;
   if (n == 0) {
@@ -155,6 +158,7 @@ void MaxMinSolver::remove_flows(std::span<const int> flows) {
 }
 
 void MaxMinSolver::remove_flow(int flow) {
+  set_bott(flow, kBottNone);
   Rec& r = rec_[flow];
   min_removed_rate_ = std::min(min_removed_rate_, hot_[flow].rate);
   if (r.ecount > 0) {
@@ -217,7 +221,7 @@ double MaxMinSolver::unfrozen_weight(int link) const {
 }
 
 void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
-  hot_[f].bott = bott;
+  set_bott(f, bott);
   // Frozen at a new rate (2): listed in changed_ after filling, in component order.
   state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | (rate != hot_[f].rate ? 2 : 1));
   hot_[f].rate = rate;
@@ -376,7 +380,7 @@ void MaxMinSolver::solve() {
       }
     }
   }
-  for (int l : comp_links_) seed_[l] = kUnlimited;
+  for (int l : comp_links_) seed_[l] = kUnlimited, seed_added_[l] = 0;
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
   // Progressive filling: initial remaining capacities and unfrozen weights per link.
@@ -483,7 +487,7 @@ void MaxMinSolver::solve() {
   for (int f : comp_flows_) {
     const uint8_t st = state_[f] & 3;
     if (st == 0) {
-      hot_[f].bott = kBottNone;
+      set_bott(f, kBottNone);
       const Rec& r = rec_[f];
       const double rate = r.ecount == 0 ? r.cap : 0.0;
       if (rate != hot_[f].rate) hot_[f].rate = rate, changed_.push_back(f);

@@ -126,6 +126,11 @@ class MaxMinSolver {
   enum EventKind : uint64_t { kSeed = 0, kLink = 1, kCapGroup = 2, kCapFlow = 3, kDeadline = 4 };
   void push_event(double level, EventKind kind, uint32_t id);
   bool touched(int f) const { return hot_[f].tstamp == stamp_; }
+  void set_bott(int f, int32_t bott) {  // keeps own_ counting
+    if (hot_[f].bott >= 0) --own_[hot_[f].bott];
+    if (bott >= 0) ++own_[bott];
+    hot_[f].bott = bott;
+  }
   bool in_refill(int l) const { return link_stamp_[l] == stamp_; }
   void make_dirty(int l, double x);
   void touch(int f);
@@ -220,6 +225,8 @@ class MaxMinSolver {
   Mode mode_ = Mode::adaptive;
   bool wide_ = false;  // the next solve re-solves the component (see solve())
   std::vector<double> level_, seed_;
+  std::vector<uint32_t> own_;     // per link: live flows that froze at it
+  std::vector<char> seed_added_;  // per link: a flow was added to it since the last solve
   // Per solve: flows touched (Hot::tstamp), their old rate and filling state (state_ bit 0: frozen).
   std::vector<double> old_rate_;  // a touched flow's rate before the re-fill
   std::vector<int> touched_, added_ids_;

@@ -616,3 +616,30 @@ TEST_CASE("property: the lazy re-fill on all-to-alls (equal NIC capacities, many
     }
   }
 }
+
+TEST_CASE("re-fill: a link that bounds no flow loses one, and nothing is recomputed") {
+  // A (10) carries f1 and f2: 5 each. B (100) carries f1 and f3; C (4) carries f3 alone: f3 = 4,
+  // so B carries 9 of 100 and bounds nobody. Removing f3 frees C (nobody else) and B (bounds
+  // nobody): no rate can change, and the re-fill touches no flow. Removing f2 then frees A, which
+  // bounds f1: f1 rises to 10 (A's capacity, B's 100 allows it).
+  MaxMinSolver s;
+  s.set_mode(MaxMinSolver::Mode::lazy);
+  const int a = s.add_link(10), b = s.add_link(100), c = s.add_link(4);
+  const Element e1[] = {{a, 1.0}, {b, 1.0}}, e2[] = {{a, 1.0}}, e3[] = {{b, 1.0}, {c, 1.0}};
+  const int f1 = s.add_flow(e1), f2 = s.add_flow(e2), f3 = s.add_flow(e3);
+  s.solve();
+  CHECK(s.rate(f1) == doctest::Approx(5));
+  CHECK(s.rate(f3) == doctest::Approx(4));
+  const auto before = s.stats().flows_recomputed;
+  s.remove_flow(f3);
+  s.solve();
+  CHECK(s.stats().flows_recomputed == before);
+  CHECK(s.changed().empty());
+  CHECK(s.rate(f1) == doctest::Approx(5));
+  CHECK(s.rate(f2) == doctest::Approx(5));
+  s.remove_flow(f2);
+  s.solve();
+  CHECK(s.rate(f1) == doctest::Approx(10));
+  REQUIRE(s.changed().size() == 1);
+  CHECK(s.changed()[0] == f1);
+}
