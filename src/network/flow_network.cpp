@@ -90,6 +90,13 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   // Group the task's transfers into classes by their links that may bind (with fractions): a hash
   // of the element list, collisions resolved by comparing with each class's stored elements.
   const auto& co = coflow_[t];
+  // The pairs of the last direct task, again (an EP all-to-all repeats its group's pairs every
+  // layer): direct, with the recorded elements and latency.
+  if (plan_.matches(co)) {
+    solver_.reserve(plan_.pairs.size(), plan_.elems.size());
+    start_direct(t, now, plan_.pairs.size(), plan_.elems.size(), true);
+    return;
+  }
   // Every class has one member when no two transfers can share their binding elements: each is its
   // own flow (aggregate_ off), or the topology identifies a pair by them and the transfers' (src,
   // dst) pairs are strictly ascending (an all-to-all as collectives list it: no pair twice). The
@@ -113,7 +120,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   }
   if (direct) {
     solver_.reserve(direct_count, direct_elements);
-    start_direct(t, now, direct_count);
+    start_direct(t, now, direct_count, direct_elements, false);
     return;
   }
   gid_.assign(co.size(), -1);
@@ -257,30 +264,47 @@ void FlowNetwork::make_class(int id, engine::TaskId t, int src, int dst, uint32_
   bump(id);
 }
 
-void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes) {
+void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned) {
   const auto& co = coflow_[t];
-  double alpha = 0;
+  // Not planned: the pairs, elements and latency are read from the topology, and recorded as the
+  // plan for the next task unless too many (the previous plan, still true, is then kept).
+  const bool record = !planned && classes <= kPlanMaxPairs;
+  if (record) plan_.begin(classes, elements);
+  double alpha = planned ? plan_.alpha : 0;
   const auto base = static_cast<uint32_t>(members_.size());
   members_.resize(base + classes);
   const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
   if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
   uint32_t at = base;
+  size_t k = 0;  // the transfer's pair in the plan
   for (const auto& tr : co) {
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
-    alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
-    binding_elements(tr.src, tr.dst);
-    for (const auto& el : scratch_) {
-      if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
-      link_bytes_[el.link] += tr.bytes * el.coef;
+    std::span<const solver::Element> el;
+    if (planned) {
+      el = plan_.elements(k);
+    } else {
+      alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
+      if (record) {
+        el = plan_.add(tr.src, tr.dst, topo_.binding_hops(tr.src, tr.dst));
+      } else {
+        binding_elements(tr.src, tr.dst);
+        el = scratch_;
+      }
+    }
+    ++k;
+    for (const auto& e : el) {
+      if (link_bytes_[e.link] == 0) bytes_links_.push_back(e.link);
+      link_bytes_[e.link] += tr.bytes * e.coef;
     }
     stats_.bytes_offered += tr.bytes;
-    stats_.elements += scratch_.size();
+    stats_.elements += el.size();
     const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
     members_[at] = tr.bytes;
-    const int id = solver_.add_flow(scratch_, 1.0, cap);
+    const int id = solver_.add_flow(el, 1.0, cap);
     make_class(id, t, tr.src, tr.dst, at, at + 1, 0, now);
     ++at;
   }
+  if (record) plan_.finish(alpha);
   finish_start(t, now, static_cast<int>(classes), classes, alpha);
 }
 

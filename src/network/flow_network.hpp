@@ -18,7 +18,10 @@
 // grouping (a hash of every transfer's elements, a table twice the task's size) is skipped: when no
 // two of a task's transfers can share their binding elements (the topology identifies a GPU pair
 // by them, see pair_identified_, and the task lists each pair once, in ascending order, as the
-// collectives do) the classes are its transfers in order, as grouping would number them.
+// collectives do) the classes are its transfers in order, as grouping would number them. Such a
+// task's pairs, their binding elements and their largest route latency are recorded; the next
+// such task with the same pairs in the same order (every layer's EP all-to-all) reads them from
+// that record, in order, instead of from the topology's N x N tables (network/pair_plan.hpp).
 //
 // Cost. Flows carry only the links of their route that can ever be a bottleneck (Topology::may_bind:
 // e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
@@ -51,6 +54,7 @@
 
 #include "collective/transfer.hpp"
 #include "engine/activity_model.hpp"
+#include "network/pair_plan.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
 
@@ -139,8 +143,12 @@ class FlowNetwork final : public engine::ActivityModel {
       walk_.push_back(2 * i + 2);
     }
   }
-  // start() when every class has one member (`classes` transfers to start): no grouping.
-  void start_direct(engine::TaskId t, double now, size_t classes);
+  // start() when every class has one member (`classes` transfers to start, `elements` binding
+  // elements in all): no grouping. `planned`: the transfers' pairs are plan_'s, whose elements and
+  // latency it takes; otherwise they come from the topology, recorded as plan_ if at most
+  // kPlanMaxPairs (a larger task, e.g. one all-to-all among 1,024 GPUs, is unlikely to repeat).
+  void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
+  static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
   // The record of solver flow `id`: a live class of task t, members_[mnext, mend), each member having
   // carried `progress` bytes by `now`, rate to be solved.
   void make_class(int id, engine::TaskId t, int src, int dst, uint32_t mnext, uint32_t mend, double progress, double now);
@@ -203,6 +211,7 @@ class FlowNetwork final : public engine::ActivityModel {
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;
+  PairPlan plan_;  // the last direct task's pairs, elements and latency (network/pair_plan.hpp)
   FlowStats stats_;
 };
 
