@@ -62,9 +62,8 @@ void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double 
 
 void FlowNetwork::reset(const engine::TaskGraph& g) {
   for (size_t id = 0; id < flow_.size(); ++id)
-    if (flow_[id].live) {
+    if (tag_[id] != 0) {
       solver_.remove_flow(static_cast<int>(id));
-      flow_[id].live = false;
       tag_[id] = 0;
     }
   live_classes_ = 0;
@@ -90,6 +89,13 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   // Group the task's transfers into classes by their links that may bind (with fractions): a hash
   // of the element list, collisions resolved by comparing with each class's stored elements.
   const auto& co = coflow_[t];
+  // The pairs of the last direct task, again (an EP all-to-all repeats its group's pairs every
+  // layer): direct, with the recorded elements and latency.
+  if (plan_.matches(co)) {
+    solver_.reserve(plan_.pairs.size(), plan_.elems.size());
+    start_direct(t, now, plan_.pairs.size(), plan_.elems.size(), true);
+    return;
+  }
   // Every class has one member when no two transfers can share their binding elements: each is its
   // own flow (aggregate_ off), or the topology identifies a pair by them and the transfers' (src,
   // dst) pairs are strictly ascending (an all-to-all as collectives list it: no pair twice). The
@@ -113,7 +119,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   }
   if (direct) {
     solver_.reserve(direct_count, direct_elements);
-    start_direct(t, now, direct_count);
+    start_direct(t, now, direct_count, direct_elements, false);
     return;
   }
   gid_.assign(co.size(), -1);
@@ -224,7 +230,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
     stats_.elements += el.size();
     const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
-    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, b, e, 0, now);
+    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, members_[b], b + 1, e, 0, now);
   }
   if (co.size() >= (1u << 16)) {
     // A large task's grouping scratch (about 60 bytes per transfer) is not kept for the next one.
@@ -240,47 +246,59 @@ void FlowNetwork::start(engine::TaskId t, double now) {
   finish_start(t, now, count, classes, alpha);
 }
 
-void FlowNetwork::make_class(int id, engine::TaskId t, int src, int dst, uint32_t mnext, uint32_t mend, double progress,
-                             double now) {
+void FlowNetwork::make_class(int id, engine::TaskId t, int src, int dst, double size, uint32_t mnext, uint32_t mend,
+                             double progress, double now) {
   if (static_cast<size_t>(id) >= flow_.size()) flow_.resize(id + 1), tag_.resize(id + 1, 0), version_.resize(id + 1, 0);
   Flow& f = flow_[id];
   f.task = t;
   f.src = src;
   f.dst = dst;
+  f.size = size;
   f.mnext = mnext;
   f.mend = mend;
   f.progress = progress;
   f.since = now;
   f.rate = 0;
-  f.live = true;
   ++live_classes_;
   bump(id);
 }
 
-void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes) {
+void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned) {
   const auto& co = coflow_[t];
-  double alpha = 0;
-  const auto base = static_cast<uint32_t>(members_.size());
-  members_.resize(base + classes);
+  // Not planned: the pairs, elements and latency are read from the topology, and recorded as the
+  // plan for the next task unless too many (the previous plan, still true, is then kept).
+  const bool record = !planned && classes <= kPlanMaxPairs;
+  if (record) plan_.begin(classes, elements);
+  double alpha = planned ? plan_.alpha : 0;
   const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
   if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
-  uint32_t at = base;
+  size_t k = 0;  // the transfer's pair in the plan
   for (const auto& tr : co) {
     if (tr.src == tr.dst || tr.bytes <= 0) continue;
-    alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
-    binding_elements(tr.src, tr.dst);
-    for (const auto& el : scratch_) {
-      if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
-      link_bytes_[el.link] += tr.bytes * el.coef;
+    std::span<const solver::Element> el;
+    if (planned) {
+      el = plan_.elements(k);
+    } else {
+      alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
+      if (record) {
+        el = plan_.add(tr.src, tr.dst, topo_.binding_hops(tr.src, tr.dst));
+      } else {
+        binding_elements(tr.src, tr.dst);
+        el = scratch_;
+      }
+    }
+    ++k;
+    for (const auto& e : el) {
+      if (link_bytes_[e.link] == 0) bytes_links_.push_back(e.link);
+      link_bytes_[e.link] += tr.bytes * e.coef;
     }
     stats_.bytes_offered += tr.bytes;
-    stats_.elements += scratch_.size();
+    stats_.elements += el.size();
     const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
-    members_[at] = tr.bytes;
-    const int id = solver_.add_flow(scratch_, 1.0, cap);
-    make_class(id, t, tr.src, tr.dst, at, at + 1, 0, now);
-    ++at;
+    const int id = solver_.add_flow(el, 1.0, cap);
+    make_class(id, t, tr.src, tr.dst, tr.bytes, 0, 0, 0, now);  // its one member: nothing in members_
   }
+  if (record) plan_.finish(alpha);
   finish_start(t, now, static_cast<int>(classes), classes, alpha);
 }
 
@@ -309,8 +327,8 @@ void FlowNetwork::finish_start(engine::TaskId t, double now, int count, size_t c
 }
 
 double FlowNetwork::project(const Flow& f) const {
-  const double left = members_[f.mnext] - f.progress;
-  if (left <= 1e-12 * members_[f.mnext]) return now_;
+  const double left = f.size - f.progress;
+  if (left <= 1e-12 * f.size) return now_;
   return f.rate > 0 ? now_ + left / f.rate : kInf;
 }
 
@@ -325,8 +343,8 @@ void FlowNetwork::settle() {
   const size_t old_size = heap_.size();
   room(heap_, old_size + solver_.changed().size());
   for (int id : solver_.changed()) {
+    if (tag_[id] == 0) continue;  // finished since
     Flow& f = flow_[id];
-    if (!f.live) continue;
     f.progress += f.rate * (now_ - f.since);
     f.since = now_;
     f.rate = solver_.rate(id);
@@ -390,15 +408,15 @@ uint32_t FlowNetwork::drain(int id, double now) {
   // Every member whose size the class has carried by now is done (the first one is due, others of
   // the same size, or merged into this event, may be too).
   const double p = f.progress + f.rate * (now - f.since);
+  stats_.bytes_delivered += std::min(f.size, p);
   uint32_t next = f.mnext;
-  int done = 0;
-  do {
+  int done = 1;
+  while (next < f.mend && members_[next] <= p * (1 + 1e-12)) {
     stats_.bytes_delivered += std::min(members_[next], p);
     ++next;
     ++done;
-  } while (next < f.mend && members_[next] <= p * (1 + 1e-12));
+  }
   stats_.events += static_cast<uint64_t>(done);
-  flow_[id].live = false;
   tag_[id] = 0;
   --live_classes_;
   pending_[f.task] -= done;
@@ -419,7 +437,7 @@ void FlowNetwork::finish_class(int id, double now) {
     // The rest continue as a class of fewer members: a solver flow of the new weight.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
     const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next), cap);
-    make_class(nid, f.task, f.src, f.dst, next, f.mend, p, now);
+    make_class(nid, f.task, f.src, f.dst, members_[next], next + 1, f.mend, p, now);
   }
 }
 
@@ -454,7 +472,7 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
     bool whole = true;
     for (int id : gone_) {
       const Flow& f = flow_[id];
-      if (f.mend - f.mnext > 1 && members_[f.mend - 1] > (f.progress + f.rate * (now - f.since)) * (1 + 1e-12)) {
+      if (f.mend > f.mnext && members_[f.mend - 1] > (f.progress + f.rate * (now - f.since)) * (1 + 1e-12)) {
         whole = false;
         break;
       }

@@ -18,7 +18,10 @@
 // grouping (a hash of every transfer's elements, a table twice the task's size) is skipped: when no
 // two of a task's transfers can share their binding elements (the topology identifies a GPU pair
 // by them, see pair_identified_, and the task lists each pair once, in ascending order, as the
-// collectives do) the classes are its transfers in order, as grouping would number them.
+// collectives do) the classes are its transfers in order, as grouping would number them. Such a
+// task's pairs, their binding elements and their largest route latency are recorded; the next
+// such task with the same pairs in the same order (every layer's EP all-to-all) reads them from
+// that record, in order, instead of from the topology's N x N tables (network/pair_plan.hpp).
 //
 // Cost. Flows carry only the links of their route that can ever be a bottleneck (Topology::may_bind:
 // e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
@@ -51,6 +54,7 @@
 
 #include "collective/transfer.hpp"
 #include "engine/activity_model.hpp"
+#include "network/pair_plan.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
 
@@ -93,16 +97,19 @@ class FlowNetwork final : public engine::ActivityModel {
   // A class of flows of one task that cross the same links that may bind, with the same fractions:
   // max-min gives every member the same rate, so the solver sees one flow of weight = members left.
   // Members started together, so all have carried `progress` bytes by `since`; they finish in order
-  // of size. Indexed by solver flow id (ids are reused; version_ tells stale heap entries).
-  // 48 bytes: a million of them per all-to-all among 1,024 GPUs (the projected finish lives in the
+  // of size. Indexed by solver flow id (ids are reused; version_ tells stale heap entries); live
+  // while tag_[id] != 0. The next member's size is in the record, the others' in members_: a class
+  // of one member (every class, with a NIC per GPU) needs nothing else, and projecting or draining
+  // it reads only its record (one cache miss where there were two).
+  // 56 bytes: a million of them per all-to-all among 1,024 GPUs (the projected finish lives in the
   // heap entry, the start time per task).
   struct Flow {
     double progress = 0;              // bytes each member has carried by `since`
     double since = 0, rate = 0;
+    double size = 0;                  // the next member's size: the smallest not done
     engine::TaskId task = 0;
     int src = 0, dst = 0;             // one member's endpoints (all share the links that may bind)
-    uint32_t mnext = 0, mend = 0;     // members_[mnext, mend): sizes of the members not done, ascending
-    bool live = false;
+    uint32_t mnext = 0, mend = 0;     // members_[mnext, mend): sizes of the members after it, ascending
   };
   struct Due {
     double time;
@@ -139,15 +146,21 @@ class FlowNetwork final : public engine::ActivityModel {
       walk_.push_back(2 * i + 2);
     }
   }
-  // start() when every class has one member (`classes` transfers to start): no grouping.
-  void start_direct(engine::TaskId t, double now, size_t classes);
-  // The record of solver flow `id`: a live class of task t, members_[mnext, mend), each member having
-  // carried `progress` bytes by `now`, rate to be solved.
-  void make_class(int id, engine::TaskId t, int src, int dst, uint32_t mnext, uint32_t mend, double progress, double now);
+  // start() when every class has one member (`classes` transfers to start, `elements` binding
+  // elements in all): no grouping. `planned`: the transfers' pairs are plan_'s, whose elements and
+  // latency it takes; otherwise they come from the topology, recorded as plan_ if at most
+  // kPlanMaxPairs (a larger task, e.g. one all-to-all among 1,024 GPUs, is unlikely to repeat).
+  void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
+  static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
+  // The record of solver flow `id`: a live class of task t, members of sizes `size` then
+  // members_[mnext, mend), each having carried `progress` bytes by `now`, rate to be solved.
+  void make_class(int id, engine::TaskId t, int src, int dst, double size, uint32_t mnext, uint32_t mend,
+                  double progress, double now);
   // start()'s end: the task's counts, start time, duration scale and latency.
   void finish_start(engine::TaskId t, double now, int count, size_t classes, double alpha);
   // Finishes the members of class `id` done by `now` (stats, the task's count, its timer) and
-  // marks the class dead; returns the first member left (members_ index, = mend if none). The
+  // marks the class dead; returns the first member left (members_ index, = mend if none: the record's
+  // size is always done). The
   // caller takes it out of the solver.
   uint32_t drain(int id, double now);
   void finish_class(int id, double now);
@@ -171,7 +184,7 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<int> bytes_links_;
   std::vector<int> pending_;        // per task: flows not yet drained
   std::vector<Flow> flow_;
-  std::vector<double> members_;     // member sizes, contiguous and ascending per class
+  std::vector<double> members_;     // sizes of grouped classes' later members, ascending per class
   uint64_t live_classes_ = 0;
   // Grouping scratch for start(): per transfer its class, per class its links and first member.
   std::vector<int> gid_;
@@ -203,6 +216,7 @@ class FlowNetwork final : public engine::ActivityModel {
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;
+  PairPlan plan_;  // the last direct task's pairs, elements and latency (network/pair_plan.hpp)
   FlowStats stats_;
 };
 
