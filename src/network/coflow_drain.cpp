@@ -62,14 +62,17 @@ class Drain {
     prog_.assign(n0, 0.0), since_.assign(n0, 0.0), rate_.assign(n0, 0.0), proj_.assign(n0, kInf);
     newid_.resize(n0);
     capfrozen_.assign(n0, 0);
+    dead_.assign(n0, 0);
+    size_t live = n0;
     double now = 0;
-    while (!size_.empty()) {
+    while (live > 0) {
       solve();
       // Rates (min of the links' levels and the cap), re-integration of the changed ones, and the
-      // earliest projected finish.
+      // earliest projected finish (finished flows stay in the arrays, marked dead, until compacted).
       double tmin = kInf;
       const size_t n = size_.size();
       for (size_t f = 0; f < n; ++f) {
+        if (dead_[f]) continue;
         double r = cap_[f];
         if (la_[f] >= 0) r = std::min(r, level_[static_cast<size_t>(la_[f])]);
         if (lb_[f] >= 0) r = std::min(r, level_[static_cast<size_t>(lb_[f])]);
@@ -86,25 +89,19 @@ class Drain {
       // Merged completions, as FlowNetwork merges them (the coflow started at 0).
       const double bound = precision_ > 0 ? tmin + precision_ * std::max(tmin, scale_) : tmin;
       double next = tmin;
-      size_t w = 0;
       for (size_t f = 0; f < n; ++f) {
-        if (proj_[f] <= bound) {
-          next = std::max(next, proj_[f]);
-          newid_[f] = -1;
-          continue;
-        }
-        newid_[f] = static_cast<int32_t>(w);
-        if (w != f) {
-          la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
-          prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f], proj_[w] = proj_[f];
-        }
-        ++w;
+        if (dead_[f] || proj_[f] > bound) continue;
+        next = std::max(next, proj_[f]);
+        dead_[f] = 1;
+        --live;
+        if (la_[f] >= 0) --cnt0_[static_cast<size_t>(la_[f])], sumw0_[static_cast<size_t>(la_[f])] -= ca_[f];
+        if (lb_[f] >= 0) --cnt0_[static_cast<size_t>(lb_[f])], sumw0_[static_cast<size_t>(lb_[f])] -= cb_[f];
       }
       now = next;
       ++res.stats.events;
-      for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_, &proj_}) v->resize(w);
-      la_.resize(w), lb_.resize(w);
-      compact_lists();
+      // Finished flows leave the arrays and the links' lists once they are a quarter of them: the
+      // passes above skip them on one byte until then, instead of moving every array every event.
+      if (4 * (n - live) >= n) compact();
     }
     res.seconds = now + (alpha_ + extra);  // as FlowNetwork's timer: drain + (latency + extra)
     return res;
@@ -135,15 +132,20 @@ class Drain {
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
     rem_.assign(nl, 0.0), sumw_.assign(nl, 0.0), level_.assign(nl, kInf);
     cnt_.assign(nl, 0);
+    cnt0_.assign(nl, 0), sumw0_.assign(nl, 0.0);
+    for (size_t f = 0; f < size_.size(); ++f) {
+      if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
+      if (lb_[f] >= 0) sumw0_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt0_[static_cast<size_t>(lb_[f])];
+    }
     frozen_.assign(nl, 0);
     for (size_t f = 0; f < size_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
     std::sort(capped_.begin(), capped_.end());
   }
 
-  bool flow_frozen(int32_t f) const {
+  bool flow_frozen(int32_t f) const {  // (a finished flow counts as frozen)
     const auto i = static_cast<size_t>(f);
-    return capfrozen_[i] || (la_[i] >= 0 && frozen_[static_cast<size_t>(la_[i])]) ||
+    return capfrozen_[i] || dead_[i] || (la_[i] >= 0 && frozen_[static_cast<size_t>(la_[i])]) ||
            (lb_[i] >= 0 && frozen_[static_cast<size_t>(lb_[i])]);
   }
 
@@ -165,9 +167,16 @@ class Drain {
       rem_[i] = capl_[i], sumw_[i] = 0, cnt_[i] = 0, frozen_[i] = 0, level_[i] = kInf;
     }
     const size_t n = size_.size();
-    for (size_t f = 0; f < n; ++f) {
-      if (la_[f] >= 0) sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt_[static_cast<size_t>(la_[f])];
-      if (lb_[f] >= 0) sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt_[static_cast<size_t>(lb_[f])];
+    if (unit_) {
+      // Every coefficient is 1: a link's unfrozen weight starts as its count of live flows, kept
+      // as flows finish (exact: integers).
+      for (int32_t l : used_) sumw_[static_cast<size_t>(l)] = sumw0_[static_cast<size_t>(l)], cnt_[static_cast<size_t>(l)] = cnt0_[static_cast<size_t>(l)];
+    } else {
+      for (size_t f = 0; f < n; ++f) {
+        if (dead_[f]) continue;
+        if (la_[f] >= 0) sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt_[static_cast<size_t>(la_[f])];
+        if (lb_[f] >= 0) sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt_[static_cast<size_t>(lb_[f])];
+      }
     }
     // Cap marks of the live flows cleared (ids are renumbered after every event).
     const bool has_caps = !capped_.empty();
@@ -216,12 +225,35 @@ class Drain {
         const Entry& en = entries_[i];
         if (en.other < 0 || frozen_[static_cast<size_t>(en.other)]) continue;
         const auto f = static_cast<size_t>(en.flow);
+        if (dead_[f]) continue;
         if (has_caps && capfrozen_[f]) continue;
         // The flow's coefficient on its other link: 1 unless a route splits (ECMP fractions).
         const double coef = unit_ ? 1.0 : (la_[f] == en.other ? ca_[f] : cb_[f]);
         take(en.other, coef, has_caps ? std::min(current, cap_[f]) : current);
       }
     }
+  }
+
+  // Drops finished flows from the arrays and the links' lists, keeping the order of the others.
+  void compact() {
+    const size_t n = size_.size();
+    size_t w = 0;
+    for (size_t f = 0; f < n; ++f) {
+      if (dead_[f]) {
+        newid_[f] = -1;
+        continue;
+      }
+      newid_[f] = static_cast<int32_t>(w);
+      if (w != f) {
+        la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
+        prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f], proj_[w] = proj_[f];
+      }
+      ++w;
+    }
+    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_, &proj_}) v->resize(w);
+    la_.resize(w), lb_.resize(w);
+    std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
+    compact_lists();
   }
 
   // Drops finished flows from the links' lists and renumbers the others (newid_).
@@ -255,14 +287,15 @@ class Drain {
   std::vector<int32_t> la_, lb_;
   std::vector<double> ca_, cb_, cap_, size_, prog_, since_, rate_, proj_;
   std::vector<int32_t> newid_;
-  std::vector<char> capfrozen_;
+  std::vector<char> capfrozen_, dead_;
   std::vector<std::pair<double, int32_t>> capped_;  // (cap, flow), ascending
   // Links: entries_[begin_[l], end_[l]) are link l's flows; used_ the links with any.
   std::vector<uint32_t> begin_, end_;
   std::vector<Entry> entries_;
   std::vector<int32_t> used_;
   std::vector<double> capl_, rem_, sumw_, level_;
-  std::vector<int32_t> cnt_;
+  std::vector<int32_t> cnt_, cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
+  std::vector<double> sumw0_;
   std::vector<char> frozen_;
   std::vector<std::pair<double, int32_t>> heap_;
 };
