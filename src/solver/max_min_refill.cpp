@@ -220,9 +220,9 @@ void MaxMinSolver::link_event(int l, double key) {
     if (!touched(lr.flow) || (state_[lr.flow] & 1)) continue;
     const double cap = rec_[lr.flow].cap;
     if (cap < level)
-      refreeze(lr.flow, lr.ebegin, cap, kBottCap);
+      refreeze(lr.flow, first_elem(lr.eidx), cap, kBottCap);
     else
-      refreeze(lr.flow, lr.ebegin, level, l);
+      refreeze(lr.flow, first_elem(lr.eidx), level, l);
   }
   level_[l] = level;
 }

@@ -108,9 +108,9 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
   r.ecount = n;
   for (uint32_t i = 0; i < n; ++i) {
     const int l = elements[i].link;
-    elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u), static_cast<uint32_t>(link_flows_[l].size()),
-                     weight * elements[i].coef};
-    link_flows_[l].push_back({id, b, weight * elements[i].coef});
+    elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u) | (i == 0 ? kFirst : 0u),
+                     static_cast<uint32_t>(link_flows_[l].size()), weight * elements[i].coef};
+    link_flows_[l].push_back({id, b + i, weight * elements[i].coef});
     seed_[l] = 0;
     seed_added_[l] = 1;
     if (!link_dirty_[l]) {  // mark(id), folded in
@@ -179,14 +179,7 @@ void MaxMinSolver::remove_flow(int flow) {
     const LinkRef moved = v.back();
     v[pos] = moved;
     v.pop_back();
-    if (moved.flow != flow) {
-      // The moved flow's element for this link now sits at `pos`.
-      for (uint32_t j = moved.ebegin;; ++j)
-        if (link_of(elems_[j]) == l) {
-          elems_[j].pos = pos;
-          break;
-        }
-    }
+    if (moved.flow != flow) elems_[moved.eidx].pos = pos;  // the moved flow's element for this link
   }
   if (r.ecount >= free_ranges_.size()) free_ranges_.resize(r.ecount + 1);
   free_ranges_[r.ecount].push_back(r.ebegin);
@@ -199,24 +192,14 @@ void MaxMinSolver::remove_flow(int flow) {
 
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
-  for (const LinkRef& lr : link_flows_[link])
-    for (uint32_t i = lr.ebegin;; ++i) {
-      if (link_of(elems_[i]) == link) {
-        s += elems_[i].wc * hot_[lr.flow].rate;
-        break;
-      }
-    }
+  for (const LinkRef& lr : link_flows_[link]) s += lr.wc * hot_[lr.flow].rate;
   return s;
 }
 
 double MaxMinSolver::unfrozen_weight(int link) const {
   double s = 0;
   for (const LinkRef& lr : link_flows_[link])
-    if (!(state_[lr.flow] & 3))
-      for (uint32_t i = lr.ebegin;; ++i) {
-        if (link_of(elems_[i]) == link) s += elems_[i].wc;
-        if (elems_[i].link & kLast) break;
-      }
+    if (!(state_[lr.flow] & 3)) s += lr.wc;
   return s;
 }
 
@@ -466,7 +449,7 @@ void MaxMinSolver::solve() {
       if (i + kAhead < nv) {
         const uint8_t ahead = state_[v[i + kAhead].flow];
         if (!(ahead & 3)) {
-          __builtin_prefetch(&elems_[v[i + kAhead].ebegin]);
+          __builtin_prefetch(&elems_[v[i + kAhead].eidx]);
           __builtin_prefetch(&hot_[v[i + kAhead].flow]);
           if (ahead & kCapped) __builtin_prefetch(&rec_[v[i + kAhead].flow].cap);
         }
@@ -475,7 +458,7 @@ void MaxMinSolver::solve() {
       const uint8_t st = state_[lr.flow];
       if (st & 3) continue;
       const bool capped = (st & kCapped) && rec_[lr.flow].cap < current;
-      freeze(lr.flow, lr.ebegin, capped ? rec_[lr.flow].cap : current, capped ? kBottCap : l);
+      freeze(lr.flow, first_elem(lr.eidx), capped ? rec_[lr.flow].cap : current, capped ? kBottCap : l);
     }
     level_[l] = current;
   }

@@ -144,20 +144,26 @@ class MaxMinSolver {
   double unfrozen_weight(int link) const;  // sum of wc over the link's unfrozen flows
   void freeze(int f, uint32_t ebegin, double rate, int bott);
   uint32_t alloc_elements(uint32_t count);
-  // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount); the high bit of `link`
-  // marks a flow's last element, so a link's flow list can reach the elements without the record.
+  // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount); the two high bits of
+  // `link` mark a flow's first and last elements, so a link's flow list can reach all of a flow's
+  // elements from its own one without the record (links number under 2^30).
   struct Elem {
-    uint32_t link;  // link | kLast on the flow's last element
+    uint32_t link;  // link | kFirst on the flow's first element | kLast on its last
     uint32_t pos;   // index of the flow in link_flows_[link]
     double wc;      // weight x coef
   };
-  static constexpr uint32_t kLast = 0x80000000u;
-  static int link_of(const Elem& e) { return static_cast<int>(e.link & ~kLast); }
-  // A link's flows: the flow id, where its elements start, and its weight x coef on this link
-  // (a re-fill walking the link reads the flow's elements only for the flows it freezes).
+  static constexpr uint32_t kLast = 0x80000000u, kFirst = 0x40000000u;
+  static int link_of(const Elem& e) { return static_cast<int>(e.link & ~(kLast | kFirst)); }
+  uint32_t first_elem(uint32_t e) const {  // the first element of the flow owning element e
+    while (!(elems_[e].link & kFirst)) --e;
+    return e;
+  }
+  // A link's flows: the flow id, its element for this link, and its weight x coef there (a
+  // re-fill walking the link reads the flow's elements only for the flows it freezes; a removal
+  // moving the list's last entry into the hole updates that entry's element without a search).
   struct LinkRef {
     int32_t flow;
-    uint32_t ebegin;
+    uint32_t eidx;
     double wc;
   };
   // Links: capacity and the flows crossing them.
