@@ -285,6 +285,38 @@ std::vector<Element> random_route(hs::Rng& rng, int g, int links) {
   }
   return e;
 }
+// A flow as given to add_flow, for tests that rebuild the same problem in a fresh solver.
+struct FlowSpec {
+  std::vector<Element> e;
+  double w = 1, cap = MaxMinSolver::kUnlimited;
+};
+
+// Solves `inc` and compares it with a fresh component solve of its live flows (spec[k] added as
+// ids[k] unless gone[k]): returns the flows whose rate differs by more than 1e-9 (relative), and
+// those whose listing in changed() disagrees with whether their rate moved in this solve.
+std::pair<int, int> solve_and_compare(MaxMinSolver& inc, const std::vector<double>& caps, const std::vector<FlowSpec>& spec,
+                                      const std::vector<int>& ids, const std::vector<char>& gone) {
+  std::vector<double> before(static_cast<size_t>(inc.num_flows()), 0.0);
+  for (size_t f = 0; f < ids.size(); ++f)
+    if (!gone[f]) before[ids[f]] = inc.rate(ids[f]);
+  inc.solve();
+  std::vector<char> listed(static_cast<size_t>(inc.num_flows()), 0);
+  for (int f : inc.changed()) listed[f] = 1;
+  MaxMinSolver fresh;
+  fresh.set_mode(MaxMinSolver::Mode::component);
+  for (double c : caps) fresh.add_link(c);
+  std::vector<int> fid(ids.size(), -1);
+  for (size_t f = 0; f < ids.size(); ++f)
+    if (!gone[f]) fid[f] = fresh.add_flow(spec[f].e, spec[f].w, spec[f].cap);
+  fresh.solve();
+  int bad = 0, badlist = 0;
+  for (size_t f = 0; f < ids.size(); ++f) {
+    if (gone[f]) continue;
+    if (!(inc.rate(ids[f]) == doctest::Approx(fresh.rate(fid[f])).epsilon(1e-9))) ++bad;
+    if (static_cast<bool>(listed[ids[f]]) != (inc.rate(ids[f]) != before[ids[f]])) ++badlist;
+  }
+  return {bad, badlist};
+}
 }  // namespace
 
 TEST_CASE("1,024+ flows in two disjoint components: an event in one leaves the other's rates bit-identical") {
@@ -515,17 +547,13 @@ TEST_CASE("property: the lazy re-fill equals a from-scratch component solve over
     inc.set_mode(MaxMinSolver::Mode::lazy);
     std::vector<double> caps;
     for (int l = 0; l < nl; ++l) caps.push_back(1 + 99 * rng.uniform()), inc.add_link(caps.back());
-    struct Spec {
-      std::vector<Element> e;
-      double w, cap;
-    };
-    std::vector<Spec> spec;
+    std::vector<FlowSpec> spec;
     std::vector<int> ids;
     std::vector<char> gone;
     for (int step = 0; step < 25; ++step) {
       const int adds = static_cast<int>(rng.below(6)), removes = static_cast<int>(rng.below(4));
       for (int k = 0; k < adds; ++k) {
-        Spec sp;
+        FlowSpec sp;
         const int n = 1 + static_cast<int>(rng.below(4));
         for (int j = 0; j < n; ++j) {
           const int l = static_cast<int>(rng.below(static_cast<uint64_t>(nl)));
@@ -547,24 +575,9 @@ TEST_CASE("property: the lazy re-fill equals a from-scratch component solve over
         inc.remove_flow(ids[at]);
         gone[at] = 1;
       }
-      std::vector<double> before(static_cast<size_t>(inc.num_flows()), 0.0);
-      for (size_t f = 0; f < ids.size(); ++f)
-        if (!gone[f]) before[ids[f]] = inc.rate(ids[f]);
-      inc.solve();
-      std::vector<char> listed(static_cast<size_t>(inc.num_flows()), 0);
-      for (int f : inc.changed()) listed[f] = 1;
-      MaxMinSolver fresh;
-      fresh.set_mode(MaxMinSolver::Mode::component);
-      for (double c : caps) fresh.add_link(c);
-      std::vector<int> fid(ids.size(), -1);
-      for (size_t f = 0; f < ids.size(); ++f)
-        if (!gone[f]) fid[f] = fresh.add_flow(spec[f].e, spec[f].w, spec[f].cap);
-      fresh.solve();
-      for (size_t f = 0; f < ids.size(); ++f) {
-        if (gone[f]) continue;
-        CHECK(inc.rate(ids[f]) == doctest::Approx(fresh.rate(fid[f])).epsilon(1e-9));
-        CHECK(static_cast<bool>(listed[ids[f]]) == (inc.rate(ids[f]) != before[ids[f]]));
-      }
+      const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
+      CHECK(bad == 0);
+      CHECK(badlist == 0);
     }
     released += static_cast<int>(inc.stats().flows_recomputed);
   }
@@ -676,11 +689,7 @@ TEST_CASE("property: the lazy re-fill at medium scale (hundreds of flows, shared
       }
       return e;
     };
-    struct Spec {
-      std::vector<Element> e;
-      double w, cap;
-    };
-    std::vector<Spec> spec;
+    std::vector<FlowSpec> spec;
     std::vector<int> ids;
     std::vector<char> gone;
     for (int step = 0; step < 30; ++step) {
@@ -699,25 +708,7 @@ TEST_CASE("property: the lazy re-fill at medium scale (hundreds of flows, shared
         for (size_t f = 0; f < ids.size(); ++f)
           if (!gone[f] && rng.uniform() < 0.15) inc.remove_flow(ids[f]), gone[f] = 1;
       }
-      std::vector<double> before(static_cast<size_t>(inc.num_flows()), 0.0);
-      for (size_t f = 0; f < ids.size(); ++f)
-        if (!gone[f]) before[ids[f]] = inc.rate(ids[f]);
-      inc.solve();
-      std::vector<char> listed(static_cast<size_t>(inc.num_flows()), 0);
-      for (int f : inc.changed()) listed[f] = 1;
-      MaxMinSolver fresh;
-      fresh.set_mode(MaxMinSolver::Mode::component);
-      for (double c : caps) fresh.add_link(c);
-      std::vector<int> fid(ids.size(), -1);
-      for (size_t f = 0; f < ids.size(); ++f)
-        if (!gone[f]) fid[f] = fresh.add_flow(spec[f].e, spec[f].w, spec[f].cap);
-      fresh.solve();
-      int bad = 0, badlist = 0;
-      for (size_t f = 0; f < ids.size(); ++f) {
-        if (gone[f]) continue;
-        if (!(inc.rate(ids[f]) == doctest::Approx(fresh.rate(fid[f])).epsilon(1e-9))) ++bad;
-        if (static_cast<bool>(listed[ids[f]]) != (inc.rate(ids[f]) != before[ids[f]])) ++badlist;
-      }
+      const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
       CHECK(bad == 0);
       CHECK(badlist == 0);
     }
