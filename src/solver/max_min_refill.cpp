@@ -60,7 +60,7 @@ void MaxMinSolver::queue_link(int l) {
   if (unfrozen_[l] > 0 && !(sumw_[l] > 0)) {  // cancellation left nothing: sum it again
     double s = 0;
     for (const LinkRef& lr : link_flows_[l])
-      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += lr.wc;
+      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += elems_[lr.eidx].wc;
     sumw_[l] = s;
   }
   const double key = std::max(share(l), cur_);
@@ -131,7 +131,7 @@ void MaxMinSolver::make_dirty(int l, double x) {
   for (size_t i = 0; i < v.size(); ++i) {
     const LinkRef lr = v[i];
     const int g = lr.flow;
-    const double wc = lr.wc;
+    const double wc = elems_[lr.eidx].wc;
     if (touched(g)) {
       if (state_[g] & 1) {
         rem_[l] -= wc * hot_[g].rate;  // its new rate

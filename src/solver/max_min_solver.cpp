@@ -110,7 +110,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     const int l = elements[i].link;
     elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u) | (i == 0 ? kFirst : 0u),
                      static_cast<uint32_t>(link_flows_[l].size()), weight * elements[i].coef};
-    link_flows_[l].push_back({id, b + i, weight * elements[i].coef});
+    link_flows_[l].push_back({id, b + i});
     seed_[l] = 0;
     seed_added_[l] = 1;
     if (!link_dirty_[l]) {  // mark(id), folded in
@@ -192,14 +192,14 @@ void MaxMinSolver::remove_flow(int flow) {
 
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
-  for (const LinkRef& lr : link_flows_[link]) s += lr.wc * hot_[lr.flow].rate;
+  for (const LinkRef& lr : link_flows_[link]) s += elems_[lr.eidx].wc * hot_[lr.flow].rate;
   return s;
 }
 
 double MaxMinSolver::unfrozen_weight(int link) const {
   double s = 0;
   for (const LinkRef& lr : link_flows_[link])
-    if (!(state_[lr.flow] & 3)) s += lr.wc;
+    if (!(state_[lr.flow] & 3)) s += elems_[lr.eidx].wc;
   return s;
 }
 
