@@ -5,17 +5,12 @@
 #include <functional>
 #include <limits>
 
+#include "util/reserve.hpp"
+
 namespace hs::network {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Capacity for n in one step, where pushing back up to n would double its way there (a million
-// entries: each doubling copies and faults in the pages again); still geometric, so a vector that
-// grows a little per call costs O(1) per entry.
-template <class V>
-void room(V& v, size_t n) {
-  if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
-}
 }
 
 FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision, bool aggregate)
@@ -341,7 +336,7 @@ void FlowNetwork::settle() {
   // New projections are appended, then either sifted up one by one (few) or the heap is rebuilt,
   // dropping stale entries (many: O(heap) beats O(changed x log heap)).
   const size_t old_size = heap_.size();
-  room(heap_, old_size + solver_.changed().size());
+  reserve_geometric(heap_, old_size + solver_.changed().size());
   for (int id : solver_.changed()) {
     if (tag_[id] == 0) continue;  // finished since
     Flow& f = flow_[id];
@@ -464,7 +459,7 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
     heap_.resize(w);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     gone_.clear();
-    room(gone_, due);
+    reserve_geometric(gone_, due);
     for (size_t id = 0; id < due_at_.size(); ++id)
       if (due_at_[id]) gone_.push_back(static_cast<int>(id));
     // Usually every due class drains all its members (one each with a NIC per GPU): then they

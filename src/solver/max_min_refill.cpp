@@ -16,15 +16,15 @@
 //                    a higher rate: their other links join the filling there;
 // and a flow frozen at a rate other than its old one makes its links dirty at that level.
 // A link joining at level x counts its flows as: frozen this solve (their new rate), unfrozen
-// (weight), old rate < x (final: their bottleneck reached that level unchanged), its own flows with
-// old rate >= x (unfrozen: their rate is this link's level), and the others with old rate >= x as
+// (weight), its own flows (unfrozen: their rate is this link's level, which x never exceeds), the
+// others with old rate < x as final (their bottleneck reached that level unchanged), and the rest as
 // *pending*: fixed at their old rate, which holds while their bottleneck stays clean and this link's
 // share stays above it. When the link's share falls below a pending flow's rate, the flow is
 // released (unfrozen; its bottleneck joins the filling, since it loses that flow's share), highest
 // first, which raises the share, until none is above it. Every event happens at or below the level
 // where its link's old accounting stops holding, so the filling equals a from-scratch one (up to
-// the order of floating-point sums; rates within 1e-12 of their old value keep it exactly, so noise
-// does not spread). The work follows the rates that change: a link's flow list is walked when it
+// the order of floating-point sums; rates within kSame = 1e-10 of their old value keep it exactly,
+// so noise does not spread). The work follows the rates that change: a link's flow list is walked when it
 // joins and when it freezes, untouched links and flows cost nothing.
 #include <algorithm>
 #include <cmath>

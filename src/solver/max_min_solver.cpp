@@ -4,6 +4,8 @@
 #include <bit>
 #include <functional>
 
+#include "util/reserve.hpp"
+
 namespace hs::solver {
 
 int MaxMinSolver::add_link(double capacity) {
@@ -76,15 +78,12 @@ void MaxMinSolver::reserve(size_t flows, size_t elements) {
   // Room for what add_flow() would grow one step at a time (each doubling copies and touches twice
   // the pages): new ids beyond the free ones, and a pool end past the elements.
   const size_t ids = rec_.size() + (flows > free_ids_.size() ? flows - free_ids_.size() : 0);
-  const auto room = [](auto& v, size_t n) {  // geometric still: batches of a few flows stay O(1) each
-    if (n > v.capacity()) v.reserve(std::max(n, 2 * v.capacity()));
-  };
-  room(rec_, ids);
-  room(hot_, ids);
-  room(state_, ids);
-  room(old_rate_, ids);
-  room(live_bits_, (ids + 63) / 64);
-  room(comp_bits_, (ids + 63) / 64);
+  reserve_geometric(rec_, ids);
+  reserve_geometric(hot_, ids);
+  reserve_geometric(state_, ids);
+  reserve_geometric(old_rate_, ids);
+  reserve_geometric(live_bits_, (ids + 63) / 64);
+  reserve_geometric(comp_bits_, (ids + 63) / 64);
   if (elems_used_ + elements > elems_.size()) elems_.resize(elems_used_ + elements);
 }
 
@@ -315,7 +314,7 @@ void MaxMinSolver::solve() {
     sweep = 10 * static_cast<size_t>(n) >= 9 * live_linked_;
   }
   if (sweep) {
-    for (int l : dirty_links_) link_dirty_[l] = 0;
+    for (int l : dirty_links_) link_dirty_[l] = 0, seed_[l] = kUnlimited, seed_added_[l] = 0;
     dirty_links_.clear();
     // Live flows with elements, in id order, off a bitset (64 ids per word).
     for (size_t w = 0; w < live_bits_.size(); ++w)
@@ -325,7 +324,7 @@ void MaxMinSolver::solve() {
       if (!link_flows_[l].empty()) comp_links_.push_back(static_cast<int>(l));
   } else {
     for (int l : dirty_links_) {
-      link_dirty_[l] = 0;
+      link_dirty_[l] = 0, seed_[l] = kUnlimited, seed_added_[l] = 0;
       if (link_stamp_[l] == stamp_) continue;
       link_stamp_[l] = stamp_;
       comp_links_.push_back(l);
@@ -363,7 +362,6 @@ void MaxMinSolver::solve() {
       }
     }
   }
-  for (int l : comp_links_) seed_[l] = kUnlimited, seed_added_[l] = 0;
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
   // Progressive filling: initial remaining capacities and unfrozen weights per link.

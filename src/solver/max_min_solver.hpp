@@ -22,8 +22,8 @@
 // takes the re-fill unless many flows were added (a collective starting) or the last solve moved a
 // large share of what it visited (an all-to-all-v, where every completion moves most rates: there
 // the re-fill would visit everything and cost more per flow); then the component solve, until one
-// moves under 10% of its flows. (A DeepSeek-V3-like iteration on 1,024 GPUs: the component solves
-// recomputed 1.0e9 flows for 38M rate changes; the re-fill walks 0.4e9 link entries.)
+// moves under 10% of its flows. (A DeepSeek-V3-like iteration on 1,024 GPUs: component solves
+// alone recomputed 1.0e9 flows over its 41,329 solves for 38M rate changes.)
 //
 // Component solve: rates in other components depend on nothing that changed, and are kept. When
 // only removals happened since the last solve, flows whose rate was below the smallest removed
@@ -37,12 +37,12 @@
 // dense arrays, and its elements in one pool (ranges of a freed flow are reused by the next flow
 // with as many elements), each element knowing its position in its link's flow list, so adding and
 // removing a flow cost O(elements), never a search of a link's list (removal moves the link's last
-// flow into the hole, and fixes up that flow's element for the link: a read of its elements).
+// flow into the hole, and fixes up that flow's element for the link, which the list entry names).
 // remove_flows() removes a batch as one by one, but clears at once the lists of the links that lose
 // all their flows (a mass completion: no fix-ups there); reserve() sizes the records and the pool for
-// a batch of adds in one step. A link's list holds each flow's id and element start: freezing a
-// bottleneck link's flows reads the (cached) state byte, skips the flows already frozen, and
-// touches only the elements and rate of the others.
+// a batch of adds in one step. A link's list holds each flow's id and its element on the link:
+// freezing a bottleneck link's flows reads the (cached) state byte, skips the flows already frozen,
+// and touches only the elements and rate of the others.
 //
 // Components: with 1,024+ live flows a union-find over links (joined by every flow added; rebuilt
 // from the live flows when removals may have split it, less often while rebuilds split nothing)
@@ -140,8 +140,8 @@ class MaxMinSolver {
   void link_event(int l, double key);
   void refreeze(int f, uint32_t ebegin, double rate, int bott);
   double share(int l) const;
-  // Freezes flow f (elements from `ebegin`) at `rate`.
   double unfrozen_weight(int link) const;  // sum of wc over the link's unfrozen flows
+  // Freezes flow f (elements from `ebegin`) at `rate`, bottlenecked at link `bott` (or kBottCap).
   void freeze(int f, uint32_t ebegin, double rate, int bott);
   uint32_t alloc_elements(uint32_t count);
   // Element pool: flow f owns elems_[rec_[f].ebegin .. + rec_[f].ecount); the two high bits of

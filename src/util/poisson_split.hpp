@@ -1,5 +1,5 @@
 // The two halves of Rng::uniform_multinomial, shared by its one-stream form (rng.cpp) and its
-// lane-parallel form (rng_lanes.cpp), so that both make the same draws by construction:
+// lane-parallel form (multinomial_lanes.cpp), so that both make the same draws by construction:
 //   * the inversion table of Poisson(lambda = n / m) (poisson_tables), and
 //   * the adjustment of m Poisson counts summing to `sum` into a multinomial(n, equal) split
 //     (adjust_to_total).
