@@ -13,14 +13,8 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One flow's entry in the list of a link it crosses: its other link that may bind (-1: none).
-// 8 bytes: the lists are what a solve streams through.
-struct Entry {
-  int32_t other;
-  int32_t flow;
-};
-
-// The live flows as arrays (compacted after every event, order kept) and each link's entries.
+// The live flows as arrays (finished ones compacted away in batches, order kept) and each link's
+// list of its live flows' other links (a finished flow's entries leave at once).
 class Drain {
  public:
   Drain(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
@@ -50,6 +44,9 @@ class Drain {
     return true;
   }
 
+  // The end of the merge window of an event whose earliest completion is at t.
+  double window_end(double t) const { return precision_ > 0 ? t + precision_ * std::max(t, scale_) : t; }
+
   DrainResult run(double extra) {
     DrainResult res;
     res.stats.flows = size_.size();
@@ -69,38 +66,51 @@ class Drain {
       solve();
       // Rates (min of the links' levels and the cap), re-integration of the changed ones, and the
       // earliest projected finish (finished flows stay in the arrays, marked dead, until compacted).
-      double tmin = kInf;
+      // Two passes: the first, without branches (about half the rates change, at random), lists
+      // the flows whose rate changed and takes the minimum over the others' projections; the second
+      // re-integrates the listed ones.
+      // The flows that may finish in this event's merge window are noted on the way (a projection
+      // within the window of the minimum so far: a superset, as the minimum only falls).
       const size_t n = size_.size();
+      double tmin = kInf, reach = std::numeric_limits<double>::max();  // (never an infinite projection)
+      size_t k = 0;
+      due_.clear();
+      const auto note = [&](size_t f, double p) {
+        if (p < tmin) tmin = p, reach = window_end(tmin);
+        if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+      };
       for (size_t f = 0; f < n; ++f) {
-        if (dead_[f]) continue;
-        double r = cap_[f];
-        if (la_[f] >= 0) r = std::min(r, level_[static_cast<size_t>(la_[f])]);
-        if (lb_[f] >= 0) r = std::min(r, level_[static_cast<size_t>(lb_[f])]);
-        if (r != rate_[f]) {
-          prog_[f] += rate_[f] * (now - since_[f]);
-          since_[f] = now;
-          rate_[f] = r;
-          const double left = size_[f] - prog_[f];
-          proj_[f] = left <= 1e-12 * size_[f] ? now : (r > 0 ? now + left / r : kInf);
-        }
-        tmin = std::min(tmin, proj_[f]);
+        const double r = rate_of(f);
+        const bool ch = (r != rate_[f]) & !dead_[f];
+        changed_[k] = static_cast<uint32_t>(f);
+        k += ch;
+        const double p = ch | dead_[f] ? kInf : proj_[f];
+        if (p <= reach) note(f, p);
+      }
+      for (size_t j = 0; j < k; ++j) {
+        const size_t f = changed_[j];
+        const double r = rate_of(f);
+        prog_[f] += rate_[f] * (now - since_[f]);
+        since_[f] = now;
+        rate_[f] = r;
+        const double left = size_[f] - prog_[f];
+        proj_[f] = left <= 1e-12 * size_[f] ? now : (r > 0 ? now + left / r : kInf);
+        if (proj_[f] <= reach) note(f, proj_[f]);
       }
       if (!(tmin < kInf)) throw std::logic_error("flow tier: live flows with no rate (a link without capacity?)");
       // Merged completions, as FlowNetwork merges them (the coflow started at 0).
-      const double bound = precision_ > 0 ? tmin + precision_ * std::max(tmin, scale_) : tmin;
+      const double bound = window_end(tmin);
       double next = tmin;
-      for (size_t f = 0; f < n; ++f) {
-        if (dead_[f] || proj_[f] > bound) continue;
+      for (uint32_t f : due_) {
+        if (proj_[f] > bound) continue;
         next = std::max(next, proj_[f]);
-        dead_[f] = 1;
+        finish(f);
         --live;
-        if (la_[f] >= 0) --cnt0_[static_cast<size_t>(la_[f])], sumw0_[static_cast<size_t>(la_[f])] -= ca_[f];
-        if (lb_[f] >= 0) --cnt0_[static_cast<size_t>(lb_[f])], sumw0_[static_cast<size_t>(lb_[f])] -= cb_[f];
       }
       now = next;
       ++res.stats.events;
-      // Finished flows leave the arrays and the links' lists once they are a quarter of them: the
-      // passes above skip them on one byte until then, instead of moving every array every event.
+      // Finished flows leave the arrays once they are a quarter of them: the passes above skip them
+      // on one byte until then, instead of moving every array every event.
       if (4 * (n - live) >= n) compact();
     }
     res.seconds = now + (alpha_ + extra);  // as FlowNetwork's timer: drain + (latency + extra)
@@ -112,6 +122,7 @@ class Drain {
     const size_t nl = link_bytes_.size();
     for (size_t l = 0; l < nl; ++l)
       if (link_bytes_[l] > 0) scale_ = std::max(scale_, link_bytes_[l] / topo_.link(static_cast<int>(l)).bandwidth.value());
+    const auto none = static_cast<int32_t>(nl);
     begin_.assign(nl + 1, 0);
     for (size_t f = 0; f < size_.size(); ++f) {
       if (la_[f] >= 0) ++begin_[static_cast<size_t>(la_[f]) + 1];
@@ -122,40 +133,59 @@ class Drain {
       begin_[l + 1] += begin_[l];
     }
     end_.assign(begin_.begin(), begin_.end() - 1);
-    entries_.resize(begin_[nl]);
+    other_.resize(begin_[nl]), eflow_.resize(begin_[nl]);
+    pos_a_.assign(size_.size(), 0), pos_b_.assign(size_.size(), 0);
     for (size_t f = 0; f < size_.size(); ++f) {
       const auto id = static_cast<int32_t>(f);
-      if (la_[f] >= 0) entries_[end_[static_cast<size_t>(la_[f])]++] = {lb_[f], id};
-      if (lb_[f] >= 0) entries_[end_[static_cast<size_t>(lb_[f])]++] = {la_[f], id};
+      if (la_[f] >= 0) {
+        const uint32_t i = end_[static_cast<size_t>(la_[f])]++;
+        other_[i] = lb_[f] >= 0 ? lb_[f] : none, eflow_[i] = id, pos_a_[f] = i;
+      }
+      if (lb_[f] >= 0) {
+        const uint32_t i = end_[static_cast<size_t>(lb_[f])]++;
+        other_[i] = la_[f] >= 0 ? la_[f] : none, eflow_[i] = id, pos_b_[f] = i;
+      }
     }
-    capl_.assign(nl, 0.0);
+    // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
+    capl_.assign(nl + 1, 0.0);
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
-    rem_.assign(nl, 0.0), sumw_.assign(nl, 0.0), level_.assign(nl, kInf);
-    cnt_.assign(nl, 0);
-    cnt0_.assign(nl, 0), sumw0_.assign(nl, 0.0);
+    rem_.assign(nl + 1, 0.0), sumw_.assign(nl + 1, 0.0), level_.assign(nl + 1, kInf);
+    cnt_.assign(nl + 1, 0);
+    cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
     for (size_t f = 0; f < size_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
       if (lb_[f] >= 0) sumw0_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt0_[static_cast<size_t>(lb_[f])];
     }
-    frozen_.assign(nl, 0);
+    frozen_.assign(nl + 1, 0);
+    // From here on a flow's missing link is `none`: the passes read and write its slot instead of
+    // testing (its level stays infinite, it is never frozen, never queued).
+    for (size_t f = 0; f < size_.size(); ++f) {
+      if (la_[f] < 0) la_[f] = none;
+      if (lb_[f] < 0) lb_[f] = none;
+    }
+    changed_.resize(size_.size());
     for (size_t f = 0; f < size_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
     std::sort(capped_.begin(), capped_.end());
   }
 
+  // A flow's rate: the lower level of its links, or its cap.
+  double rate_of(size_t f) const {
+    return std::min(std::min(cap_[f], level_[static_cast<size_t>(la_[f])]), level_[static_cast<size_t>(lb_[f])]);
+  }
+
   bool flow_frozen(int32_t f) const {  // (a finished flow counts as frozen)
     const auto i = static_cast<size_t>(f);
-    return capfrozen_[i] || dead_[i] || (la_[i] >= 0 && frozen_[static_cast<size_t>(la_[i])]) ||
-           (lb_[i] >= 0 && frozen_[static_cast<size_t>(lb_[i])]);
+    return capfrozen_[i] || dead_[i] || frozen_[static_cast<size_t>(la_[i])] || frozen_[static_cast<size_t>(lb_[i])];
   }
 
   // Unfrozen weight on link l summed again from its entries (after cancellation left sumw <= 0).
   double unfrozen_weight(int32_t l) const {
     double s = 0;
     for (uint32_t i = begin_[static_cast<size_t>(l)]; i < end_[static_cast<size_t>(l)]; ++i) {
-      const Entry& e = entries_[i];
-      if (flow_frozen(e.flow)) continue;
-      s += la_[static_cast<size_t>(e.flow)] == l ? ca_[static_cast<size_t>(e.flow)] : cb_[static_cast<size_t>(e.flow)];
+      const int32_t f = eflow_[i];
+      if (flow_frozen(f)) continue;
+      s += la_[static_cast<size_t>(f)] == l ? ca_[static_cast<size_t>(f)] : cb_[static_cast<size_t>(f)];
     }
     return s;
   }
@@ -174,8 +204,8 @@ class Drain {
     } else {
       for (size_t f = 0; f < n; ++f) {
         if (dead_[f]) continue;
-        if (la_[f] >= 0) sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt_[static_cast<size_t>(la_[f])];
-        if (lb_[f] >= 0) sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt_[static_cast<size_t>(lb_[f])];
+        sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt_[static_cast<size_t>(la_[f])];
+        sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt_[static_cast<size_t>(lb_[f])];
       }
     }
     // Cap marks of the live flows cleared (ids are renumbered after every event).
@@ -211,8 +241,8 @@ class Drain {
       if (cap_level < current) {  // a flow's cap comes first: it runs at its cap
         const auto f = static_cast<size_t>(capped_[next_cap].second);
         capfrozen_[f] = 1;
-        if (la_[f] >= 0) take(la_[f], ca_[f], cap_level);
-        if (lb_[f] >= 0) take(lb_[f], cb_[f], cap_level);
+        take(la_[f], ca_[f], cap_level);
+        take(lb_[f], cb_[f], cap_level);
         heap_.push_back(top);
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
         continue;
@@ -221,20 +251,50 @@ class Drain {
       // there and give their consumption back to their other link.
       frozen_[li] = 1;
       level_[li] = current;
+      if (unit_ && !has_caps) {
+        // Without branches (about half the other links are frozen already, at random): a flow whose
+        // other link is frozen gives back to that link, whose figures are not read again in this
+        // solve. Every subtraction here is of the same `current`, so the lists' order (changed by
+        // removals) does not change a result.
+        for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
+          const auto o = static_cast<size_t>(other_[i]);
+          rem_[o] = std::max(0.0, rem_[o] - current);
+          sumw_[o] -= 1.0;
+          --cnt_[o];
+        }
+        continue;
+      }
       for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
-        const Entry& en = entries_[i];
-        if (en.other < 0 || frozen_[static_cast<size_t>(en.other)]) continue;
-        const auto f = static_cast<size_t>(en.flow);
-        if (dead_[f]) continue;
+        const int32_t o = other_[i];
+        if (frozen_[static_cast<size_t>(o)]) continue;
+        const auto f = static_cast<size_t>(eflow_[i]);
         if (has_caps && capfrozen_[f]) continue;
         // The flow's coefficient on its other link: 1 unless a route splits (ECMP fractions).
-        const double coef = unit_ ? 1.0 : (la_[f] == en.other ? ca_[f] : cb_[f]);
-        take(en.other, coef, has_caps ? std::min(current, cap_[f]) : current);
+        const double coef = unit_ ? 1.0 : (la_[f] == o ? ca_[f] : cb_[f]);
+        take(o, coef, has_caps ? std::min(current, cap_[f]) : current);
       }
     }
   }
 
-  // Drops finished flows from the arrays and the links' lists, keeping the order of the others.
+  // Flow f finished: marked, its weight off its links' live sums, its entries out of their lists
+  // (the last entry of a list moves into the hole).
+  void finish(uint32_t f) {
+    dead_[f] = 1;
+    const auto nl = static_cast<int32_t>(link_bytes_.size());
+    for (int side = 0; side < 2; ++side) {
+      const int32_t l = side == 0 ? la_[f] : lb_[f];
+      const auto li = static_cast<size_t>(l);
+      --cnt0_[li], sumw0_[li] -= side == 0 ? ca_[f] : cb_[f];
+      if (l == nl) continue;
+      const uint32_t at = side == 0 ? pos_a_[f] : pos_b_[f], last = --end_[li];
+      if (at == last) continue;
+      other_[at] = other_[last], eflow_[at] = eflow_[last];
+      const auto g = static_cast<size_t>(eflow_[at]);
+      (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
+    }
+  }
+
+  // Drops finished flows from the arrays, keeping the order of the others.
   void compact() {
     const size_t n = size_.size();
     size_t w = 0;
@@ -247,27 +307,21 @@ class Drain {
       if (w != f) {
         la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
         prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f], proj_[w] = proj_[f];
+        pos_a_[w] = pos_a_[f], pos_b_[w] = pos_b_[f];
       }
       ++w;
     }
     for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_, &proj_}) v->resize(w);
-    la_.resize(w), lb_.resize(w);
+    la_.resize(w), lb_.resize(w), pos_a_.resize(w), pos_b_.resize(w);
     std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
     compact_lists();
   }
 
-  // Drops finished flows from the links' lists and renumbers the others (newid_).
+  // Renumbers the flows in the links' lists (newid_; the finished ones left them already).
   void compact_lists() {
-    for (int32_t l : used_) {
-      const auto li = static_cast<size_t>(l);
-      uint32_t w = begin_[li];
-      for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
-        const Entry en = entries_[i];
-        const int32_t nf = newid_[static_cast<size_t>(en.flow)];
-        if (nf >= 0) entries_[w++] = {en.other, nf};
-      }
-      end_[li] = w;
-    }
+    for (int32_t l : used_)
+      for (uint32_t i = begin_[static_cast<size_t>(l)], e = end_[static_cast<size_t>(l)]; i < e; ++i)
+        eflow_[i] = newid_[static_cast<size_t>(eflow_[i])];
     size_t w = 0;
     for (const auto& c : capped_) {
       const int32_t nf = newid_[static_cast<size_t>(c.second)];
@@ -287,11 +341,15 @@ class Drain {
   std::vector<int32_t> la_, lb_;
   std::vector<double> ca_, cb_, cap_, size_, prog_, since_, rate_, proj_;
   std::vector<int32_t> newid_;
+  std::vector<uint32_t> changed_;   // the flows whose rate changed in this event
+  std::vector<uint32_t> due_;       // the flows that may finish in this event
+  std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
   std::vector<char> capfrozen_, dead_;
   std::vector<std::pair<double, int32_t>> capped_;  // (cap, flow), ascending
-  // Links: entries_[begin_[l], end_[l]) are link l's flows; used_ the links with any.
+  // Links: [begin_[l], end_[l]) are link l's live flows: other_ their other link that may bind
+  // (`none`: none), eflow_ the flow (apart: the solve streams other_ alone); used_ the links with any.
   std::vector<uint32_t> begin_, end_;
-  std::vector<Entry> entries_;
+  std::vector<int32_t> other_, eflow_;
   std::vector<int32_t> used_;
   std::vector<double> capl_, rem_, sumw_, level_;
   std::vector<int32_t> cnt_, cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
