@@ -149,8 +149,7 @@ class Drain {
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
     capl_.assign(nl + 1, 0.0);
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
-    rem_.assign(nl + 1, 0.0), sumw_.assign(nl + 1, 0.0), level_.assign(nl + 1, kInf);
-    cnt_.assign(nl + 1, 0);
+    fill_.assign(nl + 1, {}), level_.assign(nl + 1, kInf);
     cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
     for (size_t f = 0; f < size_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
@@ -194,18 +193,18 @@ class Drain {
   void solve() {
     for (int32_t l : used_) {
       const auto i = static_cast<size_t>(l);
-      rem_[i] = capl_[i], sumw_[i] = 0, cnt_[i] = 0, frozen_[i] = 0, level_[i] = kInf;
+      fill_[i] = {capl_[i], 0, 0}, frozen_[i] = 0, level_[i] = kInf;
     }
     const size_t n = size_.size();
     if (unit_) {
       // Every coefficient is 1: a link's unfrozen weight starts as its count of live flows, kept
       // as flows finish (exact: integers).
-      for (int32_t l : used_) sumw_[static_cast<size_t>(l)] = sumw0_[static_cast<size_t>(l)], cnt_[static_cast<size_t>(l)] = cnt0_[static_cast<size_t>(l)];
+      for (int32_t l : used_) fill_[static_cast<size_t>(l)].sumw = sumw0_[static_cast<size_t>(l)], fill_[static_cast<size_t>(l)].cnt = cnt0_[static_cast<size_t>(l)];
     } else {
       for (size_t f = 0; f < n; ++f) {
         if (dead_[f]) continue;
-        sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt_[static_cast<size_t>(la_[f])];
-        sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt_[static_cast<size_t>(lb_[f])];
+        fill_[static_cast<size_t>(la_[f])].sumw += ca_[f], ++fill_[static_cast<size_t>(la_[f])].cnt;
+        fill_[static_cast<size_t>(lb_[f])].sumw += cb_[f], ++fill_[static_cast<size_t>(lb_[f])].cnt;
       }
     }
     // Cap marks of the live flows cleared (ids are renumbered after every event).
@@ -213,14 +212,14 @@ class Drain {
     if (has_caps) std::fill(capfrozen_.begin(), capfrozen_.begin() + static_cast<std::ptrdiff_t>(n), 0);
     heap_.clear();
     for (int32_t l : used_)
-      if (cnt_[static_cast<size_t>(l)] > 0) heap_.push_back({rem_[static_cast<size_t>(l)] / sumw_[static_cast<size_t>(l)], l});
+      if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / fill_[static_cast<size_t>(l)].sumw, l});
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     size_t next_cap = 0;
     const auto take = [&](int32_t l, double coef, double rate) {
       const auto i = static_cast<size_t>(l);
-      rem_[i] = std::max(0.0, rem_[i] - coef * rate);
-      sumw_[i] -= coef;
-      --cnt_[i];
+      fill_[i].rem = std::max(0.0, fill_[i].rem - coef * rate);
+      fill_[i].sumw -= coef;
+      --fill_[i].cnt;
     };
     while (!heap_.empty()) {
       while (next_cap < capped_.size() && flow_frozen(capped_[next_cap].second)) ++next_cap;
@@ -230,9 +229,9 @@ class Drain {
       heap_.pop_back();
       const int32_t l = top.second;
       const auto li = static_cast<size_t>(l);
-      if (frozen_[li] || cnt_[li] == 0) continue;
-      if (!(sumw_[li] > 0)) sumw_[li] = unfrozen_weight(l);
-      const double current = rem_[li] / sumw_[li];
+      if (frozen_[li] || fill_[li].cnt == 0) continue;
+      if (!(fill_[li].sumw > 0)) fill_[li].sumw = unfrozen_weight(l);
+      const double current = fill_[li].rem / fill_[li].sumw;
       if (current > top.first * (1 + 1e-12)) {  // a stale key: re-queued at its current share
         heap_.push_back({current, l});
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -258,9 +257,9 @@ class Drain {
         // removals) does not change a result.
         for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
           const auto o = static_cast<size_t>(other_[i]);
-          rem_[o] = std::max(0.0, rem_[o] - current);
-          sumw_[o] -= 1.0;
-          --cnt_[o];
+          fill_[o].rem = std::max(0.0, fill_[o].rem - current);
+          fill_[o].sumw -= 1.0;
+          --fill_[o].cnt;
         }
         continue;
       }
@@ -351,8 +350,15 @@ class Drain {
   std::vector<uint32_t> begin_, end_;
   std::vector<int32_t> other_, eflow_;
   std::vector<int32_t> used_;
-  std::vector<double> capl_, rem_, sumw_, level_;
-  std::vector<int32_t> cnt_, cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
+  // A link's state in a solve: capacity left, unfrozen weight and count (one record: the freeze
+  // walk updates all three for each entry).
+  struct Fill {
+    double rem = 0, sumw = 0;
+    int32_t cnt = 0;
+  };
+  std::vector<Fill> fill_;
+  std::vector<double> capl_, level_;
+  std::vector<int32_t> cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
   std::vector<double> sumw0_;
   std::vector<char> frozen_;
   std::vector<std::pair<double, int32_t>> heap_;
