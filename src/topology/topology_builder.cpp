@@ -1,15 +1,13 @@
 #include "topology/topology_builder.hpp"
 
+#include "topology/pair_routes.hpp"
+
 #include <algorithm>
 #include <optional>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/reverse_graph.hpp>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <map>
-#include <queue>
 
 namespace hs::topology {
 
@@ -71,19 +69,6 @@ VertexId TopologyBuilder::find(const std::string& name) const {
     if (topo_.vertices_[i].name == name) return static_cast<VertexId>(i);
   return -1;
 }
-
-namespace {
-
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
-                                    boost::property<boost::edge_weight_t, int64_t, boost::property<boost::edge_index_t, int>>>;
-
-// Integer routing cost of a link: prefers high-bandwidth paths (NVLink over a NIC hairpin) and makes
-// identical links tie exactly, which is what lets ECMP splitting see equal-cost paths.
-int64_t link_cost(const Link& l) {
-  return 1 + static_cast<int64_t>(std::llround(1e13 / std::max(l.bandwidth.value(), 1.0)));
-}
-
-}  // namespace
 
 namespace {
 
@@ -153,7 +138,7 @@ class DominatorCandidates {
 // crosses a link m with ratio x capacity(m) <= its own capacity. Dominated links go as long as
 // following dominators ends at a kept link: one link of every cycle of dominators (e.g. the NIC
 // out of one node and the NIC into the other in a two-node cluster dominate each other) is kept.
-void TopologyBuilder::compute_may_bind(Topology& t) {
+void TopologyBuilder::compute_may_bind(Topology& t, const PairRoutes* pairs) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
@@ -167,9 +152,11 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
       cands.add_route(std::span<const RouteHop>(t.seg_hops_[0].data() + t.seg_off_[0][i], t.seg_off_[0][i + 1] - t.seg_off_[0][i]),
                       consider, accept);
   } else {
+    // A route's hops in any order: add_route's outcome does not depend on it.
+    std::vector<RouteHop> hops;
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d)
-        if (s != d) cands.add_route(t.route(s, d).hops, consider, accept);
+        if (s != d) pairs->hops(s, d, hops), cands.add_route(hops, consider, accept);
   }
   // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
@@ -195,7 +182,7 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
   }
   for (size_t l = 0; l < nl; ++l)
     if (dom[l] >= 0) t.may_bind_[l] = 0;
-  prune_by_endpoint_bounds(t);
+  if (pairs) prune_by_endpoint_bounds(t, *pairs);
 }
 
 // Pass 2: links no single link dominates but whose traffic is bounded by its sources' (or
@@ -206,9 +193,8 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
 // over destinations (U_down). If min(U_up, U_down) <= capacity(l), l never limits a flow. The bound
 // is valid only while the links h it uses stay in the problem: a link whose bound uses a pruned h
 // is kept again, until nothing changes.
-void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
-  // Factored routes skip this pass (it walks every pair): such links stay, which changes no rate.
-  if (t.factored_) return;
+// Factored routes skip this pass (it walks every pair): such links stay, which changes no rate.
+void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pairs) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
@@ -216,13 +202,16 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
   DominatorCandidates cands(t);
   std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
   std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
+  std::vector<RouteHop> hops;
   for (int side = 0; side < 2; ++side)
     for (int e = 0; e < n; ++e) {
       // Routes from source e (side 0) or into destination e (side 1).
       for (int o = 0; o < n; ++o)
-        if (o != e)
-          cands.add_route(side == 0 ? t.route(e, o).hops : t.route(o, e).hops, kept,
-                          [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        if (o != e) {
+          if (side == 0) pairs.hops(e, o, hops);
+          else pairs.hops(o, e, hops);
+          cands.add_route(hops, kept, [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        }
       for (LinkId l : cands.touched) {
         const auto m = cands.best(l);
         bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
@@ -340,214 +329,6 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   return true;
 }
 
-// All-pairs routes (Topology::route): see the comment inside.
-void TopologyBuilder::all_pairs_routes(Topology& t, Diagnostics& diags, const SourceLocation& where) {
-  const int n = t.num_gpus();
-  // Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's
-  // distance to dst (GPUs other than dst are not expanded: a GPU never forwards on a switched path);
-  // the links on shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each
-  // source's route walks that DAG splitting bytes evenly at every branching (ECMP). Per-destination
-  // routes are then laid out by (src, dst) pair. Cost O(n (L log V + n path)), memory O(routes).
-  //
-  // The one exception, GPU relaying (NCCL's PATH_NVB, NVIDIA/nccl src/graph/paths.cc,
-  // ncclTopoSetPaths: "allow routing through a GPU only as 1 hop"): a source GPU with no NVLink to
-  // the destination but NVLinks to a GPU of its node that has one may send through that GPU, two
-  // NVLink hops (the sender writes into a buffer on the intermediate GPU, which the receiver reads).
-  // The relay is taken when it costs less than the switched path (on a hybrid cube-mesh it always
-  // does: the alternative is the PCIe detour through the host); equal-cost intermediates share the
-  // bytes evenly (the fluid limit; NCCL picks one intermediate per pair). Only GPUs joined by
-  // direct GPU-GPU NVLink links (hybrid-cube-mesh, or explicit links) can relay, so every other
-  // topology routes exactly as without this rule.
-  const size_t nv = t.vertices_.size();
-  Graph graph(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) {
-    const Link& l = t.links_[i];
-    boost::add_edge(static_cast<size_t>(l.from), static_cast<size_t>(l.to),
-                    Graph::edge_property_type(link_cost(l), static_cast<int>(i)), graph);
-  }
-  std::vector<int64_t> cost(t.links_.size());
-  for (size_t i = 0; i < t.links_.size(); ++i) cost[i] = link_cost(t.links_[i]);
-  std::vector<char> is_gpu(nv);
-  for (size_t v = 0; v < nv; ++v) is_gpu[v] = t.vertices_[v].kind == VertexKind::kGpu;
-  std::vector<std::vector<LinkId>> out_links(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) out_links[t.links_[i].from].push_back(static_cast<LinkId>(i));
-
-  const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-  const size_t pairs = static_cast<size_t>(n) * n;
-  t.route_latency_.assign(pairs, 0.f);
-  t.route_hop_count_.assign(pairs, 0);
-  std::vector<uint32_t> count(pairs, 0);
-  std::vector<std::vector<RouteHop>> by_dst(n);   // routes into d, sources in order
-  std::vector<int64_t> dist(nv);
-  std::vector<uint32_t> nh_off(nv + 1);
-  std::vector<LinkId> nh;
-  std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
-  std::vector<int> hop(nv, 0);
-  std::vector<double> link_frac(t.links_.size(), 0.0);
-  std::vector<LinkId> touched;
-  // nvl_out[g]: NVLink-class links from GPU g to another GPU of its node (the relay candidates).
-  std::vector<std::vector<LinkId>> nvl_out(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) {
-    const Link& l = t.links_[i];
-    if (is_gpu[l.from] && is_gpu[l.to] && l.link_class == "nvlink" && t.vertices_[l.from].node == t.vertices_[l.to].node)
-      nvl_out[l.from].push_back(static_cast<LinkId>(i));
-  }
-  std::vector<std::pair<LinkId, LinkId>> relays;  // cheapest (source -> relay, relay -> dst) pairs
-  std::vector<VertexId> order;
-  std::vector<uint32_t> in_order(nv, 0);
-  uint32_t pair_stamp = 0;
-  auto rg = boost::make_reverse_graph(graph);
-  auto weight = boost::get(boost::edge_weight, graph);
-  for (int d = 0; d < n; ++d) {
-    std::fill(dist.begin(), dist.end(), kInf);
-    const VertexId dv = t.gpu_vertex_[d];
-    using QE = std::pair<int64_t, VertexId>;
-    std::priority_queue<QE, std::vector<QE>, std::greater<>> pq;
-    dist[dv] = 0;
-    pq.push({0, dv});
-    while (!pq.empty()) {
-      auto [du, u] = pq.top();
-      pq.pop();
-      if (du != dist[u]) continue;
-      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward (relays: below)
-      for (auto [ei, ee] = boost::out_edges(static_cast<size_t>(u), rg); ei != ee; ++ei) {
-        size_t w = boost::target(*ei, rg);
-        int64_t nd = du + boost::get(weight, boost::get(boost::edge_underlying, rg, *ei));
-        if (nd < dist[w]) {
-          dist[w] = nd;
-          pq.push({nd, static_cast<VertexId>(w)});
-        }
-      }
-    }
-    // Next hops toward d.
-    nh.clear();
-    for (size_t u = 0; u < nv; ++u) {
-      nh_off[u] = static_cast<uint32_t>(nh.size());
-      if (dist[u] >= kInf || static_cast<VertexId>(u) == dv) continue;
-      for (LinkId li : out_links[u]) {
-        const VertexId w = t.links_[li].to;
-        if (dist[w] < kInf && dist[w] + cost[li] == dist[u] && (!is_gpu[w] || w == dv)) nh.push_back(li);
-      }
-    }
-    nh_off[nv] = static_cast<uint32_t>(nh.size());
-    auto& out = by_dst[d];
-    for (int s = 0; s < n; ++s) {
-      if (s == d) continue;
-      const size_t p = static_cast<size_t>(s) * n + d;
-      const VertexId sv = t.gpu_vertex_[s];
-      relays.clear();
-      int64_t relay_cost = kInf;
-      for (LinkId l1 : nvl_out[sv]) {
-        const VertexId w = t.links_[l1].to;
-        if (w == dv) {  // a direct NVLink: never relayed
-          relays.clear();
-          break;
-        }
-        for (LinkId l2 : nvl_out[w]) {
-          if (t.links_[l2].to != dv) continue;
-          const int64_t c = cost[l1] + cost[l2];
-          if (c < relay_cost) relay_cost = c, relays.clear();
-          if (c == relay_cost) relays.emplace_back(l1, l2);
-        }
-      }
-      if (!relays.empty() && relay_cost < dist[sv]) {
-        touched.clear();
-        double latency = 0;
-        const double f = 1.0 / static_cast<double>(relays.size());
-        for (const auto& [l1, l2] : relays) {
-          for (LinkId li : {l1, l2}) {
-            if (link_frac[li] == 0.0) touched.push_back(li);
-            link_frac[li] += f;
-          }
-          latency = std::max(latency, t.links_[l1].latency.value() + t.links_[l2].latency.value());
-        }
-        std::sort(touched.begin(), touched.end());
-        for (LinkId li : touched) {
-          out.push_back({li, link_frac[li]});
-          link_frac[li] = 0.0;
-        }
-        count[p] = static_cast<uint32_t>(touched.size());
-        t.route_latency_[p] = static_cast<float>(latency);
-        t.route_hop_count_[p] = 2;
-        continue;
-      }
-      if (dist[sv] >= kInf) {
-        diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s,
-                                                t.vertices_[sv].name, d, t.vertices_[dv].name));
-        continue;
-      }
-      // Vertices on shortest paths from s, processed in decreasing distance.
-      order.clear();
-      order.push_back(sv);
-      in_order[sv] = ++pair_stamp;
-      for (size_t head = 0; head < order.size(); ++head) {
-        const VertexId u = order[head];
-        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-          const VertexId w = t.links_[nh[k]].to;
-          if (in_order[w] != pair_stamp) in_order[w] = pair_stamp, order.push_back(w);
-        }
-      }
-      std::sort(order.begin(), order.end(), [&](VertexId a, VertexId b) {
-        return dist[a] != dist[b] ? dist[a] > dist[b] : a < b;
-      });
-      for (VertexId u : order) frac[u] = 0.0;
-      frac[sv] = 1.0;
-      touched.clear();
-      for (VertexId u : order) {
-        const uint32_t k0 = nh_off[u], k1 = nh_off[u + 1];
-        if (u == dv || frac[u] == 0.0 || k0 == k1) continue;
-        const double f = frac[u] / (k1 - k0);
-        for (uint32_t k = k0; k < k1; ++k) {
-          const LinkId li = nh[k];
-          if (link_frac[li] == 0.0) touched.push_back(li);
-          link_frac[li] += f;
-          frac[t.links_[li].to] += f;
-        }
-      }
-      // Latency and hop count of the longest equal-cost path (from dst back).
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        const VertexId u = *it;
-        double best = 0;
-        int best_h = 0;
-        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-          const Link& l = t.links_[nh[k]];
-          best = std::max(best, l.latency.value() + lat[l.to]);
-          best_h = std::max(best_h, 1 + hop[l.to]);
-        }
-        lat[u] = u == dv ? 0.0 : best;
-        hop[u] = u == dv ? 0 : best_h;
-      }
-      std::sort(touched.begin(), touched.end());
-      for (LinkId li : touched) {
-        out.push_back({li, link_frac[li]});
-        link_frac[li] = 0.0;
-      }
-      count[p] = static_cast<uint32_t>(touched.size());
-      t.route_latency_[p] = static_cast<float>(lat[sv]);
-      t.route_hop_count_[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
-    }
-  }
-  diags.throw_if_errors();
-  // Lay the routes out by pair: p = src * n + dst.
-  t.route_offset_.assign(pairs + 1, 0);
-  size_t total = 0;
-  for (size_t p = 0; p < pairs; ++p) {
-    t.route_offset_[p] = static_cast<uint32_t>(total);
-    total += count[p];
-  }
-  t.route_offset_[pairs] = static_cast<uint32_t>(total);
-  t.route_hops_.resize(total);
-  for (int d = 0; d < n; ++d) {
-    size_t k = 0;
-    for (int s = 0; s < n; ++s) {
-      const size_t p = static_cast<size_t>(s) * n + d;
-      std::copy_n(by_dst[d].begin() + static_cast<long>(k), count[p], t.route_hops_.begin() + t.route_offset_[p]);
-      k += count[p];
-    }
-    std::vector<RouteHop>().swap(by_dst[d]);
-  }
-}
-
 Topology TopologyBuilder::build(const SourceLocation& where) {
   Diagnostics diags;
   Topology& t = topo_;
@@ -570,12 +351,19 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
 
   if (factoring_ && (n > kAllPairsMaxGpus || force_factoring_) && factored_routes(t, *factoring_)) {
     factoring_.reset();
+    compute_may_bind(t, nullptr);
   } else {
     factoring_.reset();
-    all_pairs_routes(t, diags, where);
+    // All pairs: the binding analysis reads the routes in their compact working form, then they
+    // are laid out once, with their binding hops.
+    const size_t pairs = static_cast<size_t>(n) * n;
+    t.route_latency_.assign(pairs, 0.f);
+    t.route_hop_count_.assign(pairs, 0);
+    const PairRoutes routes(t, t.route_latency_, t.route_hop_count_, diags, where);
+    diags.throw_if_errors();
+    compute_may_bind(t, &routes);
+    routes.lay_out(t.may_bind_, t.route_offset_, t.route_hops_, t.bind_offset_, t.bind_hops_);
   }
-  diags.throw_if_errors();
-  compute_may_bind(t);
   compute_binding_hops(t);
   return std::move(topo_);
 }
@@ -623,14 +411,14 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
 
 }  // namespace
 
-// Binding hops per pair (CSR), then the endpoint-separable split (Topology::endpoint_separable): a
+// Binding hops per segment (factored routes; all-pairs ones come with their layout), then the
+// endpoint-separable split (Topology::endpoint_separable): a
 // binding link of a route belongs to its source when every route of that locality crossing it starts
 // at that source (else to its destination, when they all end there); the topology is separable when
 // every route's hops split so, into the same egress list for every destination of its source and the
 // same ingress list for every source of its destination, and route latencies are symmetric.
 void TopologyBuilder::compute_binding_hops(Topology& t) {
   const int n = t.num_gpus();
-  const size_t pairs = static_cast<size_t>(n) * n;
   if (t.factored_) {
     t.seg_off_[1].assign(1, 0);
     t.seg_hops_[1].clear();
@@ -639,15 +427,6 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
         if (t.may_bind_[t.seg_hops_[0][k].link]) t.seg_hops_[1].push_back(t.seg_hops_[0][k]);
       t.seg_off_[1].push_back(static_cast<uint32_t>(t.seg_hops_[1].size()));
     }
-  } else {
-    t.bind_offset_.assign(pairs + 1, 0);
-    t.bind_hops_.clear();
-    for (size_t p = 0; p < pairs; ++p) {
-      t.bind_offset_[p] = static_cast<uint32_t>(t.bind_hops_.size());
-      for (uint32_t k = t.route_offset_[p]; k < t.route_offset_[p + 1]; ++k)
-        if (t.may_bind_[t.route_hops_[k].link]) t.bind_hops_.push_back(t.route_hops_[k]);
-    }
-    t.bind_offset_[pairs] = static_cast<uint32_t>(t.bind_hops_.size());
   }
   t.separable_ = false;
   t.end_offset_.clear();

@@ -1,0 +1,272 @@
+#include "topology/pair_routes.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <queue>
+#include <utility>
+
+namespace hs::topology {
+
+// Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's distance
+// to dst (GPUs other than dst are not expanded: a GPU never forwards on a switched path); the links
+// on shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each source's
+// route walks that DAG splitting bytes evenly at every branching (ECMP), as its chain and the
+// shared tail of the vertex where the chain ends (see the header). Cost O(n (L log V + n chain) +
+// tails), memory O(pairs + tails).
+//
+// The one exception, GPU relaying (NCCL's PATH_NVB, NVIDIA/nccl src/graph/paths.cc,
+// ncclTopoSetPaths: "allow routing through a GPU only as 1 hop"): a source GPU with no NVLink to
+// the destination but NVLinks to a GPU of its node that has one may send through that GPU, two
+// NVLink hops (the sender writes into a buffer on the intermediate GPU, which the receiver reads).
+// The relay is taken when it costs less than the switched path (on a hybrid cube-mesh it always
+// does: the alternative is the PCIe detour through the host); equal-cost intermediates share the
+// bytes evenly (the fluid limit; NCCL picks one intermediate per pair). Only GPUs joined by
+// direct GPU-GPU NVLink links (hybrid-cube-mesh, or explicit links) can relay, so every other
+// topology routes exactly as without this rule.
+PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vector<uint8_t>& hop_count,
+                       Diagnostics& diags, const SourceLocation& where)
+    : n_(t.num_gpus()) {
+  const int n = n_;
+  const auto links = t.links();
+  const auto vertices = t.vertices();
+  const size_t nv = vertices.size(), nl = links.size();
+  std::vector<int64_t> cost(nl);
+  for (size_t i = 0; i < nl; ++i) cost[i] = link_cost(links[i]);
+  std::vector<char> is_gpu(nv);
+  for (size_t v = 0; v < nv; ++v) is_gpu[v] = vertices[v].kind == VertexKind::kGpu;
+  // Out-links (next-hop candidates) and in-links (Dijkstra toward a destination), in link order.
+  std::vector<uint32_t> out_off(nv + 1, 0), in_off(nv + 1, 0);
+  for (const Link& l : links) ++out_off[l.from + 1], ++in_off[l.to + 1];
+  for (size_t v = 0; v < nv; ++v) out_off[v + 1] += out_off[v], in_off[v + 1] += in_off[v];
+  std::vector<LinkId> out_links(nl), in_links(nl);
+  {
+    std::vector<uint32_t> o(out_off.begin(), out_off.end() - 1), i(in_off.begin(), in_off.end() - 1);
+    for (size_t li = 0; li < nl; ++li) {
+      out_links[o[links[li].from]++] = static_cast<LinkId>(li);
+      in_links[i[links[li].to]++] = static_cast<LinkId>(li);
+    }
+  }
+  // nvl_out[g]: NVLink-class links from GPU g to another GPU of its node (the relay candidates).
+  std::vector<std::vector<LinkId>> nvl_out(nv);
+  for (size_t i = 0; i < nl; ++i) {
+    const Link& l = links[i];
+    if (is_gpu[l.from] && is_gpu[l.to] && l.link_class == "nvlink" && vertices[l.from].node == vertices[l.to].node)
+      nvl_out[l.from].push_back(static_cast<LinkId>(i));
+  }
+
+  const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+  const size_t pairs = static_cast<size_t>(n) * static_cast<size_t>(n);
+  chain_off_.assign(1, 0);
+  chain_off_.reserve(pairs + 1);
+  tail_.reserve(pairs);
+  tail_off_.assign(2, 0);  // tail 0: empty
+  std::vector<int64_t> dist(nv);
+  std::vector<VertexId> settled;  // vertices in the order Dijkstra settles them: nondecreasing distance
+  std::vector<uint32_t> nh_off(nv + 1);
+  std::vector<LinkId> nh;
+  std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
+  std::vector<int> hop(nv, 0);
+  std::vector<double> link_frac(nl, 0.0);
+  std::vector<LinkId> touched;
+  std::vector<std::pair<LinkId, LinkId>> relays;  // cheapest (source -> relay, relay -> dst) pairs
+  std::vector<VertexId> order;
+  std::vector<uint32_t> in_order(nv, 0);
+  uint32_t walk_stamp = 0;
+  std::vector<int> memo_dst(nv, -1);  // tail_of[x] is x's tail toward memo_dst[x]
+  std::vector<uint32_t> tail_of(nv, 0);
+  // Appends the sorted (link, link_frac) of the touched links as a new tail; clears link_frac.
+  auto close_tail = [&] {
+    std::sort(touched.begin(), touched.end());
+    for (LinkId li : touched) {
+      tail_hops_.push_back({li, link_frac[li]});
+      link_frac[li] = 0.0;
+    }
+    tail_off_.push_back(static_cast<uint32_t>(tail_hops_.size()));
+    return static_cast<uint32_t>(tail_off_.size() - 2);
+  };
+  for (int d = 0; d < n; ++d) {
+    std::fill(dist.begin(), dist.end(), kInf);
+    settled.clear();
+    const VertexId dv = t.gpu_vertex(d);
+    using QE = std::pair<int64_t, VertexId>;
+    std::priority_queue<QE, std::vector<QE>, std::greater<>> pq;
+    dist[dv] = 0;
+    pq.push({0, dv});
+    while (!pq.empty()) {
+      auto [du, u] = pq.top();
+      pq.pop();
+      if (du != dist[u]) continue;
+      settled.push_back(u);
+      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward (relays: below)
+      for (uint32_t k = in_off[u]; k < in_off[u + 1]; ++k) {
+        const LinkId li = in_links[k];
+        const VertexId w = links[li].from;
+        const int64_t nd = du + cost[li];
+        if (nd < dist[w]) {
+          dist[w] = nd;
+          pq.push({nd, w});
+        }
+      }
+    }
+    // Next hops toward d.
+    nh.clear();
+    for (size_t u = 0; u < nv; ++u) {
+      nh_off[u] = static_cast<uint32_t>(nh.size());
+      if (dist[u] >= kInf || static_cast<VertexId>(u) == dv) continue;
+      for (uint32_t k = out_off[u]; k < out_off[u + 1]; ++k) {
+        const LinkId li = out_links[k];
+        const VertexId w = links[li].to;
+        if (dist[w] < kInf && dist[w] + cost[li] == dist[u] && (!is_gpu[w] || w == dv)) nh.push_back(li);
+      }
+    }
+    nh_off[nv] = static_cast<uint32_t>(nh.size());
+    // Latency and hop count of the longest equal-cost path from every vertex (from dst back): a next
+    // hop is strictly nearer, so settled earlier.
+    for (VertexId u : settled) {
+      double best = 0;
+      int best_h = 0;
+      for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
+        const Link& l = links[nh[k]];
+        best = std::max(best, l.latency.value() + lat[l.to]);
+        best_h = std::max(best_h, 1 + hop[l.to]);
+      }
+      lat[u] = u == dv ? 0.0 : best;
+      hop[u] = u == dv ? 0 : best_h;
+    }
+    // The ECMP walk from x toward d with all the bytes at x: vertices on shortest paths from x,
+    // processed in decreasing distance, each splitting its bytes evenly over its next hops.
+    auto walk = [&](VertexId x) {
+      order.clear();
+      order.push_back(x);
+      in_order[x] = ++walk_stamp;
+      for (size_t head = 0; head < order.size(); ++head) {
+        const VertexId u = order[head];
+        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
+          const VertexId w = links[nh[k]].to;
+          if (in_order[w] != walk_stamp) in_order[w] = walk_stamp, order.push_back(w);
+        }
+      }
+      std::sort(order.begin(), order.end(), [&](VertexId a, VertexId b) {
+        return dist[a] != dist[b] ? dist[a] > dist[b] : a < b;
+      });
+      for (VertexId u : order) frac[u] = 0.0;
+      frac[x] = 1.0;
+      touched.clear();
+      for (VertexId u : order) {
+        const uint32_t k0 = nh_off[u], k1 = nh_off[u + 1];
+        if (u == dv || frac[u] == 0.0 || k0 == k1) continue;
+        const double f = frac[u] / (k1 - k0);
+        for (uint32_t k = k0; k < k1; ++k) {
+          const LinkId li = nh[k];
+          if (link_frac[li] == 0.0) touched.push_back(li);
+          link_frac[li] += f;
+          frac[links[li].to] += f;
+        }
+      }
+      return close_tail();
+    };
+    for (int s = 0; s < n; ++s) {
+      const size_t p = static_cast<size_t>(s) * n + d;
+      uint32_t tl = 0;
+      const VertexId sv = t.gpu_vertex(s);
+      if (s == d) {
+        chain_off_.push_back(static_cast<uint32_t>(chain_.size()));
+        tail_.push_back(0);
+        continue;
+      }
+      relays.clear();
+      int64_t relay_cost = kInf;
+      for (LinkId l1 : nvl_out[sv]) {
+        const VertexId w = links[l1].to;
+        if (w == dv) {  // a direct NVLink: never relayed
+          relays.clear();
+          break;
+        }
+        for (LinkId l2 : nvl_out[w]) {
+          if (links[l2].to != dv) continue;
+          const int64_t c = cost[l1] + cost[l2];
+          if (c < relay_cost) relay_cost = c, relays.clear();
+          if (c == relay_cost) relays.emplace_back(l1, l2);
+        }
+      }
+      if (!relays.empty() && relay_cost < dist[sv]) {
+        // A relayed pair's route is a tail of its own (no chain).
+        touched.clear();
+        double relay_latency = 0;
+        const double f = 1.0 / static_cast<double>(relays.size());
+        for (const auto& [l1, l2] : relays) {
+          for (LinkId li : {l1, l2}) {
+            if (link_frac[li] == 0.0) touched.push_back(li);
+            link_frac[li] += f;
+          }
+          relay_latency = std::max(relay_latency, links[l1].latency.value() + links[l2].latency.value());
+        }
+        tl = close_tail();
+        latency[p] = static_cast<float>(relay_latency);
+        hop_count[p] = 2;
+      } else if (dist[sv] >= kInf) {
+        diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s, vertices[sv].name, d,
+                                                vertices[dv].name));
+      } else {
+        VertexId u = sv;
+        while (u != dv && nh_off[u + 1] - nh_off[u] == 1) {
+          chain_.push_back(nh[nh_off[u]]);
+          u = links[nh[nh_off[u]]].to;
+        }
+        if (u != dv && nh_off[u + 1] > nh_off[u]) {
+          if (memo_dst[u] != d) memo_dst[u] = d, tail_of[u] = walk(u);
+          tl = tail_of[u];
+        }
+        latency[p] = static_cast<float>(lat[sv]);
+        hop_count[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
+      }
+      chain_off_.push_back(static_cast<uint32_t>(chain_.size()));
+      tail_.push_back(tl);
+    }
+  }
+}
+
+void PairRoutes::lay_out(const std::vector<char>& may_bind, std::vector<uint32_t>& route_offset,
+                         std::vector<RouteHop>& route_hops, std::vector<uint32_t>& bind_offset,
+                         std::vector<RouteHop>& bind_hops) const {
+  const int n = n_;
+  const size_t pairs = static_cast<size_t>(n) * static_cast<size_t>(n);
+  // Sizes first, so that each array is allocated once at its final size.
+  std::vector<uint32_t> tail_bind(tail_off_.size() - 1, 0);
+  for (size_t i = 0; i + 1 < tail_off_.size(); ++i)
+    for (uint32_t k = tail_off_[i]; k < tail_off_[i + 1]; ++k) tail_bind[i] += may_bind[tail_hops_[k].link] ? 1 : 0;
+  size_t total = 0, total_bind = 0;
+  for (size_t q = 0; q < pairs; ++q) {
+    total += chain_off_[q + 1] - chain_off_[q] + (tail_off_[tail_[q] + 1] - tail_off_[tail_[q]]);
+    total_bind += tail_bind[tail_[q]];
+    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) total_bind += may_bind[chain_[k]] ? 1 : 0;
+  }
+  route_offset.assign(pairs + 1, 0);
+  bind_offset.assign(pairs + 1, 0);
+  route_hops.clear();
+  route_hops.reserve(total);
+  bind_hops.clear();
+  bind_hops.reserve(total_bind);
+  std::vector<LinkId> chain;
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const size_t p = static_cast<size_t>(s) * n + d, q = index(s, d);
+      route_offset[p] = static_cast<uint32_t>(route_hops.size());
+      bind_offset[p] = static_cast<uint32_t>(bind_hops.size());
+      // Merge the chain (sorted here; short) with the tail (sorted) by link: the two share no link.
+      chain.assign(chain_.begin() + chain_off_[q], chain_.begin() + chain_off_[q + 1]);
+      std::sort(chain.begin(), chain.end());
+      const std::span<const RouteHop> tl = tail(q);
+      size_t a = 0, b = 0;
+      while (a < chain.size() || b < tl.size()) {
+        const RouteHop h = b == tl.size() || (a < chain.size() && chain[a] < tl[b].link) ? RouteHop{chain[a++], 1.0} : tl[b++];
+        route_hops.push_back(h);
+        if (may_bind[h.link]) bind_hops.push_back(h);
+      }
+    }
+  route_offset[pairs] = static_cast<uint32_t>(route_hops.size());
+  bind_offset[pairs] = static_cast<uint32_t>(bind_hops.size());
+}
+
+}  // namespace hs::topology

@@ -1,0 +1,74 @@
+// All-pairs routes in the builder's working form (TopologyBuilder: routes up to kAllPairsMaxGpus
+// GPUs), before they are laid out in the Topology's per-pair arrays.
+//
+// Routing rules: Topology (shortest paths at link_cost, ECMP splitting, GPUs forward only as NVLink
+// relays); the constructor (pair_routes.cpp) documents them. They are computed one destination d at
+// a time over the DAG of next hops toward d. A source's route starts with a chain: while the vertex
+// reached has a single next hop, the whole byte stream crosses it (fraction exactly 1; a GPU's link
+// to its NIC, the NIC's link to its leaf). Where the chain ends, at the first vertex x with several
+// next hops, the rest of the route is x's own route to d: the ECMP walk from x with all the bytes,
+// the same bits whichever source reached x (the walk splits 1.0 there as it would from x; the
+// chain's vertices lie above x in distance, so nothing below x adds to them). That tail is computed
+// once per (x, d) and shared: on a rail-optimized 1,024-GPU fabric a route is a GPU's two chain
+// hops plus one of ~8 tails per destination, ~20x less storage than the routes themselves, which
+// also makes every later pass over all pairs (binding analysis) read a few MB instead of ~300.
+//
+// Latency and hop count of a route (its longest equal-cost path, from d back) depend only on the
+// vertex it starts from: one pass over the DAG per destination gives them for every source.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "topology/topology.hpp"
+#include "util/diagnostics.hpp"
+
+namespace hs::topology {
+
+// Integer routing cost of a link: prefers high-bandwidth paths (NVLink over a NIC hairpin) and makes
+// identical links tie exactly, which is what lets ECMP splitting see equal-cost paths.
+inline int64_t link_cost(const Link& l) {
+  return 1 + static_cast<int64_t>(std::llround(1e13 / std::max(l.bandwidth.value(), 1.0)));
+}
+
+class PairRoutes {
+ public:
+  // Routes every ordered pair of t's GPUs; latency[s * n + d] and hop_count[s * n + d] (sized n x n
+  // by the caller) get each route's latency (as float) and hop count (capped at 255). A pair without
+  // a path is reported to diags (at `where`) and gets an empty route.
+  PairRoutes(const Topology& t, std::vector<float>& latency, std::vector<uint8_t>& hop_count, Diagnostics& diags,
+             const SourceLocation& where);
+
+  // The hops of route(s, d), s != d, in no particular order (the chain, then the tail), into `out`.
+  void hops(int s, int d, std::vector<RouteHop>& out) const {
+    out.clear();
+    const size_t q = index(s, d);
+    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) out.push_back({chain_[k], 1.0});
+    const std::span<const RouteHop> tl = tail(q);
+    out.insert(out.end(), tl.begin(), tl.end());
+  }
+
+  // The per-pair CSR arrays of Topology (pair p = src * n + dst): every route's hops sorted by link,
+  // and those whose link may bind (may_bind[link] != 0), in the same order.
+  void lay_out(const std::vector<char>& may_bind, std::vector<uint32_t>& route_offset, std::vector<RouteHop>& route_hops,
+               std::vector<uint32_t>& bind_offset, std::vector<RouteHop>& bind_hops) const;
+
+ private:
+  // Stored destination-major (as computed): pair (s, d) is q = d * n + s.
+  size_t index(int s, int d) const { return static_cast<size_t>(d) * static_cast<size_t>(n_) + static_cast<size_t>(s); }
+  std::span<const RouteHop> tail(size_t q) const {
+    const uint32_t i = tail_[q];
+    return {tail_hops_.data() + tail_off_[i], tail_off_[i + 1] - tail_off_[i]};
+  }
+  int n_ = 0;
+  std::vector<uint32_t> chain_off_;  // per pair q: chain_[chain_off_[q] .. chain_off_[q + 1]), path order
+  std::vector<LinkId> chain_;
+  std::vector<uint32_t> tail_;       // per pair q: its tail; tail 0 is empty
+  std::vector<uint32_t> tail_off_;   // per tail: tail_hops_[tail_off_[i] .. tail_off_[i + 1]), sorted by link
+  std::vector<RouteHop> tail_hops_;
+};
+
+}  // namespace hs::topology
