@@ -42,13 +42,13 @@ class PairRoutes {
   PairRoutes(const Topology& t, std::vector<float>& latency, std::vector<uint8_t>& hop_count, Diagnostics& diags,
              const SourceLocation& where);
 
-  // The hops of route(s, d), s != d, in no particular order (the chain, then the tail), into `out`.
-  void hops(int s, int d, std::vector<RouteHop>& out) const {
-    out.clear();
+  // Calls f(const RouteHop&) on every hop of route(s, d), s != d, in no particular order (the chain,
+  // then the tail).
+  template <class F>
+  void for_each_hop(int s, int d, const F& f) const {
     const size_t q = index(s, d);
-    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) out.push_back({chain_[k], 1.0});
-    const std::span<const RouteHop> tl = tail(q);
-    out.insert(out.end(), tl.begin(), tl.end());
+    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) f(RouteHop{chain_[k], 1.0});
+    for (const RouteHop& h : tail(q)) f(h);
   }
 
   // The per-pair CSR arrays of Topology (pair p = src * n + dst): every route's hops sorted by link,

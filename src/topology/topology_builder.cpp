@@ -84,52 +84,74 @@ class DominatorCandidates {
     double ratio;
   };
   explicit DominatorCandidates(const Topology& t)
-      : t_(t), cands_(static_cast<size_t>(t.num_links())), seen_(cands_.size(), 0), frac_on_(cands_.size(), 0.0) {}
-  double bound(const Cand& c) const { return c.ratio * t_.link(c.link).bandwidth.value(); }
-  template <class Hops, class Consider, class Accept>
-  void add_route(const Hops& hops, Consider consider, Accept accept) {
-    for (const auto& h : hops) frac_on_[h.link] = h.fraction;
-    for (const auto& h : hops) {
-      if (!consider(h.link)) continue;
-      auto& c = cands_[h.link];
+      : cap_(static_cast<size_t>(t.num_links())), cands_(cap_.size() * kKeep), size_(cap_.size(), 0),
+        seen_(cap_.size(), 0), frac_on_(cap_.size(), 0.0) {
+    for (size_t l = 0; l < cap_.size(); ++l) cap_[l] = t.link(static_cast<LinkId>(l)).bandwidth.value();
+  }
+  double bound(const Cand& c) const { return c.ratio * cap_[c.link]; }
+  // `each(f)` calls f(const RouteHop&) on every hop of the route, in any order (the outcome does
+  // not depend on it: a route crosses a link once, and the first route's proposals are sorted).
+  template <class Each, class Consider, class Accept>
+  void add_route(const Each& each, Consider consider, Accept accept) {
+    each([&](const RouteHop& h) { frac_on_[h.link] = h.fraction; });
+    each([&](const RouteHop& h) {
+      if (!consider(h.link)) return;
+      Cand* c = &cands_[static_cast<size_t>(h.link) * kKeep];
       if (!seen_[h.link]) {
         seen_[h.link] = 1;
         touched.push_back(h.link);
-        for (const auto& m : hops)
-          if (m.link != h.link && accept(h.link, Cand{m.link, h.fraction / m.fraction}))
-            c.push_back({m.link, h.fraction / m.fraction});
-        std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& x) {
-          return bound(a) != bound(x) ? bound(a) < bound(x) : a.link < x.link;
+        fresh_.clear();
+        each([&](const RouteHop& m) {
+          const Cand x{m.link, h.fraction / m.fraction};
+          if (m.link != h.link && accept(h.link, x)) fresh_.push_back({bound(x), x});
         });
-        if (c.size() > 4) c.resize(4);
-        continue;
+        // The kKeep first in (bound, link) order, a total order: the same as a full sort's.
+        const size_t keep = std::min(fresh_.size(), kKeep);
+        std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(),
+                          [](const Fresh& a, const Fresh& x) {
+                            return a.bound != x.bound ? a.bound < x.bound : a.cand.link < x.cand.link;
+                          });
+        size_[h.link] = static_cast<uint8_t>(keep);
+        for (size_t i = 0; i < keep; ++i) c[i] = fresh_[i].cand;
+        return;
       }
-      size_t w = 0;
-      for (const Cand& x : c)
+      uint8_t w = 0;
+      for (uint8_t i = 0; i < size_[h.link]; ++i) {
+        const Cand x = c[i];
         if (frac_on_[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on_[x.link])};
-      c.resize(w);
-    }
-    for (const auto& h : hops) frac_on_[h.link] = 0.0;
+      }
+      size_[h.link] = w;
+    });
+    each([&](const RouteHop& h) { frac_on_[h.link] = 0.0; });
   }
   // The surviving candidate with the smallest bound, or nullopt.
   std::optional<Cand> best(LinkId l) const {
     std::optional<Cand> out;
-    for (const Cand& x : cands_[l])
+    for (uint8_t i = 0; i < size_[l]; ++i) {
+      const Cand& x = cands_[static_cast<size_t>(l) * kKeep + i];
       if (!out || bound(x) < bound(*out)) out = x;
+    }
     return out;
   }
   // Forgets the links considered since the last call (a new round of routes starts).
   void reset_touched() {
-    for (LinkId l : touched) cands_[l].clear(), seen_[l] = 0;
+    for (LinkId l : touched) size_[l] = 0, seen_[l] = 0;
     touched.clear();
   }
   std::vector<LinkId> touched;  // links considered, in order
 
  private:
-  const Topology& t_;
-  std::vector<std::vector<Cand>> cands_;
+  static constexpr size_t kKeep = 4;  // candidates kept per link
+  std::vector<double> cap_;           // per link: its capacity (bound's factor)
+  std::vector<Cand> cands_;           // per link: kKeep slots, size_[link] of them used
+  std::vector<uint8_t> size_;
   std::vector<char> seen_;
   std::vector<double> frac_on_;
+  struct Fresh {
+    double bound;
+    Cand cand;
+  };
+  std::vector<Fresh> fresh_;          // the first route's proposals, before the cut to kKeep
 };
 
 }  // namespace
@@ -149,14 +171,15 @@ void TopologyBuilder::compute_may_bind(Topology& t, const PairRoutes* pairs) {
     // Every route is a concatenation of segments, each in every route through its links: a
     // segment's other links are candidates (fewer than a whole route's, which can only keep a link).
     for (size_t i = 0; i + 1 < t.seg_off_[0].size(); ++i)
-      cands.add_route(std::span<const RouteHop>(t.seg_hops_[0].data() + t.seg_off_[0][i], t.seg_off_[0][i + 1] - t.seg_off_[0][i]),
-                      consider, accept);
+      cands.add_route(
+          [&](const auto& f) {
+            for (uint32_t k = t.seg_off_[0][i]; k < t.seg_off_[0][i + 1]; ++k) f(t.seg_hops_[0][k]);
+          },
+          consider, accept);
   } else {
-    // A route's hops in any order: add_route's outcome does not depend on it.
-    std::vector<RouteHop> hops;
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d)
-        if (s != d) pairs->hops(s, d, hops), cands.add_route(hops, consider, accept);
+        if (s != d) cands.add_route([&](const auto& f) { pairs->for_each_hop(s, d, f); }, consider, accept);
   }
   // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
@@ -202,16 +225,13 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
   DominatorCandidates cands(t);
   std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
   std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
-  std::vector<RouteHop> hops;
   for (int side = 0; side < 2; ++side)
     for (int e = 0; e < n; ++e) {
       // Routes from source e (side 0) or into destination e (side 1).
       for (int o = 0; o < n; ++o)
-        if (o != e) {
-          if (side == 0) pairs.hops(e, o, hops);
-          else pairs.hops(o, e, hops);
-          cands.add_route(hops, kept, [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
-        }
+        if (o != e)
+          cands.add_route([&](const auto& f) { pairs.for_each_hop(side == 0 ? e : o, side == 0 ? o : e, f); }, kept,
+                          [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
       for (LinkId l : cands.touched) {
         const auto m = cands.best(l);
         bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
