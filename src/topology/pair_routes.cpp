@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <queue>
 #include <utility>
 
@@ -57,10 +59,10 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
 
   const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
   const size_t pairs = static_cast<size_t>(n) * static_cast<size_t>(n);
-  chain_off_.assign(1, 0);
-  chain_off_.reserve(pairs + 1);
-  tail_.reserve(pairs);
-  tail_off_.assign(2, 0);  // tail 0: empty
+  ones_off_.assign(1, 0);
+  ones_off_.reserve(pairs + 1);
+  rest_.reserve(pairs);
+  rest_off_.assign(2, 0);  // rest 0: empty
   std::vector<int64_t> dist(nv);
   std::vector<VertexId> settled;  // vertices in the order Dijkstra settles them: nondecreasing distance
   std::vector<uint32_t> nh_off(nv + 1);
@@ -73,17 +75,57 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   std::vector<VertexId> order;
   std::vector<uint32_t> in_order(nv, 0);
   uint32_t walk_stamp = 0;
+  // A tail: its links crossed by all the bytes (tail_ones[begin .. end), this destination's), and
+  // the id of its other hops (rest_off_).
+  struct Tail {
+    uint32_t begin = 0, end = 0, rest = 0;
+  };
   std::vector<int> memo_dst(nv, -1);  // tail_of[x] is x's tail toward memo_dst[x]
-  std::vector<uint32_t> tail_of(nv, 0);
-  // Appends the sorted (link, link_frac) of the touched links as a new tail; clears link_frac.
+  std::vector<Tail> tail_of(nv);
+  std::vector<LinkId> tail_ones;
+  std::vector<RouteHop> rest;
+  // Rests by content: a hash of their bits -> the ids with that hash.
+  std::unordered_multimap<uint64_t, uint32_t> rest_ids;
+  // The sorted (link, link_frac) of the touched links as a tail (clears link_frac): the whole-byte
+  // ones in tail_ones, the rest deduplicated by content.
   auto close_tail = [&] {
     std::sort(touched.begin(), touched.end());
+    Tail tl;
+    tl.begin = static_cast<uint32_t>(tail_ones.size());
+    rest.clear();
+    uint64_t hash = 1469598103934665603ull;
     for (LinkId li : touched) {
-      tail_hops_.push_back({li, link_frac[li]});
+      if (link_frac[li] == 1.0) {
+        tail_ones.push_back(li);
+      } else {
+        rest.push_back({li, link_frac[li]});
+        uint64_t bits = 0;
+        std::memcpy(&bits, &link_frac[li], sizeof bits);
+        hash = (hash ^ static_cast<uint64_t>(li)) * 1099511628211ull;
+        hash = (hash ^ bits) * 1099511628211ull;
+      }
       link_frac[li] = 0.0;
     }
-    tail_off_.push_back(static_cast<uint32_t>(tail_hops_.size()));
-    return static_cast<uint32_t>(tail_off_.size() - 2);
+    tl.end = static_cast<uint32_t>(tail_ones.size());
+    if (rest.empty()) return tl;
+    for (auto [it, e] = rest_ids.equal_range(hash); it != e; ++it) {
+      const std::span<const RouteHop> r = rest_hops(it->second);
+      if (std::equal(r.begin(), r.end(), rest.begin(), rest.end(), [](const RouteHop& a, const RouteHop& b) {
+            return a.link == b.link && a.fraction == b.fraction;
+          }))
+        return tl.rest = it->second, tl;
+    }
+    rest_hops_.insert(rest_hops_.end(), rest.begin(), rest.end());
+    rest_off_.push_back(static_cast<uint32_t>(rest_hops_.size()));
+    tl.rest = static_cast<uint32_t>(rest_off_.size() - 2);
+    rest_ids.emplace(hash, tl.rest);
+    return tl;
+  };
+  // Ends pair q's record: its ones are the chain (already in ones_) and tl's.
+  auto close_pair = [&](const Tail& tl) {
+    ones_.insert(ones_.end(), tail_ones.begin() + tl.begin, tail_ones.begin() + tl.end);
+    ones_off_.push_back(static_cast<uint32_t>(ones_.size()));
+    rest_.push_back(tl.rest);
   };
   for (int d = 0; d < n; ++d) {
     std::fill(dist.begin(), dist.end(), kInf);
@@ -166,13 +208,13 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       }
       return close_tail();
     };
+    tail_ones.clear();
     for (int s = 0; s < n; ++s) {
       const size_t p = static_cast<size_t>(s) * n + d;
-      uint32_t tl = 0;
+      Tail tl;
       const VertexId sv = t.gpu_vertex(s);
       if (s == d) {
-        chain_off_.push_back(static_cast<uint32_t>(chain_.size()));
-        tail_.push_back(0);
+        close_pair(tl);
         continue;
       }
       relays.clear();
@@ -211,7 +253,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       } else {
         VertexId u = sv;
         while (u != dv && nh_off[u + 1] - nh_off[u] == 1) {
-          chain_.push_back(nh[nh_off[u]]);
+          ones_.push_back(nh[nh_off[u]]);
           u = links[nh[nh_off[u]]].to;
         }
         if (u != dv && nh_off[u + 1] > nh_off[u]) {
@@ -221,8 +263,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
         latency[p] = static_cast<float>(lat[sv]);
         hop_count[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
       }
-      chain_off_.push_back(static_cast<uint32_t>(chain_.size()));
-      tail_.push_back(tl);
+      close_pair(tl);
     }
   }
 }
@@ -233,34 +274,31 @@ void PairRoutes::lay_out(const std::vector<char>& may_bind, std::vector<uint32_t
   const int n = n_;
   const size_t pairs = static_cast<size_t>(n) * static_cast<size_t>(n);
   // Sizes first, so that each array is allocated once at its final size.
-  std::vector<uint32_t> tail_bind(tail_off_.size() - 1, 0);
-  for (size_t i = 0; i + 1 < tail_off_.size(); ++i)
-    for (uint32_t k = tail_off_[i]; k < tail_off_[i + 1]; ++k) tail_bind[i] += may_bind[tail_hops_[k].link] ? 1 : 0;
-  size_t total = 0, total_bind = 0;
-  for (size_t q = 0; q < pairs; ++q) {
-    total += chain_off_[q + 1] - chain_off_[q] + (tail_off_[tail_[q] + 1] - tail_off_[tail_[q]]);
-    total_bind += tail_bind[tail_[q]];
-    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) total_bind += may_bind[chain_[k]] ? 1 : 0;
-  }
+  std::vector<uint32_t> rest_bind(num_rests(), 0);
+  for (uint32_t r = 0; r < num_rests(); ++r)
+    for (const RouteHop& h : rest_hops(r)) rest_bind[r] += may_bind[h.link] ? 1 : 0;
+  size_t total = ones_.size(), total_bind = 0;
+  for (size_t q = 0; q < pairs; ++q) total += rest_hops(rest_[q]).size(), total_bind += rest_bind[rest_[q]];
+  for (LinkId l : ones_) total_bind += may_bind[l] ? 1 : 0;
   route_offset.assign(pairs + 1, 0);
   bind_offset.assign(pairs + 1, 0);
   route_hops.clear();
   route_hops.reserve(total);
   bind_hops.clear();
   bind_hops.reserve(total_bind);
-  std::vector<LinkId> chain;
+  std::vector<LinkId> ones;
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const size_t p = static_cast<size_t>(s) * n + d, q = index(s, d);
       route_offset[p] = static_cast<uint32_t>(route_hops.size());
       bind_offset[p] = static_cast<uint32_t>(bind_hops.size());
-      // Merge the chain (sorted here; short) with the tail (sorted) by link: the two share no link.
-      chain.assign(chain_.begin() + chain_off_[q], chain_.begin() + chain_off_[q + 1]);
-      std::sort(chain.begin(), chain.end());
-      const std::span<const RouteHop> tl = tail(q);
+      // Merge the ones (sorted here; few) with the rest (sorted) by link: the two share no link.
+      ones.assign(ones_.begin() + ones_off_[q], ones_.begin() + ones_off_[q + 1]);
+      std::sort(ones.begin(), ones.end());
+      const std::span<const RouteHop> rest = rest_hops(rest_[q]);
       size_t a = 0, b = 0;
-      while (a < chain.size() || b < tl.size()) {
-        const RouteHop h = b == tl.size() || (a < chain.size() && chain[a] < tl[b].link) ? RouteHop{chain[a++], 1.0} : tl[b++];
+      while (a < ones.size() || b < rest.size()) {
+        const RouteHop h = b == rest.size() || (a < ones.size() && ones[a] < rest[b].link) ? RouteHop{ones[a++], 1.0} : rest[b++];
         route_hops.push_back(h);
         if (may_bind[h.link]) bind_hops.push_back(h);
       }

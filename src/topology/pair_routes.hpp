@@ -42,13 +42,21 @@ class PairRoutes {
   PairRoutes(const Topology& t, std::vector<float>& latency, std::vector<uint8_t>& hop_count, Diagnostics& diags,
              const SourceLocation& where);
 
-  // Calls f(const RouteHop&) on every hop of route(s, d), s != d, in no particular order (the chain,
-  // then the tail).
+  // Route (s, d), s != d, as its ones, the links all its bytes cross (fraction 1; in no particular
+  // order), and its rest, the other hops (sorted by link; several pairs share one, by id). The
+  // binding analysis defers what a repeated rest would only repeat (DominatorCandidates).
+  std::span<const LinkId> ones(int s, int d) const {
+    const size_t q = index(s, d);
+    return {ones_.data() + ones_off_[q], ones_off_[q + 1] - ones_off_[q]};
+  }
+  uint32_t rest_id(int s, int d) const { return rest_[index(s, d)]; }
+  std::span<const RouteHop> rest_hops(uint32_t r) const { return {rest_hops_.data() + rest_off_[r], rest_off_[r + 1] - rest_off_[r]}; }
+  uint32_t num_rests() const { return static_cast<uint32_t>(rest_off_.size() - 1); }
+  // Calls f(const RouteHop&) on every hop of route(s, d), s != d, in no particular order.
   template <class F>
   void for_each_hop(int s, int d, const F& f) const {
-    const size_t q = index(s, d);
-    for (uint32_t k = chain_off_[q]; k < chain_off_[q + 1]; ++k) f(RouteHop{chain_[k], 1.0});
-    for (const RouteHop& h : tail(q)) f(h);
+    for (LinkId l : ones(s, d)) f(RouteHop{l, 1.0});
+    for (const RouteHop& h : rest_hops(rest_id(s, d))) f(h);
   }
 
   // The per-pair CSR arrays of Topology (pair p = src * n + dst): every route's hops sorted by link,
@@ -59,16 +67,12 @@ class PairRoutes {
  private:
   // Stored destination-major (as computed): pair (s, d) is q = d * n + s.
   size_t index(int s, int d) const { return static_cast<size_t>(d) * static_cast<size_t>(n_) + static_cast<size_t>(s); }
-  std::span<const RouteHop> tail(size_t q) const {
-    const uint32_t i = tail_[q];
-    return {tail_hops_.data() + tail_off_[i], tail_off_[i + 1] - tail_off_[i]};
-  }
   int n_ = 0;
-  std::vector<uint32_t> chain_off_;  // per pair q: chain_[chain_off_[q] .. chain_off_[q + 1]), path order
-  std::vector<LinkId> chain_;
-  std::vector<uint32_t> tail_;       // per pair q: its tail; tail 0 is empty
-  std::vector<uint32_t> tail_off_;   // per tail: tail_hops_[tail_off_[i] .. tail_off_[i + 1]), sorted by link
-  std::vector<RouteHop> tail_hops_;
+  std::vector<uint32_t> ones_off_;  // per pair q: ones_[ones_off_[q] .. ones_off_[q + 1]): chain, then tail's
+  std::vector<LinkId> ones_;
+  std::vector<uint32_t> rest_;      // per pair q: its rest; rest 0 is empty
+  std::vector<uint32_t> rest_off_;  // per rest: rest_hops_[rest_off_[r] .. rest_off_[r + 1]), sorted by link
+  std::vector<RouteHop> rest_hops_;
 };
 
 }  // namespace hs::topology

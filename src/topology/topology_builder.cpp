@@ -105,24 +105,88 @@ class DominatorCandidates {
           const Cand x{m.link, h.fraction / m.fraction};
           if (m.link != h.link && accept(h.link, x)) fresh_.push_back({bound(x), x});
         });
-        // The kKeep first in (bound, link) order, a total order: the same as a full sort's.
-        const size_t keep = std::min(fresh_.size(), kKeep);
-        std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(),
-                          [](const Fresh& a, const Fresh& x) {
-                            return a.bound != x.bound ? a.bound < x.bound : a.cand.link < x.cand.link;
-                          });
-        size_[h.link] = static_cast<uint8_t>(keep);
-        for (size_t i = 0; i < keep; ++i) c[i] = fresh_[i].cand;
+        keep_best(h.link);
         return;
       }
-      uint8_t w = 0;
-      for (uint8_t i = 0; i < size_[h.link]; ++i) {
-        const Cand x = c[i];
-        if (frac_on_[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on_[x.link])};
-      }
-      size_[h.link] = w;
+      strike(h.link, h.fraction, [&](LinkId m) { return frac_on_[m]; });
     });
     each([&](const RouteHop& h) { frac_on_[h.link] = 0.0; });
+  }
+  // A route given as its ones (links all its bytes cross) and a rest shared by id (PairRoutes), in
+  // rounds (flush_shared ends one). Every later route of a round with an already seen rest r changes
+  // a link l of r the same way: it strikes the candidates outside its ones and r (those of r stay,
+  // with ratios r fixes; those in ones have fraction 1, ratio fraction(l) / 1), so all of them
+  // together strike what is outside r and the intersection of their ones, and raise nothing the
+  // first already did: flush_shared applies that once per rest. Such a route is applied here only
+  // to its ones' links (fully when one of them is first seen: its proposals need the whole route).
+  // The outcome is add_route's for each route in turn: a link's first route is the same, and a
+  // later route's strikes and raises commute.
+  template <class Consider, class Accept>
+  void add_shared(std::span<const LinkId> ones, uint32_t r, std::span<const RouteHop> rest, Consider consider,
+                  Accept accept) {
+    const auto each = [&](const auto& f) {
+      for (LinkId l : ones) f(RouteHop{l, 1.0});
+      for (const RouteHop& h : rest) f(h);
+    };
+    if (r >= rest_round_.size()) rest_round_.resize(r + 1, 0), shared_.resize(r + 1);
+    Shared& sh = shared_[r];
+    if (rest_round_[r] != round_) {
+      rest_round_[r] = round_;
+      round_rests_.push_back(r);
+      sh.rest = rest;
+      sh.ones.assign(ones.begin(), ones.end());
+      sh.repeated = false;
+      add_route(each, consider, accept);
+      return;
+    }
+    sh.repeated = true;
+    sh.ones.erase(std::remove_if(sh.ones.begin(), sh.ones.end(),
+                                 [&](LinkId l) { return std::find(ones.begin(), ones.end(), l) == ones.end(); }),
+                  sh.ones.end());
+    for (LinkId l : ones) frac_on_[l] = 1.0;
+    // The fraction of the route on link m: 1 in ones, as in the rest, else 0.
+    const auto frac = [&](LinkId m) {
+      if (frac_on_[m] > 0) return frac_on_[m];
+      const auto it = std::lower_bound(rest.begin(), rest.end(), m, [](const RouteHop& h, LinkId x) { return h.link < x; });
+      return it != rest.end() && it->link == m ? it->fraction : 0.0;
+    };
+    for (LinkId l : ones) {
+      if (!consider(l)) continue;
+      if (seen_[l]) {
+        strike(l, 1.0, frac);
+        continue;
+      }
+      // l's proposals: the other ones (ratio 1), and the rest's hops (ratio 1 / fraction), of which
+      // only the kKeep first accepted in (bound, link) order can make the cut.
+      seen_[l] = 1;
+      touched.push_back(l);
+      fresh_.clear();
+      for (LinkId m : ones)
+        if (const Cand x{m, 1.0 / 1.0}; m != l && accept(l, x)) fresh_.push_back({bound(x), x});
+      size_t took = 0;
+      for (const Fresh& x : sorted_rest(r, rest)) {
+        if (took == kKeep) break;
+        if (accept(l, x.cand)) fresh_.push_back(x), ++took;
+      }
+      keep_best(l);
+    }
+    for (LinkId l : ones) frac_on_[l] = 0.0;
+  }
+  // Ends a round of add_shared: applies each repeated rest's deferred strikes and raises.
+  template <class Consider>
+  void flush_shared(Consider consider) {
+    for (uint32_t r : round_rests_) {
+      const Shared& sh = shared_[r];
+      if (!sh.repeated) continue;
+      for (LinkId l : sh.ones) frac_on_[l] = 1.0;
+      for (const RouteHop& h : sh.rest) frac_on_[h.link] = h.fraction;
+      for (const RouteHop& h : sh.rest)
+        if (consider(h.link)) strike(h.link, h.fraction, [&](LinkId m) { return frac_on_[m]; });
+      for (LinkId l : sh.ones) frac_on_[l] = 0.0;
+      for (const RouteHop& h : sh.rest) frac_on_[h.link] = 0.0;
+    }
+    round_rests_.clear();
+    ++round_;
   }
   // The surviving candidate with the smallest bound, or nullopt.
   std::optional<Cand> best(LinkId l) const {
@@ -141,16 +205,63 @@ class DominatorCandidates {
   std::vector<LinkId> touched;  // links considered, in order
 
  private:
+  struct Fresh {
+    double bound;
+    Cand cand;
+  };
+  static bool before(const Fresh& a, const Fresh& x) {
+    return a.bound != x.bound ? a.bound < x.bound : a.cand.link < x.cand.link;
+  }
+  // l's candidates: the kKeep first of fresh_ in (bound, link) order, a total order: the same as a
+  // full sort's.
+  void keep_best(LinkId l) {
+    const size_t keep = std::min(fresh_.size(), kKeep);
+    std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(), before);
+    size_[l] = static_cast<uint8_t>(keep);
+    for (size_t i = 0; i < keep; ++i) cands_[static_cast<size_t>(l) * kKeep + i] = fresh_[i].cand;
+  }
+  // Rest r's hops as proposals to a link of fraction 1, sorted by (bound, link); built once.
+  const std::vector<Fresh>& sorted_rest(uint32_t r, std::span<const RouteHop> rest) {
+    Shared& sh = shared_[r];
+    if (!sh.sorted_built) {
+      for (const RouteHop& m : rest) {
+        const Cand x{m.link, 1.0 / m.fraction};
+        sh.sorted.push_back({bound(x), x});
+      }
+      std::sort(sh.sorted.begin(), sh.sorted.end(), before);
+      sh.sorted_built = true;
+    }
+    return sh.sorted;
+  }
+  // A later route through l (fraction f there; frac(m): its fraction on m, 0 if it misses m)
+  // strikes l's candidates it misses and raises the others' ratios to the worst seen.
+  template <class Frac>
+  void strike(LinkId l, double f, const Frac& frac) {
+    Cand* c = &cands_[static_cast<size_t>(l) * kKeep];
+    uint8_t w = 0;
+    for (uint8_t i = 0; i < size_[l]; ++i) {
+      const Cand x = c[i];
+      if (const double fm = frac(x.link); fm > 0) c[w++] = {x.link, std::max(x.ratio, f / fm)};
+    }
+    size_[l] = w;
+  }
+  struct Shared {
+    std::span<const RouteHop> rest;
+    std::vector<LinkId> ones;  // the intersection of the ones of the round's routes with this rest
+    bool repeated = false;
+    bool sorted_built = false;
+    std::vector<Fresh> sorted;
+  };
+  std::vector<uint32_t> rest_round_;  // per rest: the round it was last seen in
+  std::vector<Shared> shared_;
+  std::vector<uint32_t> round_rests_;
+  uint32_t round_ = 1;
   static constexpr size_t kKeep = 4;  // candidates kept per link
   std::vector<double> cap_;           // per link: its capacity (bound's factor)
   std::vector<Cand> cands_;           // per link: kKeep slots, size_[link] of them used
   std::vector<uint8_t> size_;
   std::vector<char> seen_;
   std::vector<double> frac_on_;
-  struct Fresh {
-    double bound;
-    Cand cand;
-  };
   std::vector<Fresh> fresh_;          // the first route's proposals, before the cut to kKeep
 };
 
@@ -179,7 +290,11 @@ void TopologyBuilder::compute_may_bind(Topology& t, const PairRoutes* pairs) {
   } else {
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d)
-        if (s != d) cands.add_route([&](const auto& f) { pairs->for_each_hop(s, d, f); }, consider, accept);
+        if (s != d) {
+          const uint32_t r = pairs->rest_id(s, d);
+          cands.add_shared(pairs->ones(s, d), r, pairs->rest_hops(r), consider, accept);
+        }
+    cands.flush_shared(consider);
   }
   // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
@@ -229,9 +344,13 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
     for (int e = 0; e < n; ++e) {
       // Routes from source e (side 0) or into destination e (side 1).
       for (int o = 0; o < n; ++o)
-        if (o != e)
-          cands.add_route([&](const auto& f) { pairs.for_each_hop(side == 0 ? e : o, side == 0 ? o : e, f); }, kept,
-                          [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        if (o != e) {
+          const int s = side == 0 ? e : o, d = side == 0 ? o : e;
+          const uint32_t r = pairs.rest_id(s, d);
+          cands.add_shared(pairs.ones(s, d), r, pairs.rest_hops(r), kept,
+                           [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        }
+      cands.flush_shared(kept);
       for (LinkId l : cands.touched) {
         const auto m = cands.best(l);
         bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
