@@ -33,8 +33,13 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   const auto links = t.links();
   const auto vertices = t.vertices();
   const size_t nv = vertices.size(), nl = links.size();
+  // Per link, in arrays of their own (the walks below read little else).
   std::vector<int64_t> cost(nl);
-  for (size_t i = 0; i < nl; ++i) cost[i] = link_cost(links[i]);
+  std::vector<VertexId> link_from(nl), link_to(nl);
+  std::vector<double> link_latency(nl);
+  for (size_t i = 0; i < nl; ++i)
+    cost[i] = link_cost(links[i]), link_from[i] = links[i].from, link_to[i] = links[i].to,
+    link_latency[i] = links[i].latency.value();
   std::vector<char> is_gpu(nv);
   for (size_t v = 0; v < nv; ++v) is_gpu[v] = vertices[v].kind == VertexKind::kGpu;
   // Out-links (next-hop candidates) and in-links (Dijkstra toward a destination), in link order.
@@ -64,7 +69,8 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   rest_.reserve(pairs);
   rest_off_.assign(2, 0);  // rest 0: empty
   std::vector<int64_t> dist(nv);
-  std::vector<VertexId> settled;  // vertices in the order Dijkstra settles them: nondecreasing distance
+  std::vector<VertexId> settled;  // vertices in an order of nondecreasing distance, but GPUs last
+  std::vector<VertexId> gpus_reached;
   std::vector<uint32_t> nh_off(nv + 1);
   std::vector<LinkId> nh;
   std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
@@ -123,7 +129,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   };
   // Ends pair q's record: its ones are the chain (already in ones_) and tl's.
   auto close_pair = [&](const Tail& tl) {
-    ones_.insert(ones_.end(), tail_ones.begin() + tl.begin, tail_ones.begin() + tl.end);
+    for (uint32_t k = tl.begin; k < tl.end; ++k) ones_.push_back(tail_ones[k]);
     ones_off_.push_back(static_cast<uint32_t>(ones_.size()));
     rest_.push_back(tl.rest);
   };
@@ -135,22 +141,26 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
     std::priority_queue<QE, std::vector<QE>, std::greater<>> pq;
     dist[dv] = 0;
     pq.push({0, dv});
+    // GPUs other than d never forward (relays: below), so they need no place in the queue: their
+    // distance is the least offered, and they are settled after every switch and NIC.
+    gpus_reached.clear();
     while (!pq.empty()) {
       auto [du, u] = pq.top();
       pq.pop();
       if (du != dist[u]) continue;
       settled.push_back(u);
-      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward (relays: below)
       for (uint32_t k = in_off[u]; k < in_off[u + 1]; ++k) {
         const LinkId li = in_links[k];
-        const VertexId w = links[li].from;
+        const VertexId w = link_from[li];
         const int64_t nd = du + cost[li];
         if (nd < dist[w]) {
+          if (!is_gpu[w]) pq.push({nd, w});
+          else if (dist[w] == kInf) gpus_reached.push_back(w);
           dist[w] = nd;
-          pq.push({nd, w});
         }
       }
     }
+    settled.insert(settled.end(), gpus_reached.begin(), gpus_reached.end());
     // Next hops toward d.
     nh.clear();
     for (size_t u = 0; u < nv; ++u) {
@@ -158,7 +168,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       if (dist[u] >= kInf || static_cast<VertexId>(u) == dv) continue;
       for (uint32_t k = out_off[u]; k < out_off[u + 1]; ++k) {
         const LinkId li = out_links[k];
-        const VertexId w = links[li].to;
+        const VertexId w = link_to[li];
         if (dist[w] < kInf && dist[w] + cost[li] == dist[u] && (!is_gpu[w] || w == dv)) nh.push_back(li);
       }
     }
@@ -169,9 +179,9 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       double best = 0;
       int best_h = 0;
       for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-        const Link& l = links[nh[k]];
-        best = std::max(best, l.latency.value() + lat[l.to]);
-        best_h = std::max(best_h, 1 + hop[l.to]);
+        const LinkId li = nh[k];
+        best = std::max(best, link_latency[li] + lat[link_to[li]]);
+        best_h = std::max(best_h, 1 + hop[link_to[li]]);
       }
       lat[u] = u == dv ? 0.0 : best;
       hop[u] = u == dv ? 0 : best_h;
@@ -185,7 +195,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       for (size_t head = 0; head < order.size(); ++head) {
         const VertexId u = order[head];
         for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-          const VertexId w = links[nh[k]].to;
+          const VertexId w = link_to[nh[k]];
           if (in_order[w] != walk_stamp) in_order[w] = walk_stamp, order.push_back(w);
         }
       }
@@ -203,7 +213,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
           const LinkId li = nh[k];
           if (link_frac[li] == 0.0) touched.push_back(li);
           link_frac[li] += f;
-          frac[links[li].to] += f;
+          frac[link_to[li]] += f;
         }
       }
       return close_tail();
@@ -254,7 +264,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
         VertexId u = sv;
         while (u != dv && nh_off[u + 1] - nh_off[u] == 1) {
           ones_.push_back(nh[nh_off[u]]);
-          u = links[nh[nh_off[u]]].to;
+          u = link_to[nh[nh_off[u]]];
         }
         if (u != dv && nh_off[u + 1] > nh_off[u]) {
           if (memo_dst[u] != d) memo_dst[u] = d, tail_of[u] = walk(u);
@@ -286,15 +296,18 @@ void PairRoutes::lay_out(const std::vector<char>& may_bind, std::vector<uint32_t
   route_hops.reserve(total);
   bind_hops.clear();
   bind_hops.reserve(total_bind);
-  std::vector<LinkId> ones;
+  std::vector<LinkId> ones;  // one pair's, sorted
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const size_t p = static_cast<size_t>(s) * n + d, q = index(s, d);
       route_offset[p] = static_cast<uint32_t>(route_hops.size());
       bind_offset[p] = static_cast<uint32_t>(bind_hops.size());
       // Merge the ones (sorted here; few) with the rest (sorted) by link: the two share no link.
-      ones.assign(ones_.begin() + ones_off_[q], ones_.begin() + ones_off_[q + 1]);
-      std::sort(ones.begin(), ones.end());
+      ones.clear();
+      for (uint32_t k = ones_off_[q]; k < ones_off_[q + 1]; ++k) {
+        ones.push_back(ones_[k]);
+        for (size_t i = ones.size() - 1; i > 0 && ones[i - 1] > ones[i]; --i) std::swap(ones[i - 1], ones[i]);
+      }
       const std::span<const RouteHop> rest = rest_hops(rest_[q]);
       size_t a = 0, b = 0;
       while (a < ones.size() || b < rest.size()) {

@@ -209,14 +209,19 @@ class DominatorCandidates {
     double bound;
     Cand cand;
   };
-  static bool before(const Fresh& a, const Fresh& x) {
+  static constexpr auto before = [](const Fresh& a, const Fresh& x) {
     return a.bound != x.bound ? a.bound < x.bound : a.cand.link < x.cand.link;
-  }
+  };
   // l's candidates: the kKeep first of fresh_ in (bound, link) order, a total order: the same as a
   // full sort's.
   void keep_best(LinkId l) {
     const size_t keep = std::min(fresh_.size(), kKeep);
-    std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(), before);
+    if (fresh_.size() <= 2 * kKeep) {  // the usual few: an insertion sort
+      for (size_t i = 1; i < fresh_.size(); ++i)
+        for (size_t j = i; j > 0 && before(fresh_[j], fresh_[j - 1]); --j) std::swap(fresh_[j], fresh_[j - 1]);
+    } else {
+      std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(), before);
+    }
     size_[l] = static_cast<uint8_t>(keep);
     for (size_t i = 0; i < keep; ++i) cands_[static_cast<size_t>(l) * kKeep + i] = fresh_[i].cand;
   }
