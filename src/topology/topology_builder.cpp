@@ -581,6 +581,13 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
     for (size_t i = t.mid_base_; i + 1 < t.seg_off_[1].size(); ++i)
       if (t.seg_off_[1][i + 1] > t.seg_off_[1][i]) return;
   const size_t nl = t.links_.size();
+  // Symmetric latencies, compared tile by tile (a tile and its transpose stay in cache).
+  constexpr int kTile = 64;
+  for (int s0 = 0; s0 < n; s0 += kTile)
+    for (int d0 = s0; d0 < n; d0 += kTile)
+      for (int s = s0; s < std::min(n, s0 + kTile); ++s)
+        for (int d = std::max(d0, s + 1); d < std::min(n, d0 + kTile); ++d)
+          if (t.route_latency(s, d).value() != t.route_latency(d, s).value()) return;
   constexpr int kNone = -1, kMany = -2;
   // Per locality and link: the one source (destination) of the routes crossing it, or kMany.
   std::vector<int> src_of(2 * nl, kNone), dst_of(2 * nl, kNone);
@@ -590,7 +597,6 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
       if (s == d) continue;
       const size_t k = t.gpu_node_[s] != t.gpu_node_[d] ? 1 : 0;
       for (const auto& h : t.binding_hops(s, d)) note(src_of[k * nl + h.link], s), note(dst_of[k * nl + h.link], d);
-      if (t.route_latency(s, d).value() != t.route_latency(d, s).value()) return;
     }
   // Each GPU's egress and ingress hops per locality, from its first route of that locality; every
   // other route must match them exactly.
