@@ -276,6 +276,29 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
       close_pair(tl);
     }
   }
+  // Computed destination-major, stored source-major: the passes over all pairs (binding analysis,
+  // layout) go source by source. Transposed tile by tile, so that reads and writes both run along
+  // rows of kTile pairs.
+  constexpr int kTile = 64;
+  std::vector<uint32_t> src_off(pairs + 1, 0), src_rest(pairs);
+  std::vector<LinkId> src_ones(ones_.size());
+  const auto dst_major = [&](int s, int d) { return static_cast<size_t>(d) * n + static_cast<size_t>(s); };
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const size_t p = static_cast<size_t>(s) * n + d, q = dst_major(s, d);
+      src_off[p + 1] = src_off[p] + (ones_off_[q + 1] - ones_off_[q]);
+    }
+  for (int d0 = 0; d0 < n; d0 += kTile)
+    for (int s0 = 0; s0 < n; s0 += kTile)
+      for (int d = d0; d < std::min(n, d0 + kTile); ++d)
+        for (int s = s0; s < std::min(n, s0 + kTile); ++s) {
+          const size_t p = static_cast<size_t>(s) * n + d, q = dst_major(s, d);
+          src_rest[p] = rest_[q];
+          std::copy(ones_.begin() + ones_off_[q], ones_.begin() + ones_off_[q + 1], src_ones.begin() + src_off[p]);
+        }
+  ones_off_ = std::move(src_off);
+  ones_ = std::move(src_ones);
+  rest_ = std::move(src_rest);
 }
 
 void PairRoutes::lay_out(const std::vector<char>& may_bind, std::vector<uint32_t>& route_offset,
@@ -296,22 +319,26 @@ void PairRoutes::lay_out(const std::vector<char>& may_bind, std::vector<uint32_t
   route_hops.reserve(total);
   bind_hops.clear();
   bind_hops.reserve(total_bind);
-  std::vector<LinkId> ones;  // one pair's, sorted
+  // One pair's ones, sorted: in a small buffer (the usual few), else in `many`.
+  constexpr uint32_t kFew = 16;
+  LinkId few[kFew];
+  std::vector<LinkId> many;
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const size_t p = static_cast<size_t>(s) * n + d, q = index(s, d);
       route_offset[p] = static_cast<uint32_t>(route_hops.size());
       bind_offset[p] = static_cast<uint32_t>(bind_hops.size());
       // Merge the ones (sorted here; few) with the rest (sorted) by link: the two share no link.
-      ones.clear();
-      for (uint32_t k = ones_off_[q]; k < ones_off_[q + 1]; ++k) {
-        ones.push_back(ones_[k]);
-        for (size_t i = ones.size() - 1; i > 0 && ones[i - 1] > ones[i]; --i) std::swap(ones[i - 1], ones[i]);
+      const uint32_t count = ones_off_[q + 1] - ones_off_[q];
+      LinkId* ones = count <= kFew ? few : (many.resize(count), many.data());
+      for (uint32_t k = 0; k < count; ++k) {
+        ones[k] = ones_[ones_off_[q] + k];
+        for (uint32_t i = k; i > 0 && ones[i - 1] > ones[i]; --i) std::swap(ones[i - 1], ones[i]);
       }
       const std::span<const RouteHop> rest = rest_hops(rest_[q]);
       size_t a = 0, b = 0;
-      while (a < ones.size() || b < rest.size()) {
-        const RouteHop h = b == rest.size() || (a < ones.size() && ones[a] < rest[b].link) ? RouteHop{ones[a++], 1.0} : rest[b++];
+      while (a < count || b < rest.size()) {
+        const RouteHop h = b == rest.size() || (a < count && ones[a] < rest[b].link) ? RouteHop{ones[a++], 1.0} : rest[b++];
         route_hops.push_back(h);
         if (may_bind[h.link]) bind_hops.push_back(h);
       }

@@ -65,8 +65,8 @@ class PairRoutes {
                std::vector<uint32_t>& bind_offset, std::vector<RouteHop>& bind_hops) const;
 
  private:
-  // Stored destination-major (as computed): pair (s, d) is q = d * n + s.
-  size_t index(int s, int d) const { return static_cast<size_t>(d) * static_cast<size_t>(n_) + static_cast<size_t>(s); }
+  // Stored source-major: pair (s, d) is q = s * n + d.
+  size_t index(int s, int d) const { return static_cast<size_t>(s) * static_cast<size_t>(n_) + static_cast<size_t>(d); }
   int n_ = 0;
   std::vector<uint32_t> ones_off_;  // per pair q: ones_[ones_off_[q] .. ones_off_[q + 1]): chain, then tail's
   std::vector<LinkId> ones_;
