@@ -68,6 +68,9 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   ones_off_.reserve(pairs + 1);
   rest_.reserve(pairs);
   rest_off_.assign(2, 0);  // rest 0: empty
+  // Route latency and hop count per pair, destination-major (as computed; transposed at the end).
+  std::vector<float> lat_by_dst(pairs, 0.f);
+  std::vector<uint8_t> hops_by_dst(pairs, 0);
   std::vector<int64_t> dist(nv);
   std::vector<VertexId> settled;  // vertices in an order of nondecreasing distance, but GPUs last
   std::vector<VertexId> gpus_reached;
@@ -220,7 +223,7 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
     };
     tail_ones.clear();
     for (int s = 0; s < n; ++s) {
-      const size_t p = static_cast<size_t>(s) * n + d;
+      const size_t q = static_cast<size_t>(d) * n + s;
       Tail tl;
       const VertexId sv = t.gpu_vertex(s);
       if (s == d) {
@@ -255,8 +258,8 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
           relay_latency = std::max(relay_latency, links[l1].latency.value() + links[l2].latency.value());
         }
         tl = close_tail();
-        latency[p] = static_cast<float>(relay_latency);
-        hop_count[p] = 2;
+        lat_by_dst[q] = static_cast<float>(relay_latency);
+        hops_by_dst[q] = 2;
       } else if (dist[sv] >= kInf) {
         diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s, vertices[sv].name, d,
                                                 vertices[dv].name));
@@ -270,8 +273,8 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
           if (memo_dst[u] != d) memo_dst[u] = d, tail_of[u] = walk(u);
           tl = tail_of[u];
         }
-        latency[p] = static_cast<float>(lat[sv]);
-        hop_count[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
+        lat_by_dst[q] = static_cast<float>(lat[sv]);
+        hops_by_dst[q] = static_cast<uint8_t>(std::min(hop[sv], 255));
       }
       close_pair(tl);
     }
@@ -282,20 +285,23 @@ PairRoutes::PairRoutes(const Topology& t, std::vector<float>& latency, std::vect
   constexpr int kTile = 64;
   std::vector<uint32_t> src_off(pairs + 1, 0), src_rest(pairs);
   std::vector<LinkId> src_ones(ones_.size());
-  const auto dst_major = [&](int s, int d) { return static_cast<size_t>(d) * n + static_cast<size_t>(s); };
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d) {
-      const size_t p = static_cast<size_t>(s) * n + d, q = dst_major(s, d);
-      src_off[p + 1] = src_off[p] + (ones_off_[q + 1] - ones_off_[q]);
-    }
-  for (int d0 = 0; d0 < n; d0 += kTile)
-    for (int s0 = 0; s0 < n; s0 += kTile)
-      for (int d = d0; d < std::min(n, d0 + kTile); ++d)
-        for (int s = s0; s < std::min(n, s0 + kTile); ++s) {
-          const size_t p = static_cast<size_t>(s) * n + d, q = dst_major(s, d);
-          src_rest[p] = rest_[q];
-          std::copy(ones_.begin() + ones_off_[q], ones_.begin() + ones_off_[q + 1], src_ones.begin() + src_off[p]);
-        }
+  const auto tiled = [&](const auto& f) {  // f(p, q) for every pair, p source-major, q destination-major
+    for (int d0 = 0; d0 < n; d0 += kTile)
+      for (int s0 = 0; s0 < n; s0 += kTile)
+        for (int d = d0; d < std::min(n, d0 + kTile); ++d)
+          for (int s = s0; s < std::min(n, s0 + kTile); ++s)
+            f(static_cast<size_t>(s) * n + d, static_cast<size_t>(d) * n + s);
+  };
+  tiled([&](size_t p, size_t q) {
+    src_off[p + 1] = ones_off_[q + 1] - ones_off_[q];
+    latency[p] = lat_by_dst[q];
+    hop_count[p] = hops_by_dst[q];
+  });
+  for (size_t p = 0; p < pairs; ++p) src_off[p + 1] += src_off[p];
+  tiled([&](size_t p, size_t q) {
+    src_rest[p] = rest_[q];
+    std::copy(ones_.begin() + ones_off_[q], ones_.begin() + ones_off_[q + 1], src_ones.begin() + src_off[p]);
+  });
   ones_off_ = std::move(src_off);
   ones_ = std::move(src_ones);
   rest_ = std::move(src_rest);
