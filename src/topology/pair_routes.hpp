@@ -52,6 +52,13 @@ class PairRoutes {
   uint32_t rest_id(int s, int d) const { return rest_[index(s, d)]; }
   std::span<const RouteHop> rest_hops(uint32_t r) const { return {rest_hops_.data() + rest_off_[r], rest_off_[r + 1] - rest_off_[r]}; }
   uint32_t num_rests() const { return static_cast<uint32_t>(rest_off_.size() - 1); }
+  // A pass over the pairs into one destination reads these arrays n entries apart (a cache miss
+  // each): it asks for a pair's a few iterations ahead.
+  void prefetch(int s, int d) const {
+    const size_t q = index(s, d);
+    __builtin_prefetch(rest_.data() + q);
+    __builtin_prefetch(ones_off_.data() + q);
+  }
   // Calls f(const RouteHop&) on every hop of route(s, d), s != d, in no particular order.
   template <class F>
   void for_each_hop(int s, int d, const F& f) const {

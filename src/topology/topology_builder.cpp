@@ -72,6 +72,9 @@ VertexId TopologyBuilder::find(const std::string& name) const {
 
 namespace {
 
+// How many pairs ahead a pass over the pairs into one destination prefetches them.
+constexpr int kAhead = 8;
+
 // Candidate dominators of links, narrowed route by route: the first route through a considered
 // link proposes its other hops that `accept` takes, the 4 tightest (smallest ratio x capacity;
 // an ECMP route over S spines would otherwise propose ~2S and cost S^2 per route; fewer candidates
@@ -350,6 +353,7 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
       // Routes from source e (side 0) or into destination e (side 1).
       for (int o = 0; o < n; ++o)
         if (o != e) {
+          if (side == 1 && o + kAhead < n) pairs.prefetch(o + kAhead, e);
           const int s = side == 0 ? e : o, d = side == 0 ? o : e;
           const uint32_t r = pairs.rest_id(s, d);
           cands.add_shared(pairs.ones(s, d), r, pairs.rest_hops(r), kept,
