@@ -345,6 +345,8 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
   auto kept = [&](LinkId l) { return t.may_bind_[l] != 0; };
+  // The largest bound that prunes l (its capacity, with room for rounding).
+  auto limit = [&](LinkId l) { return cap(l) * (1 + 1e-9); };
   DominatorCandidates cands(t);
   std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
   std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
@@ -363,7 +365,9 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
       for (LinkId l : cands.touched) {
         const auto m = cands.best(l);
         bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
-        if (m) used[side][l].push_back(m->link);
+        // A sum of non-negative terms only grows: once over the capacity, this side can no longer
+        // prune l, and its links are never read.
+        if (m && bound[side][l] <= limit(l)) used[side][l].push_back(m->link);
       }
       cands.reset_touched();
     }
@@ -371,9 +375,8 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
   std::vector<int> via(nl, -1);  // which side's bound prunes the link
   for (size_t l = 0; l < nl; ++l) {
     if (!t.may_bind_[l]) continue;
-    const double c = cap(static_cast<LinkId>(l)) * (1 + 1e-9);
-    if (bound[0][l] <= c) pruned[l] = 1, via[l] = 0;
-    else if (bound[1][l] <= c) pruned[l] = 1, via[l] = 1;
+    if (bound[0][l] <= limit(static_cast<LinkId>(l))) pruned[l] = 1, via[l] = 0;
+    else if (bound[1][l] <= limit(static_cast<LinkId>(l))) pruned[l] = 1, via[l] = 1;
   }
   for (bool changed = true; changed;) {
     changed = false;
