@@ -9,9 +9,14 @@
 // next hops, the rest of the route is x's own route to d: the ECMP walk from x with all the bytes,
 // the same bits whichever source reached x (the walk splits 1.0 there as it would from x; the
 // chain's vertices lie above x in distance, so nothing below x adds to them). That tail is computed
-// once per (x, d) and shared: on a rail-optimized 1,024-GPU fabric a route is a GPU's two chain
-// hops plus one of ~8 tails per destination, ~20x less storage than the routes themselves, which
-// also makes every later pass over all pairs (binding analysis) read a few MB instead of ~300.
+// once per (x, d).
+//
+// Stored, a route is its ones, the links all its bytes cross (the chain and the tail's links at
+// fraction 1), and a rest, the tail's other hops, kept once per distinct content: on a
+// rail-optimized 1,024-GPU fabric a route is 2 to 4 ones plus one of ~60 rests (a leaf's split over
+// the spines toward another rail), ~25 MB for all pairs instead of ~300 MB, which is what every
+// pass over all pairs before the layout (binding analysis) reads; a rest shared by many routes also
+// lets that analysis apply it once (DominatorCandidates::add_shared).
 //
 // Latency and hop count of a route (its longest equal-cost path, from d back) depend only on the
 // vertex it starts from: one pass over the DAG per destination gives them for every source.

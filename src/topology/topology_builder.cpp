@@ -1,13 +1,13 @@
 #include "topology/topology_builder.hpp"
 
-#include "topology/pair_routes.hpp"
-
 #include <algorithm>
 #include <optional>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+
+#include "topology/pair_routes.hpp"
 
 namespace hs::topology {
 
@@ -99,7 +99,6 @@ class DominatorCandidates {
     each([&](const RouteHop& h) { frac_on_[h.link] = h.fraction; });
     each([&](const RouteHop& h) {
       if (!consider(h.link)) return;
-      Cand* c = &cands_[static_cast<size_t>(h.link) * kKeep];
       if (!seen_[h.link]) {
         seen_[h.link] = 1;
         touched.push_back(h.link);
