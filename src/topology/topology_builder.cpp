@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <optional>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/reverse_graph.hpp>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <map>
-#include <queue>
+
+#include "topology/pair_routes.hpp"
 
 namespace hs::topology {
 
@@ -74,18 +72,8 @@ VertexId TopologyBuilder::find(const std::string& name) const {
 
 namespace {
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
-                                    boost::property<boost::edge_weight_t, int64_t, boost::property<boost::edge_index_t, int>>>;
-
-// Integer routing cost of a link: prefers high-bandwidth paths (NVLink over a NIC hairpin) and makes
-// identical links tie exactly, which is what lets ECMP splitting see equal-cost paths.
-int64_t link_cost(const Link& l) {
-  return 1 + static_cast<int64_t>(std::llround(1e13 / std::max(l.bandwidth.value(), 1.0)));
-}
-
-}  // namespace
-
-namespace {
+// How many pairs ahead a pass over the pairs into one destination prefetches them.
+constexpr int kAhead = 8;
 
 // Candidate dominators of links, narrowed route by route: the first route through a considered
 // link proposes its other hops that `accept` takes, the 4 tightest (smallest ratio x capacity;
@@ -99,52 +87,189 @@ class DominatorCandidates {
     double ratio;
   };
   explicit DominatorCandidates(const Topology& t)
-      : t_(t), cands_(static_cast<size_t>(t.num_links())), seen_(cands_.size(), 0), frac_on_(cands_.size(), 0.0) {}
-  double bound(const Cand& c) const { return c.ratio * t_.link(c.link).bandwidth.value(); }
-  template <class Hops, class Consider, class Accept>
-  void add_route(const Hops& hops, Consider consider, Accept accept) {
-    for (const auto& h : hops) frac_on_[h.link] = h.fraction;
-    for (const auto& h : hops) {
-      if (!consider(h.link)) continue;
-      auto& c = cands_[h.link];
+      : cap_(static_cast<size_t>(t.num_links())), cands_(cap_.size() * kKeep), size_(cap_.size(), 0),
+        seen_(cap_.size(), 0), frac_on_(cap_.size(), 0.0) {
+    for (size_t l = 0; l < cap_.size(); ++l) cap_[l] = t.link(static_cast<LinkId>(l)).bandwidth.value();
+  }
+  double bound(const Cand& c) const { return c.ratio * cap_[c.link]; }
+  // `each(f)` calls f(const RouteHop&) on every hop of the route, in any order (the outcome does
+  // not depend on it: a route crosses a link once, and the first route's proposals are sorted).
+  template <class Each, class Consider, class Accept>
+  void add_route(const Each& each, Consider consider, Accept accept) {
+    each([&](const RouteHop& h) { frac_on_[h.link] = h.fraction; });
+    each([&](const RouteHop& h) {
+      if (!consider(h.link)) return;
       if (!seen_[h.link]) {
         seen_[h.link] = 1;
         touched.push_back(h.link);
-        for (const auto& m : hops)
-          if (m.link != h.link && accept(h.link, Cand{m.link, h.fraction / m.fraction}))
-            c.push_back({m.link, h.fraction / m.fraction});
-        std::sort(c.begin(), c.end(), [&](const Cand& a, const Cand& x) {
-          return bound(a) != bound(x) ? bound(a) < bound(x) : a.link < x.link;
+        fresh_.clear();
+        each([&](const RouteHop& m) {
+          const Cand x{m.link, h.fraction / m.fraction};
+          if (m.link != h.link && accept(h.link, x)) fresh_.push_back({bound(x), x});
         });
-        if (c.size() > 4) c.resize(4);
+        keep_best(h.link);
+        return;
+      }
+      strike(h.link, h.fraction, [&](LinkId m) { return frac_on_[m]; });
+    });
+    each([&](const RouteHop& h) { frac_on_[h.link] = 0.0; });
+  }
+  // A route given as its ones (links all its bytes cross) and a rest shared by id (PairRoutes), in
+  // rounds (flush_shared ends one). Every later route of a round with an already seen rest r changes
+  // a link l of r the same way: it strikes the candidates outside its ones and r (those of r stay,
+  // with ratios r fixes; those in ones have fraction 1, ratio fraction(l) / 1), so all of them
+  // together strike what is outside r and the intersection of their ones, and raise nothing the
+  // first already did: flush_shared applies that once per rest. Such a route is applied here only
+  // to its ones' links (fully when one of them is first seen: its proposals need the whole route).
+  // The outcome is add_route's for each route in turn: a link's first route is the same, and a
+  // later route's strikes and raises commute.
+  template <class Consider, class Accept>
+  void add_shared(std::span<const LinkId> ones, uint32_t r, std::span<const RouteHop> rest, Consider consider,
+                  Accept accept) {
+    const auto each = [&](const auto& f) {
+      for (LinkId l : ones) f(RouteHop{l, 1.0});
+      for (const RouteHop& h : rest) f(h);
+    };
+    if (r >= rest_round_.size()) rest_round_.resize(r + 1, 0), shared_.resize(r + 1);
+    Shared& sh = shared_[r];
+    if (rest_round_[r] != round_) {
+      rest_round_[r] = round_;
+      round_rests_.push_back(r);
+      sh.rest = rest;
+      sh.ones.assign(ones.begin(), ones.end());
+      sh.repeated = false;
+      add_route(each, consider, accept);
+      return;
+    }
+    sh.repeated = true;
+    sh.ones.erase(std::remove_if(sh.ones.begin(), sh.ones.end(),
+                                 [&](LinkId l) { return std::find(ones.begin(), ones.end(), l) == ones.end(); }),
+                  sh.ones.end());
+    for (LinkId l : ones) frac_on_[l] = 1.0;
+    // The fraction of the route on link m: 1 in ones, as in the rest, else 0.
+    const auto frac = [&](LinkId m) {
+      if (frac_on_[m] > 0) return frac_on_[m];
+      const auto it = std::lower_bound(rest.begin(), rest.end(), m, [](const RouteHop& h, LinkId x) { return h.link < x; });
+      return it != rest.end() && it->link == m ? it->fraction : 0.0;
+    };
+    for (LinkId l : ones) {
+      if (!consider(l)) continue;
+      if (seen_[l]) {
+        strike(l, 1.0, frac);
         continue;
       }
-      size_t w = 0;
-      for (const Cand& x : c)
-        if (frac_on_[x.link] > 0) c[w++] = {x.link, std::max(x.ratio, h.fraction / frac_on_[x.link])};
-      c.resize(w);
+      // l's proposals: the other ones (ratio 1), and the rest's hops (ratio 1 / fraction), of which
+      // only the kKeep first accepted in (bound, link) order can make the cut.
+      seen_[l] = 1;
+      touched.push_back(l);
+      fresh_.clear();
+      for (LinkId m : ones)
+        if (const Cand x{m, 1.0 / 1.0}; m != l && accept(l, x)) fresh_.push_back({bound(x), x});
+      size_t took = 0;
+      for (const Fresh& x : sorted_rest(r, rest)) {
+        if (took == kKeep) break;
+        if (accept(l, x.cand)) fresh_.push_back(x), ++took;
+      }
+      keep_best(l);
     }
-    for (const auto& h : hops) frac_on_[h.link] = 0.0;
+    for (LinkId l : ones) frac_on_[l] = 0.0;
+  }
+  // Ends a round of add_shared: applies each repeated rest's deferred strikes and raises.
+  template <class Consider>
+  void flush_shared(Consider consider) {
+    for (uint32_t r : round_rests_) {
+      const Shared& sh = shared_[r];
+      if (!sh.repeated) continue;
+      for (LinkId l : sh.ones) frac_on_[l] = 1.0;
+      for (const RouteHop& h : sh.rest) frac_on_[h.link] = h.fraction;
+      for (const RouteHop& h : sh.rest)
+        if (consider(h.link)) strike(h.link, h.fraction, [&](LinkId m) { return frac_on_[m]; });
+      for (LinkId l : sh.ones) frac_on_[l] = 0.0;
+      for (const RouteHop& h : sh.rest) frac_on_[h.link] = 0.0;
+    }
+    round_rests_.clear();
+    ++round_;
   }
   // The surviving candidate with the smallest bound, or nullopt.
   std::optional<Cand> best(LinkId l) const {
     std::optional<Cand> out;
-    for (const Cand& x : cands_[l])
+    for (uint8_t i = 0; i < size_[l]; ++i) {
+      const Cand& x = cands_[static_cast<size_t>(l) * kKeep + i];
       if (!out || bound(x) < bound(*out)) out = x;
+    }
     return out;
   }
   // Forgets the links considered since the last call (a new round of routes starts).
   void reset_touched() {
-    for (LinkId l : touched) cands_[l].clear(), seen_[l] = 0;
+    for (LinkId l : touched) size_[l] = 0, seen_[l] = 0;
     touched.clear();
   }
   std::vector<LinkId> touched;  // links considered, in order
 
  private:
-  const Topology& t_;
-  std::vector<std::vector<Cand>> cands_;
+  struct Fresh {
+    double bound;
+    Cand cand;
+  };
+  static constexpr auto before = [](const Fresh& a, const Fresh& x) {
+    return a.bound != x.bound ? a.bound < x.bound : a.cand.link < x.cand.link;
+  };
+  // l's candidates: the kKeep first of fresh_ in (bound, link) order, a total order: the same as a
+  // full sort's.
+  void keep_best(LinkId l) {
+    const size_t keep = std::min(fresh_.size(), kKeep);
+    if (fresh_.size() <= 2 * kKeep) {  // the usual few: an insertion sort
+      for (size_t i = 1; i < fresh_.size(); ++i)
+        for (size_t j = i; j > 0 && before(fresh_[j], fresh_[j - 1]); --j) std::swap(fresh_[j], fresh_[j - 1]);
+    } else {
+      std::partial_sort(fresh_.begin(), fresh_.begin() + static_cast<long>(keep), fresh_.end(), before);
+    }
+    size_[l] = static_cast<uint8_t>(keep);
+    for (size_t i = 0; i < keep; ++i) cands_[static_cast<size_t>(l) * kKeep + i] = fresh_[i].cand;
+  }
+  // Rest r's hops as proposals to a link of fraction 1, sorted by (bound, link); built once.
+  const std::vector<Fresh>& sorted_rest(uint32_t r, std::span<const RouteHop> rest) {
+    Shared& sh = shared_[r];
+    if (!sh.sorted_built) {
+      for (const RouteHop& m : rest) {
+        const Cand x{m.link, 1.0 / m.fraction};
+        sh.sorted.push_back({bound(x), x});
+      }
+      std::sort(sh.sorted.begin(), sh.sorted.end(), before);
+      sh.sorted_built = true;
+    }
+    return sh.sorted;
+  }
+  // A later route through l (fraction f there; frac(m): its fraction on m, 0 if it misses m)
+  // strikes l's candidates it misses and raises the others' ratios to the worst seen.
+  template <class Frac>
+  void strike(LinkId l, double f, const Frac& frac) {
+    Cand* c = &cands_[static_cast<size_t>(l) * kKeep];
+    uint8_t w = 0;
+    for (uint8_t i = 0; i < size_[l]; ++i) {
+      const Cand x = c[i];
+      if (const double fm = frac(x.link); fm > 0) c[w++] = {x.link, std::max(x.ratio, f / fm)};
+    }
+    size_[l] = w;
+  }
+  struct Shared {
+    std::span<const RouteHop> rest;
+    std::vector<LinkId> ones;  // the intersection of the ones of the round's routes with this rest
+    bool repeated = false;
+    bool sorted_built = false;
+    std::vector<Fresh> sorted;
+  };
+  std::vector<uint32_t> rest_round_;  // per rest: the round it was last seen in
+  std::vector<Shared> shared_;
+  std::vector<uint32_t> round_rests_;
+  uint32_t round_ = 1;
+  static constexpr size_t kKeep = 4;  // candidates kept per link
+  std::vector<double> cap_;           // per link: its capacity (bound's factor)
+  std::vector<Cand> cands_;           // per link: kKeep slots, size_[link] of them used
+  std::vector<uint8_t> size_;
   std::vector<char> seen_;
   std::vector<double> frac_on_;
+  std::vector<Fresh> fresh_;          // the first route's proposals, before the cut to kKeep
 };
 
 }  // namespace
@@ -153,7 +278,7 @@ class DominatorCandidates {
 // crosses a link m with ratio x capacity(m) <= its own capacity. Dominated links go as long as
 // following dominators ends at a kept link: one link of every cycle of dominators (e.g. the NIC
 // out of one node and the NIC into the other in a two-node cluster dominate each other) is kept.
-void TopologyBuilder::compute_may_bind(Topology& t) {
+void TopologyBuilder::compute_may_bind(Topology& t, const PairRoutes* pairs) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
@@ -164,12 +289,19 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
     // Every route is a concatenation of segments, each in every route through its links: a
     // segment's other links are candidates (fewer than a whole route's, which can only keep a link).
     for (size_t i = 0; i + 1 < t.seg_off_[0].size(); ++i)
-      cands.add_route(std::span<const RouteHop>(t.seg_hops_[0].data() + t.seg_off_[0][i], t.seg_off_[0][i + 1] - t.seg_off_[0][i]),
-                      consider, accept);
+      cands.add_route(
+          [&](const auto& f) {
+            for (uint32_t k = t.seg_off_[0][i]; k < t.seg_off_[0][i + 1]; ++k) f(t.seg_hops_[0][k]);
+          },
+          consider, accept);
   } else {
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d)
-        if (s != d) cands.add_route(t.route(s, d).hops, consider, accept);
+        if (s != d) {
+          const uint32_t r = pairs->rest_id(s, d);
+          cands.add_shared(pairs->ones(s, d), r, pairs->rest_hops(r), consider, accept);
+        }
+    cands.flush_shared(consider);
   }
   // dom[l]: the dominator with the most headroom, or -1 (the ratio only grew, so re-check).
   std::vector<LinkId> dom(nl, -1);
@@ -195,7 +327,7 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
   }
   for (size_t l = 0; l < nl; ++l)
     if (dom[l] >= 0) t.may_bind_[l] = 0;
-  prune_by_endpoint_bounds(t);
+  if (pairs) prune_by_endpoint_bounds(t, *pairs);
 }
 
 // Pass 2: links no single link dominates but whose traffic is bounded by its sources' (or
@@ -206,13 +338,14 @@ void TopologyBuilder::compute_may_bind(Topology& t) {
 // over destinations (U_down). If min(U_up, U_down) <= capacity(l), l never limits a flow. The bound
 // is valid only while the links h it uses stay in the problem: a link whose bound uses a pruned h
 // is kept again, until nothing changes.
-void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
-  // Factored routes skip this pass (it walks every pair): such links stay, which changes no rate.
-  if (t.factored_) return;
+// Factored routes skip this pass (it walks every pair): such links stay, which changes no rate.
+void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pairs) {
   const int n = t.num_gpus();
   const size_t nl = static_cast<size_t>(t.num_links());
   auto cap = [&](LinkId l) { return t.link(l).bandwidth.value(); };
   auto kept = [&](LinkId l) { return t.may_bind_[l] != 0; };
+  // The largest bound that prunes l (its capacity, with room for rounding).
+  auto limit = [&](LinkId l) { return cap(l) * (1 + 1e-9); };
   DominatorCandidates cands(t);
   std::vector<double> bound[2] = {std::vector<double>(nl, 0.0), std::vector<double>(nl, 0.0)};
   std::vector<std::vector<LinkId>> used[2] = {std::vector<std::vector<LinkId>>(nl), std::vector<std::vector<LinkId>>(nl)};
@@ -220,13 +353,20 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
     for (int e = 0; e < n; ++e) {
       // Routes from source e (side 0) or into destination e (side 1).
       for (int o = 0; o < n; ++o)
-        if (o != e)
-          cands.add_route(side == 0 ? t.route(e, o).hops : t.route(o, e).hops, kept,
-                          [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        if (o != e) {
+          if (side == 1 && o + kAhead < n) pairs.prefetch(o + kAhead, e);
+          const int s = side == 0 ? e : o, d = side == 0 ? o : e;
+          const uint32_t r = pairs.rest_id(s, d);
+          cands.add_shared(pairs.ones(s, d), r, pairs.rest_hops(r), kept,
+                           [&](LinkId, const DominatorCandidates::Cand& m) { return kept(m.link); });
+        }
+      cands.flush_shared(kept);
       for (LinkId l : cands.touched) {
         const auto m = cands.best(l);
         bound[side][l] += m ? cands.bound(*m) : std::numeric_limits<double>::infinity();
-        if (m) used[side][l].push_back(m->link);
+        // A sum of non-negative terms only grows: once over the capacity, this side can no longer
+        // prune l, and its links are never read.
+        if (m && bound[side][l] <= limit(l)) used[side][l].push_back(m->link);
       }
       cands.reset_touched();
     }
@@ -234,9 +374,8 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t) {
   std::vector<int> via(nl, -1);  // which side's bound prunes the link
   for (size_t l = 0; l < nl; ++l) {
     if (!t.may_bind_[l]) continue;
-    const double c = cap(static_cast<LinkId>(l)) * (1 + 1e-9);
-    if (bound[0][l] <= c) pruned[l] = 1, via[l] = 0;
-    else if (bound[1][l] <= c) pruned[l] = 1, via[l] = 1;
+    if (bound[0][l] <= limit(static_cast<LinkId>(l))) pruned[l] = 1, via[l] = 0;
+    else if (bound[1][l] <= limit(static_cast<LinkId>(l))) pruned[l] = 1, via[l] = 1;
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -340,214 +479,6 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   return true;
 }
 
-// All-pairs routes (Topology::route): see the comment inside.
-void TopologyBuilder::all_pairs_routes(Topology& t, Diagnostics& diags, const SourceLocation& where) {
-  const int n = t.num_gpus();
-  // Routes, one destination at a time: Dijkstra over the reversed graph gives every vertex's
-  // distance to dst (GPUs other than dst are not expanded: a GPU never forwards on a switched path);
-  // the links on shortest paths toward dst form a DAG (next hops per vertex, O(links) to build); each
-  // source's route walks that DAG splitting bytes evenly at every branching (ECMP). Per-destination
-  // routes are then laid out by (src, dst) pair. Cost O(n (L log V + n path)), memory O(routes).
-  //
-  // The one exception, GPU relaying (NCCL's PATH_NVB, NVIDIA/nccl src/graph/paths.cc,
-  // ncclTopoSetPaths: "allow routing through a GPU only as 1 hop"): a source GPU with no NVLink to
-  // the destination but NVLinks to a GPU of its node that has one may send through that GPU, two
-  // NVLink hops (the sender writes into a buffer on the intermediate GPU, which the receiver reads).
-  // The relay is taken when it costs less than the switched path (on a hybrid cube-mesh it always
-  // does: the alternative is the PCIe detour through the host); equal-cost intermediates share the
-  // bytes evenly (the fluid limit; NCCL picks one intermediate per pair). Only GPUs joined by
-  // direct GPU-GPU NVLink links (hybrid-cube-mesh, or explicit links) can relay, so every other
-  // topology routes exactly as without this rule.
-  const size_t nv = t.vertices_.size();
-  Graph graph(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) {
-    const Link& l = t.links_[i];
-    boost::add_edge(static_cast<size_t>(l.from), static_cast<size_t>(l.to),
-                    Graph::edge_property_type(link_cost(l), static_cast<int>(i)), graph);
-  }
-  std::vector<int64_t> cost(t.links_.size());
-  for (size_t i = 0; i < t.links_.size(); ++i) cost[i] = link_cost(t.links_[i]);
-  std::vector<char> is_gpu(nv);
-  for (size_t v = 0; v < nv; ++v) is_gpu[v] = t.vertices_[v].kind == VertexKind::kGpu;
-  std::vector<std::vector<LinkId>> out_links(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) out_links[t.links_[i].from].push_back(static_cast<LinkId>(i));
-
-  const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-  const size_t pairs = static_cast<size_t>(n) * n;
-  t.route_latency_.assign(pairs, 0.f);
-  t.route_hop_count_.assign(pairs, 0);
-  std::vector<uint32_t> count(pairs, 0);
-  std::vector<std::vector<RouteHop>> by_dst(n);   // routes into d, sources in order
-  std::vector<int64_t> dist(nv);
-  std::vector<uint32_t> nh_off(nv + 1);
-  std::vector<LinkId> nh;
-  std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
-  std::vector<int> hop(nv, 0);
-  std::vector<double> link_frac(t.links_.size(), 0.0);
-  std::vector<LinkId> touched;
-  // nvl_out[g]: NVLink-class links from GPU g to another GPU of its node (the relay candidates).
-  std::vector<std::vector<LinkId>> nvl_out(nv);
-  for (size_t i = 0; i < t.links_.size(); ++i) {
-    const Link& l = t.links_[i];
-    if (is_gpu[l.from] && is_gpu[l.to] && l.link_class == "nvlink" && t.vertices_[l.from].node == t.vertices_[l.to].node)
-      nvl_out[l.from].push_back(static_cast<LinkId>(i));
-  }
-  std::vector<std::pair<LinkId, LinkId>> relays;  // cheapest (source -> relay, relay -> dst) pairs
-  std::vector<VertexId> order;
-  std::vector<uint32_t> in_order(nv, 0);
-  uint32_t pair_stamp = 0;
-  auto rg = boost::make_reverse_graph(graph);
-  auto weight = boost::get(boost::edge_weight, graph);
-  for (int d = 0; d < n; ++d) {
-    std::fill(dist.begin(), dist.end(), kInf);
-    const VertexId dv = t.gpu_vertex_[d];
-    using QE = std::pair<int64_t, VertexId>;
-    std::priority_queue<QE, std::vector<QE>, std::greater<>> pq;
-    dist[dv] = 0;
-    pq.push({0, dv});
-    while (!pq.empty()) {
-      auto [du, u] = pq.top();
-      pq.pop();
-      if (du != dist[u]) continue;
-      if (is_gpu[u] && u != dv) continue;  // GPUs don't forward (relays: below)
-      for (auto [ei, ee] = boost::out_edges(static_cast<size_t>(u), rg); ei != ee; ++ei) {
-        size_t w = boost::target(*ei, rg);
-        int64_t nd = du + boost::get(weight, boost::get(boost::edge_underlying, rg, *ei));
-        if (nd < dist[w]) {
-          dist[w] = nd;
-          pq.push({nd, static_cast<VertexId>(w)});
-        }
-      }
-    }
-    // Next hops toward d.
-    nh.clear();
-    for (size_t u = 0; u < nv; ++u) {
-      nh_off[u] = static_cast<uint32_t>(nh.size());
-      if (dist[u] >= kInf || static_cast<VertexId>(u) == dv) continue;
-      for (LinkId li : out_links[u]) {
-        const VertexId w = t.links_[li].to;
-        if (dist[w] < kInf && dist[w] + cost[li] == dist[u] && (!is_gpu[w] || w == dv)) nh.push_back(li);
-      }
-    }
-    nh_off[nv] = static_cast<uint32_t>(nh.size());
-    auto& out = by_dst[d];
-    for (int s = 0; s < n; ++s) {
-      if (s == d) continue;
-      const size_t p = static_cast<size_t>(s) * n + d;
-      const VertexId sv = t.gpu_vertex_[s];
-      relays.clear();
-      int64_t relay_cost = kInf;
-      for (LinkId l1 : nvl_out[sv]) {
-        const VertexId w = t.links_[l1].to;
-        if (w == dv) {  // a direct NVLink: never relayed
-          relays.clear();
-          break;
-        }
-        for (LinkId l2 : nvl_out[w]) {
-          if (t.links_[l2].to != dv) continue;
-          const int64_t c = cost[l1] + cost[l2];
-          if (c < relay_cost) relay_cost = c, relays.clear();
-          if (c == relay_cost) relays.emplace_back(l1, l2);
-        }
-      }
-      if (!relays.empty() && relay_cost < dist[sv]) {
-        touched.clear();
-        double latency = 0;
-        const double f = 1.0 / static_cast<double>(relays.size());
-        for (const auto& [l1, l2] : relays) {
-          for (LinkId li : {l1, l2}) {
-            if (link_frac[li] == 0.0) touched.push_back(li);
-            link_frac[li] += f;
-          }
-          latency = std::max(latency, t.links_[l1].latency.value() + t.links_[l2].latency.value());
-        }
-        std::sort(touched.begin(), touched.end());
-        for (LinkId li : touched) {
-          out.push_back({li, link_frac[li]});
-          link_frac[li] = 0.0;
-        }
-        count[p] = static_cast<uint32_t>(touched.size());
-        t.route_latency_[p] = static_cast<float>(latency);
-        t.route_hop_count_[p] = 2;
-        continue;
-      }
-      if (dist[sv] >= kInf) {
-        diags.error(where, "links", fmt::format("no path from GPU {} ({}) to GPU {} ({})", s,
-                                                t.vertices_[sv].name, d, t.vertices_[dv].name));
-        continue;
-      }
-      // Vertices on shortest paths from s, processed in decreasing distance.
-      order.clear();
-      order.push_back(sv);
-      in_order[sv] = ++pair_stamp;
-      for (size_t head = 0; head < order.size(); ++head) {
-        const VertexId u = order[head];
-        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-          const VertexId w = t.links_[nh[k]].to;
-          if (in_order[w] != pair_stamp) in_order[w] = pair_stamp, order.push_back(w);
-        }
-      }
-      std::sort(order.begin(), order.end(), [&](VertexId a, VertexId b) {
-        return dist[a] != dist[b] ? dist[a] > dist[b] : a < b;
-      });
-      for (VertexId u : order) frac[u] = 0.0;
-      frac[sv] = 1.0;
-      touched.clear();
-      for (VertexId u : order) {
-        const uint32_t k0 = nh_off[u], k1 = nh_off[u + 1];
-        if (u == dv || frac[u] == 0.0 || k0 == k1) continue;
-        const double f = frac[u] / (k1 - k0);
-        for (uint32_t k = k0; k < k1; ++k) {
-          const LinkId li = nh[k];
-          if (link_frac[li] == 0.0) touched.push_back(li);
-          link_frac[li] += f;
-          frac[t.links_[li].to] += f;
-        }
-      }
-      // Latency and hop count of the longest equal-cost path (from dst back).
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        const VertexId u = *it;
-        double best = 0;
-        int best_h = 0;
-        for (uint32_t k = nh_off[u]; k < nh_off[u + 1]; ++k) {
-          const Link& l = t.links_[nh[k]];
-          best = std::max(best, l.latency.value() + lat[l.to]);
-          best_h = std::max(best_h, 1 + hop[l.to]);
-        }
-        lat[u] = u == dv ? 0.0 : best;
-        hop[u] = u == dv ? 0 : best_h;
-      }
-      std::sort(touched.begin(), touched.end());
-      for (LinkId li : touched) {
-        out.push_back({li, link_frac[li]});
-        link_frac[li] = 0.0;
-      }
-      count[p] = static_cast<uint32_t>(touched.size());
-      t.route_latency_[p] = static_cast<float>(lat[sv]);
-      t.route_hop_count_[p] = static_cast<uint8_t>(std::min(hop[sv], 255));
-    }
-  }
-  diags.throw_if_errors();
-  // Lay the routes out by pair: p = src * n + dst.
-  t.route_offset_.assign(pairs + 1, 0);
-  size_t total = 0;
-  for (size_t p = 0; p < pairs; ++p) {
-    t.route_offset_[p] = static_cast<uint32_t>(total);
-    total += count[p];
-  }
-  t.route_offset_[pairs] = static_cast<uint32_t>(total);
-  t.route_hops_.resize(total);
-  for (int d = 0; d < n; ++d) {
-    size_t k = 0;
-    for (int s = 0; s < n; ++s) {
-      const size_t p = static_cast<size_t>(s) * n + d;
-      std::copy_n(by_dst[d].begin() + static_cast<long>(k), count[p], t.route_hops_.begin() + t.route_offset_[p]);
-      k += count[p];
-    }
-    std::vector<RouteHop>().swap(by_dst[d]);
-  }
-}
-
 Topology TopologyBuilder::build(const SourceLocation& where) {
   Diagnostics diags;
   Topology& t = topo_;
@@ -570,12 +501,19 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
 
   if (factoring_ && (n > kAllPairsMaxGpus || force_factoring_) && factored_routes(t, *factoring_)) {
     factoring_.reset();
+    compute_may_bind(t, nullptr);
   } else {
     factoring_.reset();
-    all_pairs_routes(t, diags, where);
+    // All pairs: the binding analysis reads the routes in their compact working form, then they
+    // are laid out once, with their binding hops.
+    const size_t pairs = static_cast<size_t>(n) * n;
+    t.route_latency_.assign(pairs, 0.f);
+    t.route_hop_count_.assign(pairs, 0);
+    const PairRoutes routes(t, t.route_latency_, t.route_hop_count_, diags, where);
+    diags.throw_if_errors();
+    compute_may_bind(t, &routes);
+    routes.lay_out(t.may_bind_, t.route_offset_, t.route_hops_, t.bind_offset_, t.bind_hops_);
   }
-  diags.throw_if_errors();
-  compute_may_bind(t);
   compute_binding_hops(t);
   return std::move(topo_);
 }
@@ -623,14 +561,14 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
 
 }  // namespace
 
-// Binding hops per pair (CSR), then the endpoint-separable split (Topology::endpoint_separable): a
+// Binding hops per segment (factored routes; all-pairs ones come with their layout), then the
+// endpoint-separable split (Topology::endpoint_separable): a
 // binding link of a route belongs to its source when every route of that locality crossing it starts
 // at that source (else to its destination, when they all end there); the topology is separable when
 // every route's hops split so, into the same egress list for every destination of its source and the
 // same ingress list for every source of its destination, and route latencies are symmetric.
 void TopologyBuilder::compute_binding_hops(Topology& t) {
   const int n = t.num_gpus();
-  const size_t pairs = static_cast<size_t>(n) * n;
   if (t.factored_) {
     t.seg_off_[1].assign(1, 0);
     t.seg_hops_[1].clear();
@@ -639,15 +577,6 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
         if (t.may_bind_[t.seg_hops_[0][k].link]) t.seg_hops_[1].push_back(t.seg_hops_[0][k]);
       t.seg_off_[1].push_back(static_cast<uint32_t>(t.seg_hops_[1].size()));
     }
-  } else {
-    t.bind_offset_.assign(pairs + 1, 0);
-    t.bind_hops_.clear();
-    for (size_t p = 0; p < pairs; ++p) {
-      t.bind_offset_[p] = static_cast<uint32_t>(t.bind_hops_.size());
-      for (uint32_t k = t.route_offset_[p]; k < t.route_offset_[p + 1]; ++k)
-        if (t.may_bind_[t.route_hops_[k].link]) t.bind_hops_.push_back(t.route_hops_[k]);
-    }
-    t.bind_offset_[pairs] = static_cast<uint32_t>(t.bind_hops_.size());
   }
   t.separable_ = false;
   t.end_offset_.clear();
@@ -658,6 +587,13 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
     for (size_t i = t.mid_base_; i + 1 < t.seg_off_[1].size(); ++i)
       if (t.seg_off_[1][i + 1] > t.seg_off_[1][i]) return;
   const size_t nl = t.links_.size();
+  // Symmetric latencies, compared tile by tile (a tile and its transpose stay in cache).
+  constexpr int kTile = 64;
+  for (int s0 = 0; s0 < n; s0 += kTile)
+    for (int d0 = s0; d0 < n; d0 += kTile)
+      for (int s = s0; s < std::min(n, s0 + kTile); ++s)
+        for (int d = std::max(d0, s + 1); d < std::min(n, d0 + kTile); ++d)
+          if (t.route_latency(s, d).value() != t.route_latency(d, s).value()) return;
   constexpr int kNone = -1, kMany = -2;
   // Per locality and link: the one source (destination) of the routes crossing it, or kMany.
   std::vector<int> src_of(2 * nl, kNone), dst_of(2 * nl, kNone);
@@ -667,7 +603,6 @@ void TopologyBuilder::compute_binding_hops(Topology& t) {
       if (s == d) continue;
       const size_t k = t.gpu_node_[s] != t.gpu_node_[d] ? 1 : 0;
       for (const auto& h : t.binding_hops(s, d)) note(src_of[k * nl + h.link], s), note(dst_of[k * nl + h.link], d);
-      if (t.route_latency(s, d).value() != t.route_latency(d, s).value()) return;
     }
   // Each GPU's egress and ingress hops per locality, from its first route of that locality; every
   // other route must match them exactly.

@@ -12,6 +12,8 @@
 
 namespace hs::topology {
 
+class PairRoutes;
+
 struct LinkParams {
   Bandwidth line_rate{0};
   double efficiency = 1.0;
@@ -77,11 +79,11 @@ class TopologyBuilder {
   Topology build(const SourceLocation& where);
 
  private:
-  static void all_pairs_routes(Topology& t, Diagnostics& diags, const SourceLocation& where);
   static bool factored_routes(Topology& t, const RouteFactoring& f);
-  static void compute_may_bind(Topology& t);
+  // `pairs`: the all-pairs routes (PairRoutes), or null when they are factored.
+  static void compute_may_bind(Topology& t, const PairRoutes* pairs);
   static void compute_binding_hops(Topology& t);
-  static void prune_by_endpoint_bounds(Topology& t);
+  static void prune_by_endpoint_bounds(Topology& t, const PairRoutes& pairs);
   Topology topo_;
   const TopologyAdjust* adjust_ = nullptr;
   std::optional<RouteFactoring> factoring_;

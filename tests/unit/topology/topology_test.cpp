@@ -2,11 +2,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "support/test_platforms.hpp"
+#include "topology/pair_routes.hpp"
 #include "topology/topology_builder.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/diagnostics.hpp"
@@ -467,6 +470,170 @@ TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, lat
       for (int b = 0; b < all.num_gpus(); ++b)
         if (a != b)
           for (const auto& h : fac.binding_hops(a, b)) CHECK(fac.may_bind(h.link));
+  }
+}
+
+namespace {
+// One pair's route from scratch, the plain way (what the builder did before routes were shared
+// between pairs): Dijkstra toward d over every link (GPUs other than d not expanded), the next hops
+// toward d, the ECMP walk from s in decreasing distance (ties by vertex id), the longest
+// equal-cost path's latency and hop count; or, cheaper, the NVLink relay through a GPU.
+struct RefRoute {
+  std::vector<std::pair<LinkId, double>> hops;  // sorted by link
+  float latency = 0;
+  int hop_count = 0;
+};
+RefRoute reference_route(const Topology& t, int s, int d) {
+  const auto links = t.links();
+  const auto verts = t.vertices();
+  const size_t nv = verts.size();
+  const LinkId nl = t.num_links();
+  const int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+  const auto is_gpu = [&](VertexId v) { return verts[v].kind == VertexKind::kGpu; };
+  const VertexId sv = t.gpu_vertex(s), dv = t.gpu_vertex(d);
+  RefRoute out;
+  std::vector<double> link_frac(static_cast<size_t>(nl), 0.0);
+  const auto collect = [&] {
+    for (LinkId l = 0; l < nl; ++l)
+      if (link_frac[l] != 0.0) out.hops.emplace_back(l, link_frac[l]);
+  };
+  // Relay candidates: sv -> w -> dv over NVLinks inside the node, none if sv has its own NVLink to dv.
+  const auto nvl = [&](LinkId l) {
+    const Link& k = links[l];
+    return is_gpu(k.from) && is_gpu(k.to) && k.link_class == "nvlink" && verts[k.from].node == verts[k.to].node;
+  };
+  std::vector<std::pair<LinkId, LinkId>> relays;
+  int64_t relay_cost = kInf;
+  bool direct = false;
+  for (LinkId l1 = 0; l1 < nl; ++l1)
+    if (links[l1].from == sv && nvl(l1) && links[l1].to == dv) direct = true;
+  for (LinkId l1 = 0; l1 < nl && !direct; ++l1) {
+    if (links[l1].from != sv || !nvl(l1)) continue;
+    for (LinkId l2 = 0; l2 < nl; ++l2) {
+      if (links[l2].from != links[l1].to || links[l2].to != dv || !nvl(l2)) continue;
+      const int64_t c = link_cost(links[l1]) + link_cost(links[l2]);
+      if (c < relay_cost) relay_cost = c, relays.clear();
+      if (c == relay_cost) relays.emplace_back(l1, l2);
+    }
+  }
+  std::vector<int64_t> dist(nv, kInf);
+  std::vector<char> done(nv, 0);
+  dist[dv] = 0;
+  for (;;) {  // O(V^2) Dijkstra: small topologies
+    VertexId u = -1;
+    for (size_t v = 0; v < nv; ++v)
+      if (!done[v] && dist[v] < kInf && (u < 0 || dist[v] < dist[u])) u = static_cast<VertexId>(v);
+    if (u < 0) break;
+    done[u] = 1;
+    if (is_gpu(u) && u != dv) continue;
+    for (LinkId l = 0; l < nl; ++l)
+      if (links[l].to == u) dist[links[l].from] = std::min(dist[links[l].from], dist[u] + link_cost(links[l]));
+  }
+  if (!relays.empty() && relay_cost < dist[sv]) {
+    double latency = 0;
+    for (const auto& [l1, l2] : relays) {
+      for (LinkId l : {l1, l2}) link_frac[l] += 1.0 / static_cast<double>(relays.size());
+      latency = std::max(latency, links[l1].latency.value() + links[l2].latency.value());
+    }
+    collect();
+    out.latency = static_cast<float>(latency);
+    out.hop_count = 2;
+    return out;
+  }
+  const auto next = [&](VertexId u) {
+    std::vector<LinkId> nh;
+    if (u == dv) return nh;
+    for (LinkId l = 0; l < nl; ++l)
+      if (links[l].from == u && dist[links[l].to] < kInf && dist[links[l].to] + link_cost(links[l]) == dist[u] &&
+          (!is_gpu(links[l].to) || links[l].to == dv))
+        nh.push_back(l);
+    return nh;
+  };
+  std::vector<VertexId> order{sv};
+  for (size_t i = 0; i < order.size(); ++i)
+    for (LinkId l : next(order[i]))
+      if (std::find(order.begin(), order.end(), links[l].to) == order.end()) order.push_back(links[l].to);
+  std::sort(order.begin(), order.end(), [&](VertexId a, VertexId b) { return dist[a] != dist[b] ? dist[a] > dist[b] : a < b; });
+  std::vector<double> frac(nv, 0.0), lat(nv, 0.0);
+  std::vector<int> hop(nv, 0);
+  frac[sv] = 1.0;
+  for (VertexId u : order) {
+    const auto nh = next(u);
+    if (nh.empty() || frac[u] == 0.0) continue;
+    const double f = frac[u] / static_cast<double>(nh.size());
+    for (LinkId l : nh) link_frac[l] += f, frac[links[l].to] += f;
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (LinkId l : next(*it)) {
+      lat[*it] = std::max(lat[*it], links[l].latency.value() + lat[links[l].to]);
+      hop[*it] = std::max(hop[*it], 1 + hop[links[l].to]);
+    }
+  collect();
+  out.latency = static_cast<float>(lat[sv]);
+  out.hop_count = std::min(hop[sv], 255);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("all-pairs routes equal a from-scratch route per pair: same hops in order, same bits") {
+  // The builder shares work between pairs (PairRoutes: whole-byte chains, tails per vertex and
+  // destination, rests by content); each pair must still get exactly the plain computation's route:
+  // ECMP over 3 and 5 spines (fractions 1/3, 2/3, 1/5 that do not add up exactly), PCIe switches,
+  // staging through the host, NVLink relays, an explicit graph with uneven splits and merges.
+  const std::string gpu = "gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}\n";
+  const std::string cases[] = {
+      "schema: hecate-sim/topology@1\nname: rail\n" + gpu +
+          "nodes: 3\ngpus_per_node: 8\nintra_node: {kind: nvswitch, bandwidth: 450GB/s, efficiency: 0.82, latency: 3.4us}\n"
+          "nics_per_node: 4\nnic: {bandwidth: 400Gbps, efficiency: 0.95, latency: 2us}\n"
+          "pcie: {bandwidth: 64GB/s, efficiency: 0.85, latency: 1us, gpus_per_switch: 2}\n"
+          "fabric: {kind: rail-optimized, oversubscription: 1.5, spines: 3, switch_latency: 0.6us}\n",
+      "schema: hecate-sim/topology@1\nname: cube\n" + gpu +
+          "nodes: 2\ngpus_per_node: 8\nintra_node: {kind: hybrid-cube-mesh, bandwidth: 25GB/s, efficiency: 0.8, latency: 3us}\n"
+          "nics_per_node: 2\nnic: {bandwidth: 100Gbps, efficiency: 0.9, latency: 5us, gpudirect_rdma: false}\n"
+          "pcie: {bandwidth: 16GB/s, efficiency: 0.85, latency: 1us, gpus_per_switch: 4}\n"
+          "fabric: {kind: fat-tree, oversubscription: 3.0, nodes_per_leaf: 1, spines: 5, switch_latency: 0.6us}\n",
+      "schema: hecate-sim/topology@1\nname: explicit\n" + gpu +
+          "gpus: [{name: a, node: 0}, {name: b, node: 0}, {name: c, node: 1}, {name: d, node: 1}, {name: e, node: 2}]\n"
+          "switches: [{name: s0}, {name: s1}, {name: s2}, {name: s3}, {name: s4}, {name: s5}, {name: s6}, {name: t0}]\n"
+          "links:\n"
+          "  - {from: a, to: s0, bandwidth: 10GB/s, latency: 1us, class: nic}\n"
+          "  - {from: b, to: s0, bandwidth: 10GB/s, latency: 1us, class: nic}\n"
+          "  - {from: a, to: b, bandwidth: 100GB/s, latency: 1us, class: nvlink}\n"
+          "  - {from: s0, to: s1, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s0, to: s2, bandwidth: 20GB/s, latency: 2us, class: fabric}\n"
+          "  - {from: s0, to: s3, bandwidth: 20GB/s, latency: 3us, class: fabric}\n"
+          "  - {from: s1, to: s4, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s2, to: s4, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s3, to: s5, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s4, to: s6, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s5, to: s6, bandwidth: 20GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: s6, to: t0, bandwidth: 30GB/s, latency: 1us, class: fabric}\n"
+          "  - {from: t0, to: c, bandwidth: 10GB/s, latency: 1us, class: nic}\n"
+          "  - {from: t0, to: d, bandwidth: 10GB/s, latency: 1us, class: nic}\n"
+          "  - {from: s6, to: e, bandwidth: 5GB/s, latency: 1us, class: nic}\n"
+          "  - {from: c, to: d, bandwidth: 50GB/s, latency: 1us, class: nvlink}\n"};
+  for (const std::string& text : cases) {
+    const Topology t = load_topology(text, "t.yaml");
+    CAPTURE(t.name());
+    REQUIRE_FALSE(t.factored_routes());
+    for (int s = 0; s < t.num_gpus(); ++s)
+      for (int d = 0; d < t.num_gpus(); ++d) {
+        if (s == d) continue;
+        CAPTURE(s);
+        CAPTURE(d);
+        const RefRoute ref = reference_route(t, s, d);
+        const Route r = t.route(s, d);
+        std::vector<std::pair<LinkId, double>> got, bind, want_bind;
+        for (const auto& h : r.hops) got.emplace_back(h.link, h.fraction);
+        CHECK(got == ref.hops);  // exact doubles, in link order
+        CHECK(r.latency.value() == static_cast<double>(ref.latency));
+        CHECK(r.hop_count == ref.hop_count);
+        // Binding hops: the route's hops whose links may bind, in route order.
+        for (const auto& h : t.binding_hops(s, d)) bind.emplace_back(h.link, h.fraction);
+        for (const auto& h : got)
+          if (t.may_bind(h.first)) want_bind.push_back(h);
+        CHECK(bind == want_bind);
+      }
   }
 }
 
