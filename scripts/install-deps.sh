@@ -3,7 +3,7 @@
 # Idempotent; uses sudo when not root. The CUDA toolkit (optional validation backend) is not
 # installed here: it is found under /usr/local/cuda when present.
 set -euo pipefail
-pkgs=(meson ninja-build g++ pkg-config python3 libboost-graph-dev libeigen3-dev libcli11-dev
+pkgs=(meson ninja-build g++ pkg-config python3 libeigen3-dev libcli11-dev
       libyaml-cpp-dev libfmt-dev doctest-dev libsimdjson-dev zlib1g-dev libopenmpi-dev openmpi-bin)
 # --fuzz: also what scripts/fuzz.sh needs (clang and libFuzzer).
 if [ "${1:-}" = "--fuzz" ]; then pkgs+=(clang-14 libfuzzer-14-dev); fi

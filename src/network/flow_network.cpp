@@ -336,18 +336,8 @@ void FlowNetwork::settle() {
   // New projections are appended, then either sifted up one by one (few) or the heap is rebuilt,
   // dropping stale entries (many: O(heap) beats O(changed x log heap)).
   const size_t old_size = heap_.size();
-  reserve_geometric(heap_.raw(), old_size + solver_.changed().size());
-  // The changed ids are scattered over the records (a cache miss each): fetched ahead.
-  const auto changed = solver_.changed();
-  constexpr size_t kAhead = 12;
-  for (size_t i = 0; i < changed.size(); ++i) {
-    if (i + kAhead < changed.size()) {
-      const int ahead = changed[i + kAhead];
-      __builtin_prefetch(&flow_[ahead]);
-      __builtin_prefetch(&tag_[ahead]);
-      solver_.prefetch(ahead);
-    }
-    const int id = changed[i];
+  reserve_geometric(heap_, old_size + solver_.changed().size());
+  for (int id : solver_.changed()) {
     if (tag_[id] == 0) continue;  // finished since
     Flow& f = flow_[id];
     f.progress += f.rate * (now_ - f.since);
@@ -355,16 +345,20 @@ void FlowNetwork::settle() {
     f.rate = solver_.rate(id);
     const double finish = project(f);
     bump(id);
-    if (finish < kInf) heap_.append({finish, id, version_[id]});
+    if (finish < kInf) heap_.push_back({finish, id, version_[id]});
   }
   // Stale entries (superseded projections) are dropped when they surface, or all at once when the
   // heap is rebuilt: after many new projections, or when they outnumber the live classes.
   const size_t added = heap_.size() - old_size;
   if (added * 16 > heap_.size() || (heap_.size() > 64 && heap_.size() > 2 * live_classes_)) {
-    heap_.filter([&](const Due& d) { return valid(d); });
+    size_t w = 0;
+    for (const Due& d : heap_)
+      if (valid(d)) heap_[w++] = d;
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     return;
   }
-  heap_.fix(old_size);
+  for (size_t i = old_size + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, std::greater<>());
 }
 
 void FlowNetwork::binding_elements(int src, int dst) {
@@ -373,7 +367,10 @@ void FlowNetwork::binding_elements(int src, int dst) {
 }
 
 void FlowNetwork::pop_stale() {
-  while (!heap_.empty() && !valid(heap_.top())) heap_.pop();
+  while (!heap_.empty() && !valid(heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
+  }
 }
 
 double FlowNetwork::next_completion() {
@@ -384,7 +381,7 @@ double FlowNetwork::next_completion() {
     if (heap_.empty()) {
       next_flow_ = kInf;
     } else {
-      const Due first = heap_.top();
+      const Due first = heap_.front();
       next_flow_ = first.time;
       if (precision_ > 0) {
         // Merge every completion projected within precision x (the earliest's elapsed time, or its
@@ -445,22 +442,30 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   // The entries due by now are the top of the heap. Few: pop them one by one, in (time, id) order.
   // Many (a uniform all-to-all finishes everything at once): take them out in one pass, finish
   // them in id order, and rebuild the heap from the rest.
-  // The choice counts valid entries against live classes, not heap entries: stale entries sit
-  // where the heap's layout put them, and the results must not depend on that layout.
-  size_t due = 0;  // valid entries due
-  for_due(now, [&](const Due& d) { due += valid(d) ? 1 : 0; });
+  // The choice counts the valid entries due against the live classes: stale entries sit where
+  // the heap's layout put them, and no result may depend on that layout (stale and valid entries
+  // of one id can tie on (time, id)). All entries due are counted first (no reads of tag_): valid
+  // ones are no more, so that count rules out most events.
+  size_t due = 0;  // entries due, valid or stale; then the valid ones
+  for_due(now, [&](const Due&) { ++due; });
+  if (due * 8 > live_classes_ && due > 64) {
+    due = 0;
+    for_due(now, [&](const Due& d) { due += valid(d) ? 1 : 0; });
+  }
   if (due * 8 > live_classes_ && due > 64) {
     // All finish at `now`, in id order (the order decides only which ids and element ranges are
     // freed first), through a per-id mark (one valid entry per id at most), set in the pass that
     // keeps the rest: linear, where a sort by (time, id) cost n log n (their projections differ in
     // the last bits), and no copy of the due entries.
     due_at_.assign(flow_.size(), 0);
-    heap_.filter([&](const Due& d) {
-      if (!valid(d)) return false;
-      if (d.time > now) return true;
-      due_at_[d.id] = 1;
-      return false;
-    });
+    size_t w = 0;
+    for (const Due& d : heap_) {
+      if (!valid(d)) continue;
+      if (d.time > now) heap_[w++] = d;
+      else due_at_[d.id] = 1;
+    }
+    heap_.resize(w);
+    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     gone_.clear();
     reserve_geometric(gone_, due);
     for (size_t id = 0; id < due_at_.size(); ++id)
@@ -491,13 +496,10 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   }
   while (true) {
     pop_stale();
-    if (heap_.empty() || heap_.top().time > now) break;
-    const Due d = heap_.top();
-    heap_.pop();
-    if (!heap_.empty()) {  // the next one's record, while this one finishes
-      __builtin_prefetch(&flow_[heap_.top().id]);
-      solver_.prefetch(heap_.top().id);
-    }
+    if (heap_.empty() || heap_.front().time > now) break;
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const Due d = heap_.back();
+    heap_.pop_back();
     finish_class(d.id, now);
     any = true;
   }

@@ -57,7 +57,6 @@
 #include "network/pair_plan.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
-#include "util/quad_heap.hpp"
 
 namespace hs::network {
 
@@ -118,9 +117,6 @@ class FlowNetwork final : public engine::ActivityModel {
     uint32_t version;
     bool operator>(const Due& o) const { return time != o.time ? time > o.time : id > o.id; }
   };
-  struct DueFirst {  // the heap's order: earliest (time, id) first
-    bool operator()(const Due& a, const Due& b) const { return b > a; }
-  };
   struct Timer {
     double time;
     engine::TaskId task;
@@ -146,8 +142,8 @@ class FlowNetwork final : public engine::ActivityModel {
       walk_.pop_back();
       if (i >= heap_.size() || heap_[i].time > time) continue;
       fn(heap_[i]);
-      const size_t c = heap_.first_child(i);
-      for (size_t k = c; k < c + 4; ++k) walk_.push_back(k);
+      walk_.push_back(2 * i + 1);
+      walk_.push_back(2 * i + 2);
     }
   }
   // start() when every class has one member (`classes` transfers to start, `elements` binding
@@ -210,8 +206,7 @@ class FlowNetwork final : public engine::ActivityModel {
   // Per solver id: its projection's version, kept when the id is freed (a dense array apart from
   // Flow, so making a class writes its record without reading it: one cache miss less per flow).
   std::vector<uint32_t> version_;
-  QuadHeap<Due, DueFirst> heap_;  // projected finishes
-  std::vector<Due> due_;          // scratch
+  std::vector<Due> heap_, due_;  // min-heap of projected finishes; scratch
   std::vector<size_t> walk_;     // scratch: heap positions to visit
   std::vector<char> due_at_;     // scratch: advance_to()'s ids due at once
   std::vector<int> gone_;        // scratch: classes advance_to() removes at once

@@ -128,12 +128,7 @@ void MaxMinSolver::make_dirty(int l, double x) {
   const double old_level = level_[l];
   bool own = false;
   const auto& v = link_flows_[l];
-  constexpr size_t kAhead = 8;  // the flows' records are scattered: fetched ahead
   for (size_t i = 0; i < v.size(); ++i) {
-    if (i + kAhead < v.size()) {
-      __builtin_prefetch(&hot_[v[i + kAhead].flow]);
-      __builtin_prefetch(&elems_[v[i + kAhead].eidx]);
-    }
     const LinkRef lr = v[i];
     const int g = lr.flow;
     const double wc = elems_[lr.eidx].wc;

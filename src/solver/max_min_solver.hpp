@@ -105,7 +105,6 @@ class MaxMinSolver {
   std::span<const int> changed() const { return changed_; }
   // Rate of one member of the flow class (valid after solve()).
   double rate(int flow) const { return hot_[flow].rate; }
-  void prefetch(int flow) const { __builtin_prefetch(&hot_[flow]); }  // rate(flow) is read soon
   // A member's rate cap (kUnlimited if none), as given to add_flow.
   double rate_cap(int flow) const { return rec_[flow].cap; }
   bool alive(int flow) const { return rec_[flow].alive != 0; }
