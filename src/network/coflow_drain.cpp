@@ -56,7 +56,7 @@ class Drain {
     }
     build();
     const size_t n0 = size_.size();
-    prog_.assign(n0, 0.0), since_.assign(n0, 0.0), rate_.assign(n0, 0.0), proj_.assign(n0, kInf);
+    prog_.assign(n0, 0.0), since_.assign(n0, 0.0), rate_.assign(n0, 0.0);
     newid_.resize(n0);
     capfrozen_.assign(n0, 0);
     dead_.assign(n0, 0);
@@ -65,52 +65,46 @@ class Drain {
     while (live > 0) {
       solve();
       // Rates (min of the links' levels and the cap), re-integration of the changed ones, and the
-      // earliest projected finish (finished flows stay in the arrays, marked dead, until compacted).
-      // Two passes: the first, without branches (about half the rates change, at random), lists
-      // the flows whose rate changed and takes the minimum over the others' projections; the second
-      // re-integrates the listed ones.
-      // The flows that may finish in this event's merge window are noted on the way (a projection
-      // within the window of the minimum so far: a superset, as the minimum only falls).
+      // earliest projected finish, in one pass: in an all-to-all-v every live rate changes at every
+      // event (the levels all move), so the branch is predictable. A finished flow stays in the
+      // arrays until compacted, reading as rate and projection infinite, unchanged (finish()). The
+      // flows that may finish in this event's merge window are noted on the way (a projection within
+      // the window of the minimum so far: a superset, as the minimum only falls).
       const size_t n = size_.size();
       double tmin = kInf, reach = std::numeric_limits<double>::max();  // (never an infinite projection)
-      size_t k = 0;
       due_.clear();
-      const auto note = [&](size_t f, double p) {
-        if (p < tmin) tmin = p, reach = window_end(tmin);
-        if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+      const auto scan = [&](auto with_caps) {
+        for (size_t f = 0; f < n; ++f) {
+          const double r = with_caps ? rate_of(f) : link_rate(f);
+          if (r != rate_[f]) {
+            prog_[f] += rate_[f] * (now - since_[f]);
+            since_[f] = now;
+            rate_[f] = r;
+          }
+          const double p = proj(f);
+          if (p <= reach) {
+            if (p < tmin) tmin = p, reach = window_end(tmin);
+            if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+          }
+        }
       };
-      for (size_t f = 0; f < n; ++f) {
-        const double r = rate_of(f);
-        const bool ch = (r != rate_[f]) & !dead_[f];
-        changed_[k] = static_cast<uint32_t>(f);
-        k += ch;
-        const double p = ch | dead_[f] ? kInf : proj_[f];
-        if (p <= reach) note(f, p);
-      }
-      for (size_t j = 0; j < k; ++j) {
-        const size_t f = changed_[j];
-        const double r = rate_of(f);
-        prog_[f] += rate_[f] * (now - since_[f]);
-        since_[f] = now;
-        rate_[f] = r;
-        const double left = size_[f] - prog_[f];
-        proj_[f] = left <= 1e-12 * size_[f] ? now : (r > 0 ? now + left / r : kInf);
-        if (proj_[f] <= reach) note(f, proj_[f]);
-      }
+      if (capped_.empty()) scan(std::false_type{});
+      else scan(std::true_type{});
       if (!(tmin < kInf)) throw std::logic_error("flow tier: live flows with no rate (a link without capacity?)");
       // Merged completions, as FlowNetwork merges them (the coflow started at 0).
       const double bound = window_end(tmin);
       double next = tmin;
       for (uint32_t f : due_) {
-        if (proj_[f] > bound) continue;
-        next = std::max(next, proj_[f]);
+        const double p = proj(f);
+        if (p > bound) continue;
+        next = std::max(next, p);
         finish(f);
         --live;
       }
       now = next;
       ++res.stats.events;
-      // Finished flows leave the arrays once they are a quarter of them: the passes above skip them
-      // on one byte until then, instead of moving every array every event.
+      // Finished flows leave the arrays once they are a quarter of them: the pass above reads them
+      // as unchanged until then, instead of moving every array every event.
       if (4 * (n - live) >= n) compact();
     }
     res.seconds = now + (alpha_ + extra);  // as FlowNetwork's timer: drain + (latency + extra)
@@ -162,13 +156,22 @@ class Drain {
       if (la_[f] < 0) la_[f] = none;
       if (lb_[f] < 0) lb_[f] = none;
     }
-    changed_.resize(size_.size());
     for (size_t f = 0; f < size_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
     std::sort(capped_.begin(), capped_.end());
   }
 
   // A flow's rate: the lower level of its links, or its cap.
+  // A flow's projected finish at its current rate (computed again, not stored: the same operands
+  // as when its rate last changed, so the same value, and the rate pass streams 16 bytes a flow
+  // less). A finished flow's is never (since_ infinite).
+  double proj(size_t f) const {
+    const double left = size_[f] - prog_[f];
+    return left <= 1e-12 * size_[f] ? since_[f] : (rate_[f] > 0 ? since_[f] + left / rate_[f] : kInf);
+  }
+  double link_rate(size_t f) const {  // the same without a cap
+    return std::min(level_[static_cast<size_t>(la_[f])], level_[static_cast<size_t>(lb_[f])]);
+  }
   double rate_of(size_t f) const {
     return std::min(std::min(cap_[f], level_[static_cast<size_t>(la_[f])]), level_[static_cast<size_t>(lb_[f])]);
   }
@@ -291,6 +294,10 @@ class Drain {
       const auto g = static_cast<size_t>(eflow_[at]);
       (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
     }
+    // From here on its rate reads as infinite (no links, no cap) and unchanged, its projection as
+    // never (since_ infinite): the rate pass passes over it without reading dead_.
+    la_[f] = lb_[f] = nl;
+    cap_[f] = rate_[f] = since_[f] = kInf;
   }
 
   // Drops finished flows from the arrays, keeping the order of the others.
@@ -305,12 +312,12 @@ class Drain {
       newid_[f] = static_cast<int32_t>(w);
       if (w != f) {
         la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
-        prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f], proj_[w] = proj_[f];
+        prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f];
         pos_a_[w] = pos_a_[f], pos_b_[w] = pos_b_[f];
       }
       ++w;
     }
-    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_, &proj_}) v->resize(w);
+    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_}) v->resize(w);
     la_.resize(w), lb_.resize(w), pos_a_.resize(w), pos_b_.resize(w);
     std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
     compact_lists();
@@ -338,9 +345,8 @@ class Drain {
   std::vector<double> link_bytes_;
   // Flows.
   std::vector<int32_t> la_, lb_;
-  std::vector<double> ca_, cb_, cap_, size_, prog_, since_, rate_, proj_;
+  std::vector<double> ca_, cb_, cap_, size_, prog_, since_, rate_;
   std::vector<int32_t> newid_;
-  std::vector<uint32_t> changed_;   // the flows whose rate changed in this event
   std::vector<uint32_t> due_;       // the flows that may finish in this event
   std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
   std::vector<char> capfrozen_, dead_;
