@@ -233,7 +233,8 @@ class Drain {
       const int32_t l = top.second;
       const auto li = static_cast<size_t>(l);
       if (frozen_[li] || fill_[li].cnt == 0) continue;
-      if (!(fill_[li].sumw > 0)) fill_[li].sumw = unfrozen_weight(l);
+      if (unit_) fill_[li].sumw = fill_[li].cnt;  // the walk below keeps the count alone (exact)
+      else if (!(fill_[li].sumw > 0)) fill_[li].sumw = unfrozen_weight(l);
       const double current = fill_[li].rem / fill_[li].sumw;
       if (current > top.first * (1 + 1e-12)) {  // a stale key: re-queued at its current share
         heap_.push_back({current, l});
@@ -261,7 +262,6 @@ class Drain {
         for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
           const auto o = static_cast<size_t>(other_[i]);
           fill_[o].rem = std::max(0.0, fill_[o].rem - current);
-          fill_[o].sumw -= 1.0;
           --fill_[o].cnt;
         }
         continue;
