@@ -31,8 +31,10 @@ if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)
   $b/network_bench -s -r 1 -p 1e-2 4096
 fi
-echo "== 4,096-GPU preset (512 nodes, two-tier fat tree 2:1): loading it, routes included"
+echo "== 4,096-GPU preset (512 nodes, two-tier fat tree 2:1): loading it, routes included (factored)"
 $b/network_bench -t topologies/h100-fattree-2to1-512node.yaml
+echo "== 1,024-GPU preset (128 DGX H100 nodes): loading it, routes of every pair and their binding analysis"
+$b/network_bench -t topologies/dgx-h100-128node.yaml
 echo "== flow-tier iterations"
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-s.yaml 3 ep 3 flow
 $b/iteration_bench topologies/dgx-h100-4node.yaml models/gpt-moe-l.yaml 3 ep 3 flow

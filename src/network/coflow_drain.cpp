@@ -161,7 +161,6 @@ class Drain {
     std::sort(capped_.begin(), capped_.end());
   }
 
-  // A flow's rate: the lower level of its links, or its cap.
   // A flow's projected finish at its current rate (computed again, not stored: the same operands
   // as when its rate last changed, so the same value, and the rate pass streams 16 bytes a flow
   // less). A finished flow's is never (since_ infinite).
@@ -169,7 +168,8 @@ class Drain {
     const double left = size_[f] - prog_[f];
     return left <= 1e-12 * size_[f] ? since_[f] : (rate_[f] > 0 ? since_[f] + left / rate_[f] : kInf);
   }
-  double link_rate(size_t f) const {  // the same without a cap
+  // A flow's rate: the lower level of its links, or its cap (link_rate: without a cap).
+  double link_rate(size_t f) const {
     return std::min(level_[static_cast<size_t>(la_[f])], level_[static_cast<size_t>(lb_[f])]);
   }
   double rate_of(size_t f) const {
@@ -357,7 +357,7 @@ class Drain {
   std::vector<int32_t> other_, eflow_;
   std::vector<int32_t> used_;
   // A link's state in a solve: capacity left, unfrozen weight and count (one record: the freeze
-  // walk updates all three for each entry).
+  // walk updates them together for each entry; with unit coefficients the weight is the count).
   struct Fill {
     double rem = 0, sumw = 0;
     int32_t cnt = 0;

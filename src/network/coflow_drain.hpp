@@ -10,12 +10,14 @@
 // not saturated yet: freezing a link walks its list of (other link, flow) entries, sequentially,
 // and touches only the other link's remaining capacity and weight (a few thousand links: cached).
 // No per-flow filling state, no per-flow rate writes, no list of changed rates. After a solve one
-// streaming pass over the live flows (kept compact, in arrays) sets each rate to
-// min(level of its links, cap), re-integrates the flows whose rate changed and finds the earliest
-// projected finish; a second pass finishes the flows due in the merged event and compacts. Every
-// event thus costs a few linear passes over the live flows and their entries, with no heap of
-// per-flow finishes: in a skewed all-to-all-v nearly every rate changes at every event anyway, and
-// FlowNetwork's per-flow bookkeeping (changed lists, heap rebuilds) is what dominates there.
+// streaming pass over the flows (in arrays, finished ones compacted away in batches) sets each rate
+// to min(level of its links, cap), re-integrates the flows whose rate changed, finds the earliest
+// projected finish and notes the flows that may fall in its merge window; those due finish and
+// leave their links' lists at once (the list's last entry fills the hole). Every event thus costs
+// one linear pass over the flows and one over the live entries, with no heap of per-flow
+// finishes: in a skewed all-to-all-v every live rate changes at every event (measured: 1,024 GPUs
+// at 1e-3, 420M rate changes over 957 events, 420M live flow-events), and FlowNetwork's per-flow
+// bookkeeping (changed lists, heap rebuilds) is what dominates there.
 //
 // Same semantics as FlowNetwork with one task (network/flow_network.hpp): max-min rates under the
 // links that may bind, re-solved at every completion event; completions merged within
@@ -28,8 +30,9 @@
 // difference can move a completion across a merge window's edge, which changes the result by less
 // than the merge error itself (about 2 x precision of the coflow's time).
 //
-// Cost per event: O(L log L + E) for L links and E live (flow, link) entries, streaming; memory
-// about 93 bytes per flow (77 in arrays, two 8-byte list entries): ~100 MB for a million flows.
+// Cost per event: O(L log L + F + E) for L links, F flows in the arrays and E live (flow, link)
+// entries, streaming; memory about 94 bytes per flow (78 in arrays, two entries of 4 + 4 bytes):
+// ~100 MB for a million flows.
 #pragma once
 
 #include <cstdint>
