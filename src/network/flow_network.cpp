@@ -117,6 +117,78 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     start_direct(t, now, direct_count, direct_elements, false);
     return;
   }
+  if (const GroupPlan* gp = group_plans_.find(co)) {
+    // The same endpoints and caps as a recent task: its classes, read from the record. Bytes are
+    // added per transfer and element in the order grouping adds them (the same sums, bit for bit).
+    gid_ = gp->gid, gcount_ = gp->count, gelem_begin_ = gp->ebegin, gelems_ = gp->elems;
+    gcap_ = gp->cap, gfirst_ = gp->first;
+    alpha = gp->alpha;
+    count = gp->flows;
+    ++stats_.groupings_reused;
+    for (size_t i = 0; i < co.size(); ++i) {
+      if (gid_[i] < 0) continue;
+      const auto g = static_cast<size_t>(gid_[i]);
+      for (uint32_t k = gelem_begin_[g]; k < gelem_begin_[g + 1]; ++k) {
+        const auto& el = gelems_[k];
+        if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
+        link_bytes_[el.link] += co[i].bytes * el.coef;
+      }
+      stats_.bytes_offered += co[i].bytes;
+    }
+  } else {
+    group(co, alpha, count);
+    if (co.size() <= GroupPlans::kMaxTransfers) {
+      GroupPlan& rec = group_plans_.slot();
+      rec.key.resize(co.size());
+      for (size_t i = 0; i < co.size(); ++i) rec.key[i] = GroupPlan::key_of(co[i]);
+      rec.gid = gid_, rec.count = gcount_, rec.ebegin = gelem_begin_, rec.elems = gelems_;
+      rec.cap = gcap_, rec.first = gfirst_;
+      rec.alpha = alpha;
+      rec.flows = count;
+    }
+  }
+  // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
+  const size_t classes = gcount_.size();
+  std::vector<uint32_t>& fill = gfill_;
+  fill.resize(classes);
+  const auto base = static_cast<uint32_t>(members_.size());
+  uint32_t at = base;
+  for (size_t g = 0; g < classes; ++g) fill[g] = at, at += gcount_[g];
+  members_.resize(at);
+  for (size_t i = 0; i < co.size(); ++i)
+    if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
+  at = base;
+  solver_.reserve(classes, gelems_.size());
+  // Solver ids are reused or the next new one: every id below num_flows() + classes.
+  const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
+  if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
+  for (size_t g = 0; g < classes; ++g) {
+    const uint32_t b = at, e = at + gcount_[g];
+    at = e;
+    if (e - b > 1) std::sort(members_.begin() + b, members_.begin() + e);
+    const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
+    stats_.elements += el.size();
+    const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
+    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, members_[b], b + 1, e, 0, now);
+  }
+  if (co.size() >= (1u << 16)) {
+    // A large task's grouping scratch (about 60 bytes per transfer) is not kept for the next one.
+    std::vector<int>().swap(gid_);
+    std::vector<uint32_t>().swap(gcount_);
+    std::vector<uint32_t>().swap(gelem_begin_);
+    std::vector<int>().swap(gfirst_);
+    std::vector<int>().swap(gnext_same_hash_);
+    std::vector<double>().swap(gcap_);
+    std::vector<solver::Element>().swap(gelems_);
+    std::vector<uint32_t>().swap(gfill_);
+  }
+  finish_start(t, now, count, classes, alpha);
+}
+
+// Groups the transfers of `co` into classes (gid_, gcount_, gelem_begin_, gelems_, gcap_, gfirst_),
+// adding their bytes to link_bytes_ and stats, their largest route latency to alpha, their number
+// to count.
+void FlowNetwork::group(const collective::Coflow& co, double& alpha, int& count) {
   gid_.assign(co.size(), -1);
   gcount_.clear();
   gelem_begin_.clear();
@@ -203,42 +275,6 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     std::vector<uint64_t>().swap(hash_keys);
     std::vector<int>().swap(hash_class);
   }
-  // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
-  const size_t classes = gcount_.size();
-  std::vector<uint32_t>& fill = gfill_;
-  fill.resize(classes);
-  const auto base = static_cast<uint32_t>(members_.size());
-  uint32_t at = base;
-  for (size_t g = 0; g < classes; ++g) fill[g] = at, at += gcount_[g];
-  members_.resize(at);
-  for (size_t i = 0; i < co.size(); ++i)
-    if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
-  at = base;
-  solver_.reserve(classes, gelems_.size());
-  // Solver ids are reused or the next new one: every id below num_flows() + classes.
-  const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
-  if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
-  for (size_t g = 0; g < classes; ++g) {
-    const uint32_t b = at, e = at + gcount_[g];
-    at = e;
-    if (e - b > 1) std::sort(members_.begin() + b, members_.begin() + e);
-    const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
-    stats_.elements += el.size();
-    const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
-    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, members_[b], b + 1, e, 0, now);
-  }
-  if (co.size() >= (1u << 16)) {
-    // A large task's grouping scratch (about 60 bytes per transfer) is not kept for the next one.
-    std::vector<int>().swap(gid_);
-    std::vector<uint32_t>().swap(gcount_);
-    std::vector<uint32_t>().swap(gelem_begin_);
-    std::vector<int>().swap(gfirst_);
-    std::vector<int>().swap(gnext_same_hash_);
-    std::vector<double>().swap(gcap_);
-    std::vector<solver::Element>().swap(gelems_);
-    std::vector<uint32_t>().swap(gfill_);
-  }
-  finish_start(t, now, count, classes, alpha);
 }
 
 void FlowNetwork::make_class(int id, engine::TaskId t, int src, int dst, double size, uint32_t mnext, uint32_t mend,

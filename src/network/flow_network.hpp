@@ -22,6 +22,9 @@
 // task's pairs, their binding elements and their largest route latency are recorded; the next
 // such task with the same pairs in the same order (every layer's EP all-to-all) reads them from
 // that record, in order, instead of from the topology's N x N tables (network/pair_plan.hpp).
+// Likewise a grouped task's classes are recorded (a few recent ones) and reused by a task listing
+// the same endpoints and rate caps in the same order, whatever its sizes (network/group_plan.hpp):
+// the ring all-reduces of every layer's gradients repeat their groups.
 //
 // Cost. Flows carry only the links of their route that can ever be a bottleneck (Topology::may_bind:
 // e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
@@ -54,6 +57,7 @@
 
 #include "collective/transfer.hpp"
 #include "engine/activity_model.hpp"
+#include "network/group_plan.hpp"
 #include "network/pair_plan.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
@@ -68,6 +72,7 @@ struct FlowStats {
   uint64_t events = 0;          // flow completions
   uint64_t completion_events = 0;  // distinct times at which flows completed
   uint64_t elements = 0;        // (flow, link) elements given to the solver, after pruning
+  uint64_t groupings_reused = 0;  // tasks whose classes came from a recent task with the same transfers
   double bytes_offered = 0;     // bytes of the flows started
   double bytes_delivered = 0;   // rate x time integrated up to each completed flow's finish
 };
@@ -151,6 +156,9 @@ class FlowNetwork final : public engine::ActivityModel {
   // latency it takes; otherwise they come from the topology, recorded as plan_ if at most
   // kPlanMaxPairs (a larger task, e.g. one all-to-all among 1,024 GPUs, is unlikely to repeat).
   void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
+  // start() when transfers may share a class, and no recent task had the same transfers: groups
+  // them (classes into gid_ ... gfirst_; bytes, latency, count).
+  void group(const collective::Coflow& co, double& alpha, int& count);
   static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
   // The record of solver flow `id`: a live class of task t, members of sizes `size` then
   // members_[mnext, mend), each having carried `progress` bytes by `now`, rate to be solved.
@@ -217,6 +225,7 @@ class FlowNetwork final : public engine::ActivityModel {
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;
   PairPlan plan_;  // the last direct task's pairs, elements and latency (network/pair_plan.hpp)
+  GroupPlans group_plans_;  // recent grouped tasks' classes (network/group_plan.hpp)
   FlowStats stats_;
 };
 

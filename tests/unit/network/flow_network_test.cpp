@@ -507,3 +507,60 @@ TEST_CASE("a class of capped flows keeps its cap when a member finishes") {
   CHECK(st.classes == 1);
   CHECK(network::drain_coflow(t, c, 0, 0)->seconds == doctest::Approx(expect).epsilon(1e-12));
 }
+
+namespace {
+// Runs the coflows one after another (one resource: each task starts when the previous ends) on
+// one FlowNetwork; returns each one's duration.
+std::vector<double> run_in_sequence(const topology::Topology& t, const std::vector<collective::Coflow>& coflows,
+                                    network::FlowStats* stats = nullptr) {
+  engine::TaskGraph g;
+  network::FlowNetwork net(t, 0);
+  const auto r = g.add_resource("r");
+  std::vector<engine::TaskId> ids;
+  for (size_t i = 0; i < coflows.size(); ++i) ids.push_back(g.add_task(r, Seconds(0), 0, 1));
+  for (size_t i = 0; i < coflows.size(); ++i) net.assign(ids[i], coflows[i]);
+  engine::Simulation sim(g);
+  sim.add_model(&net);
+  sim.run();
+  std::vector<double> out;
+  double prev = 0;
+  for (auto id : ids) out.push_back(sim.end_time(id) - prev), prev = sim.end_time(id);
+  if (stats) *stats = net.stats();
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a task with the same transfers as a recent one reuses its classes, and times the same") {
+  // Four GPUs share each node's NIC, so a ring's transfers group into classes (the node's ring
+  // edges through the NIC share it). Rings over two different groups alternate, with different
+  // sizes, as a model's layers alternate dense and expert-gradient all-reduces; each task's time
+  // must equal the same coflow run alone on a fresh network (the expected value), whether its
+  // classes were grouped afresh or read from a recorded grouping (network/group_plan.hpp). A task
+  // whose endpoints match but whose caps differ, or where one transfer makes no flow, is grouped
+  // afresh.
+  auto t = cluster(2, 4, 1, 10e9);
+  const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7}, half{0, 1, 4, 5};
+  double extra = 0;
+  const auto ring = [&](const std::vector<int>& grp, double bytes) {
+    return collective::ring_flows(t, grp, bytes, collective::RingOp::kAllReduce, extra);
+  };
+  auto capped = ring(all, 32e6);
+  for (auto& tr : capped) tr.rate_cap = 1e9;
+  auto one_empty = ring(all, 32e6);
+  one_empty[1].bytes = 0;
+  const std::vector<collective::Coflow> seq{ring(all, 64e6), ring(half, 16e6), ring(all, 32e6), ring(half, 48e6),
+                                            capped,          ring(all, 8e6),    one_empty,        ring(all, 64e6)};
+  network::FlowStats st;
+  const auto got = run_in_sequence(t, seq, &st);
+  REQUIRE(got.size() == seq.size());
+  for (size_t i = 0; i < seq.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == doctest::Approx(run_flow(t, {seq[i]})[0]).epsilon(1e-12));
+  }
+  // Reused: tasks 2 and 3 (the first two's transfers), 5 (task 0's, recorded before the capped one),
+  // 7 (task 0's again). Grouped afresh: 0, 1, 4 (caps), 6 (one transfer makes no flow).
+  CHECK(st.groupings_reused == 4);
+  // The capped ring is slower than the same ring uncapped: its four NIC-crossing transfers get
+  // 10 / 4 = 2.5 GB/s uncapped, 1 GB/s capped (a class that lost its cap would time as task 2).
+  CHECK(got[4] > 1.5 * got[2]);
+}
