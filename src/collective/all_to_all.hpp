@@ -17,6 +17,7 @@ namespace hs::collective {
 struct P2pGroupShape {
   int ranks = 1;
   bool multi_node = false;
+  size_t transfers = 0;  // pairs (a != b) with bytes
 };
 P2pGroupShape p2p_group_shape(const topology::Topology& topo, std::span<const double> matrix);
 
