@@ -117,85 +117,81 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     start_direct(t, now, direct_count, direct_elements, false);
     return;
   }
-  if (const GroupPlan* gp = group_plans_.find(co)) {
+  const GroupPlan* gp = group_plans_.find(co);
+  if (gp) {
     // The same endpoints and caps as a recent task: its classes, read from the record. Bytes are
     // added per transfer and element in the order grouping adds them (the same sums, bit for bit).
-    gid_ = gp->gid, gcount_ = gp->count, gelem_begin_ = gp->ebegin, gelems_ = gp->elems;
-    gcap_ = gp->cap, gfirst_ = gp->first;
-    alpha = gp->alpha;
-    count = gp->flows;
     ++stats_.groupings_reused;
     for (size_t i = 0; i < co.size(); ++i) {
-      if (gid_[i] < 0) continue;
-      const auto g = static_cast<size_t>(gid_[i]);
-      for (uint32_t k = gelem_begin_[g]; k < gelem_begin_[g + 1]; ++k) {
-        const auto& el = gelems_[k];
+      if (gp->gid[i] < 0) continue;
+      const auto g = static_cast<size_t>(gp->gid[i]);
+      for (uint32_t k = gp->ebegin[g]; k < gp->ebegin[g + 1]; ++k) {
+        const auto& el = gp->elems[k];
         if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
         link_bytes_[el.link] += co[i].bytes * el.coef;
       }
       stats_.bytes_offered += co[i].bytes;
     }
   } else {
-    group(co, alpha, count);
-    if (co.size() <= GroupPlans::kMaxTransfers) {
-      GroupPlan& rec = group_plans_.slot();
-      rec.key.resize(co.size());
-      for (size_t i = 0; i < co.size(); ++i) rec.key[i] = GroupPlan::key_of(co[i]);
-      rec.gid = gid_, rec.count = gcount_, rec.ebegin = gelem_begin_, rec.elems = gelems_;
-      rec.cap = gcap_, rec.first = gfirst_;
-      rec.alpha = alpha;
-      rec.flows = count;
+    // Grouped into a new record (the least recent one's place), or, for a task too large to
+    // keep, into one freed below.
+    const bool keep = co.size() <= GroupPlans::kMaxTransfers;
+    GroupPlan& made = keep ? group_plans_.slot() : large_group_;
+    group(co, made);
+    if (keep) {
+      made.key.resize(co.size());
+      for (size_t i = 0; i < co.size(); ++i) made.key[i] = GroupPlan::key_of(co[i]);
     }
+    gp = &made;
   }
+  const GroupPlan& plan = *gp;
+  alpha = plan.alpha;
+  count = plan.flows;
   // Member sizes per class, contiguous and ascending; one solver flow of weight = members per class.
-  const size_t classes = gcount_.size();
+  const size_t classes = plan.count.size();
   std::vector<uint32_t>& fill = gfill_;
   fill.resize(classes);
   const auto base = static_cast<uint32_t>(members_.size());
   uint32_t at = base;
-  for (size_t g = 0; g < classes; ++g) fill[g] = at, at += gcount_[g];
+  for (size_t g = 0; g < classes; ++g) fill[g] = at, at += plan.count[g];
   members_.resize(at);
   for (size_t i = 0; i < co.size(); ++i)
-    if (gid_[i] >= 0) members_[fill[gid_[i]]++] = co[i].bytes;
+    if (plan.gid[i] >= 0) members_[fill[plan.gid[i]]++] = co[i].bytes;
   at = base;
-  solver_.reserve(classes, gelems_.size());
+  solver_.reserve(classes, plan.elems.size());
   // Solver ids are reused or the next new one: every id below num_flows() + classes.
   const size_t ids = static_cast<size_t>(solver_.num_flows()) + classes;
   if (flow_.size() < ids) flow_.resize(ids), tag_.resize(ids, 0), version_.resize(ids, 0);
   for (size_t g = 0; g < classes; ++g) {
-    const uint32_t b = at, e = at + gcount_[g];
+    const uint32_t b = at, e = at + plan.count[g];
     at = e;
     if (e - b > 1) std::sort(members_.begin() + b, members_.begin() + e);
-    const std::span<const solver::Element> el(gelems_.data() + gelem_begin_[g], gelem_begin_[g + 1] - gelem_begin_[g]);
+    const std::span<const solver::Element> el(plan.elems.data() + plan.ebegin[g], plan.ebegin[g + 1] - plan.ebegin[g]);
     stats_.elements += el.size();
-    const int id = solver_.add_flow(el, static_cast<double>(e - b), gcap_[g]);
-    make_class(id, t, co[gfirst_[g]].src, co[gfirst_[g]].dst, members_[b], b + 1, e, 0, now);
+    const int id = solver_.add_flow(el, static_cast<double>(e - b), plan.cap[g]);
+    make_class(id, t, co[plan.first[g]].src, co[plan.first[g]].dst, members_[b], b + 1, e, 0, now);
   }
   if (co.size() >= (1u << 16)) {
     // A large task's grouping scratch (about 60 bytes per transfer) is not kept for the next one.
-    std::vector<int>().swap(gid_);
-    std::vector<uint32_t>().swap(gcount_);
-    std::vector<uint32_t>().swap(gelem_begin_);
-    std::vector<int>().swap(gfirst_);
+    large_group_ = GroupPlan();
     std::vector<int>().swap(gnext_same_hash_);
-    std::vector<double>().swap(gcap_);
-    std::vector<solver::Element>().swap(gelems_);
     std::vector<uint32_t>().swap(gfill_);
   }
   finish_start(t, now, count, classes, alpha);
 }
 
-// Groups the transfers of `co` into classes (gid_, gcount_, gelem_begin_, gelems_, gcap_, gfirst_),
-// adding their bytes to link_bytes_ and stats, their largest route latency to alpha, their number
-// to count.
-void FlowNetwork::group(const collective::Coflow& co, double& alpha, int& count) {
-  gid_.assign(co.size(), -1);
-  gcount_.clear();
-  gelem_begin_.clear();
-  gfirst_.clear();
+// Groups the transfers of `co` into classes, written to `p` (all but its key), adding their bytes to
+// link_bytes_ and stats.
+void FlowNetwork::group(const collective::Coflow& co, GroupPlan& p) {
+  p.alpha = 0;
+  p.flows = 0;
+  p.gid.assign(co.size(), -1);
+  p.count.clear();
+  p.ebegin.clear();
+  p.first.clear();
   gnext_same_hash_.clear();
-  gelems_.clear();
-  gcap_.clear();
+  p.elems.clear();
+  p.cap.clear();
   // Open addressing, linear probing: hash -> the last class made with it (gnext_same_hash_ chains
   // the earlier ones). No allocation per class (a million transfers make a million classes).
   size_t slots = 16;
@@ -222,7 +218,7 @@ void FlowNetwork::group(const collective::Coflow& co, double& alpha, int& count)
     for (size_t i = i0; i < i1; ++i) {
       const auto& tr = co[i];
       if (tr.src == tr.dst || tr.bytes <= 0) continue;
-      alpha = std::max(alpha, topo_.route_latency(tr.src, tr.dst).value());
+      p.alpha = std::max(p.alpha, topo_.route_latency(tr.src, tr.dst).value());
       const auto eb = static_cast<uint32_t>(blk_elems_.size());
       for (const auto& hop : topo_.binding_hops(tr.src, tr.dst)) blk_elems_.push_back({hop.link, hop.fraction});
       const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
@@ -235,7 +231,7 @@ void FlowNetwork::group(const collective::Coflow& co, double& alpha, int& count)
         if (link_bytes_[el.link] == 0) bytes_links_.push_back(el.link);
         link_bytes_[el.link] += tr.bytes * el.coef;
       }
-      ++count;
+      ++p.flows;
       stats_.bytes_offered += tr.bytes;
       if (!aggregate_) h = i;  // every flow a class of its own
       const size_t k0 = static_cast<size_t>(h ^ (h >> 29)) & (slots - 1);
@@ -246,29 +242,29 @@ void FlowNetwork::group(const collective::Coflow& co, double& alpha, int& count)
     for (const Pending& q : blk_) {
       const std::span<const solver::Element> el(blk_elems_.data() + q.ebegin, q.eend - q.ebegin);
       auto same = [&](int g) {
-        const uint32_t b = gelem_begin_[g], e = gelem_begin_[g + 1];
-        if (e - b != el.size() || gcap_[g] != q.cap) return false;
+        const uint32_t b = p.ebegin[g], e = p.ebegin[g + 1];
+        if (e - b != el.size() || p.cap[g] != q.cap) return false;
         for (uint32_t k = b; k < e; ++k)
-          if (gelems_[k].link != el[k - b].link || gelems_[k].coef != el[k - b].coef) return false;
+          if (p.elems[k].link != el[k - b].link || p.elems[k].coef != el[k - b].coef) return false;
         return true;
       };
       const size_t k = slot_of(q.hash);
       int g = hash_class[k];
       while (g >= 0 && !same(g)) g = gnext_same_hash_[g];
       if (g < 0) {
-        g = static_cast<int>(gcount_.size());
+        g = static_cast<int>(p.count.size());
         gnext_same_hash_.push_back(hash_class[k]);
         hash_keys[k] = q.hash;
         hash_class[k] = g;
-        if (gelem_begin_.empty()) gelem_begin_.push_back(0);
-        gelems_.insert(gelems_.end(), el.begin(), el.end());
-        gelem_begin_.push_back(static_cast<uint32_t>(gelems_.size()));
-        gcount_.push_back(0);
-        gcap_.push_back(q.cap);
-        gfirst_.push_back(static_cast<int>(q.index));
+        if (p.ebegin.empty()) p.ebegin.push_back(0);
+        p.elems.insert(p.elems.end(), el.begin(), el.end());
+        p.ebegin.push_back(static_cast<uint32_t>(p.elems.size()));
+        p.count.push_back(0);
+        p.cap.push_back(q.cap);
+        p.first.push_back(static_cast<int>(q.index));
       }
-      gid_[q.index] = g;
-      ++gcount_[g];
+      p.gid[q.index] = g;
+      ++p.count[g];
     }
   }
   if (slots > (1u << 17)) {  // freed before the classes' records are made (4,096 GPUs: 400 MB)

@@ -157,8 +157,8 @@ class FlowNetwork final : public engine::ActivityModel {
   // kPlanMaxPairs (a larger task, e.g. one all-to-all among 1,024 GPUs, is unlikely to repeat).
   void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
   // start() when transfers may share a class, and no recent task had the same transfers: groups
-  // them (classes into gid_ ... gfirst_; bytes, latency, count).
-  void group(const collective::Coflow& co, double& alpha, int& count);
+  // them into `p` (classes, latency, count; not its key) and adds their bytes.
+  void group(const collective::Coflow& co, GroupPlan& p);
   static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
   // The record of solver flow `id`: a live class of task t, members of sizes `size` then
   // members_[mnext, mend), each having carried `progress` bytes by `now`, rate to be solved.
@@ -194,12 +194,8 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<Flow> flow_;
   std::vector<double> members_;     // sizes of grouped classes' later members, ascending per class
   uint64_t live_classes_ = 0;
-  // Grouping scratch for start(): per transfer its class, per class its links and first member.
-  std::vector<int> gid_;
-  std::vector<uint32_t> gcount_, gelem_begin_;
-  std::vector<int> gfirst_, gnext_same_hash_;
-  std::vector<double> gcap_;  // per class: its members' rate cap (Transfer::rate_cap; kUnlimited if none)
-  std::vector<solver::Element> gelems_;
+  // Grouping scratch for start(): per class the previous class with the same hash.
+  std::vector<int> gnext_same_hash_;
   struct Pending {  // a transfer of start()'s current block: its hash, cap and elements in blk_elems_
     uint64_t hash;
     double cap;
@@ -226,6 +222,7 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<solver::Element> scratch_;
   PairPlan plan_;  // the last direct task's pairs, elements and latency (network/pair_plan.hpp)
   GroupPlans group_plans_;  // recent grouped tasks' classes (network/group_plan.hpp)
+  GroupPlan large_group_;   // the classes of a task too large to record, freed after its start
   FlowStats stats_;
 };
 
