@@ -210,9 +210,6 @@ class Drain {
         fill_[static_cast<size_t>(lb_[f])].sumw += cb_[f], ++fill_[static_cast<size_t>(lb_[f])].cnt;
       }
     }
-    // Cap marks of the live flows cleared (ids are renumbered after every event).
-    const bool has_caps = !capped_.empty();
-    if (has_caps) std::fill(capfrozen_.begin(), capfrozen_.begin() + static_cast<std::ptrdiff_t>(n), 0);
     heap_.clear();
     for (int32_t l : used_)
       if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / fill_[static_cast<size_t>(l)].sumw, l});
@@ -225,8 +222,6 @@ class Drain {
       --fill_[i].cnt;
     };
     while (!heap_.empty()) {
-      while (next_cap < capped_.size() && flow_frozen(capped_[next_cap].second)) ++next_cap;
-      const double cap_level = next_cap < capped_.size() ? capped_[next_cap].first : kInf;
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
       const auto top = heap_.back();
       heap_.pop_back();
@@ -241,9 +236,15 @@ class Drain {
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
         continue;
       }
-      if (cap_level < current) {  // a flow's cap comes first: it runs at its cap
+      // A cap below this level comes first: the lowest-capped unfrozen flow runs at its cap. Only the
+      // caps below the level are looked at (in a collective every flow has one, mostly far above the
+      // links' levels: they are not visited at all then).
+      while (next_cap < capped_.size() && capped_[next_cap].first < current && flow_frozen(capped_[next_cap].second)) ++next_cap;
+      if (next_cap < capped_.size() && capped_[next_cap].first < current) {
+        const double cap_level = capped_[next_cap].first;
         const auto f = static_cast<size_t>(capped_[next_cap].second);
         capfrozen_[f] = 1;
+        cap_marked_.push_back(static_cast<int32_t>(f));
         take(la_[f], ca_[f], cap_level);
         take(lb_[f], cb_[f], cap_level);
         heap_.push_back(top);
@@ -254,11 +255,12 @@ class Drain {
       // there and give their consumption back to their other link.
       frozen_[li] = 1;
       level_[li] = current;
-      if (unit_ && !has_caps) {
+      if (unit_ && cap_marked_.empty()) {
         // Without branches (about half the other links are frozen already, at random): a flow whose
         // other link is frozen gives back to that link, whose figures are not read again in this
         // solve. Every subtraction here is of the same `current`, so the lists' order (changed by
-        // removals) does not change a result.
+        // removals) does not change a result. No flow runs at its cap yet in this solve, and every
+        // unfrozen flow's cap is at least `current` (lower caps were taken first).
         for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
           const auto o = static_cast<size_t>(other_[i]);
           fill_[o].rem = std::max(0.0, fill_[o].rem - current);
@@ -270,12 +272,15 @@ class Drain {
         const int32_t o = other_[i];
         if (frozen_[static_cast<size_t>(o)]) continue;
         const auto f = static_cast<size_t>(eflow_[i]);
-        if (has_caps && capfrozen_[f]) continue;
+        if (capfrozen_[f]) continue;
         // The flow's coefficient on its other link: 1 unless a route splits (ECMP fractions).
         const double coef = unit_ ? 1.0 : (la_[f] == o ? ca_[f] : cb_[f]);
-        take(o, coef, has_caps ? std::min(current, cap_[f]) : current);
+        take(o, coef, current);
       }
     }
+    // Cap marks cleared for the next solve (flows are renumbered in between).
+    for (int32_t f : cap_marked_) capfrozen_[static_cast<size_t>(f)] = 0;
+    cap_marked_.clear();
   }
 
   // Flow f finished: marked, its weight off its links' live sums, its entries out of their lists
@@ -350,6 +355,7 @@ class Drain {
   std::vector<uint32_t> due_;       // the flows that may finish in this event
   std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
   std::vector<char> capfrozen_, dead_;
+  std::vector<int32_t> cap_marked_;  // the flows running at their cap in this solve
   std::vector<std::pair<double, int32_t>> capped_;  // (cap, flow), ascending
   // Links: [begin_[l], end_[l]) are link l's live flows: other_ their other link that may bind
   // (`none`: none), eflow_ the flow (apart: the solve streams other_ alone); used_ the links with any.
