@@ -26,6 +26,14 @@ echo "-- the same coflows alone, solved link by link (what 'collective --network
 $b/network_bench -s -u 1024
 $b/network_bench -s -r 1 -p 1e-2 1024
 $b/network_bench -s -r 1 -p 1e-3 1024
+echo "-- the same matrix through the command (rate caps on every connection, matrix file read, 1,024-GPU preset loaded): whole process"
+tmpm=$(mktemp -d)
+$b/network_bench -w "$tmpm/m.txt" 1024
+for i in 1 2 3; do
+  TIMEFORMAT="collective --op all_to_all_v --matrix (1,024 GPUs, flow): %R s wall, %U s user"
+  time build-release/src/cli/hecate-sim collective dgx-h100-128node --op all_to_all_v --matrix "$tmpm/m.txt" --network flow >/dev/null
+done
+rm -rf "$tmpm"
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-3 1024
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)

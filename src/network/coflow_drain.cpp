@@ -12,13 +12,15 @@ namespace hs::network {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// A list entry's other link, with its top bit set when the flow is bound at this entry's link.
+// A list entry's other link, with its top bit set when the flow is bound at this entry's link and
+// the next when this is the flow's second link.
 constexpr uint32_t kBound = 1u << 31;
-constexpr uint32_t kLinkMask = kBound - 1;
+constexpr uint32_t kSideB = 1u << 30;
+constexpr uint32_t kLinkMask = kSideB - 1;
 constexpr double kSkip[2] = {0, kInf};  // added to a key: kept, or left out of a minimum
 
 // Where a flow's rate comes from: nowhere yet, its first or second link, its cap; or finished.
-enum : uint8_t { kUnbound, kSideA, kSideB, kAtCap, kDead };
+enum : uint8_t { kUnbound, kAtA, kAtB, kAtCap, kDead };
 
 // Each link's list of its live flows (their other link, and the flow's key where it is bound) and
 // the flows' fixed figures; the flows' progress is kept implicitly (see the header).
@@ -62,7 +64,7 @@ class Drain {
       return res;
     }
     build();
-    size_t live = size_.size();
+    size_t live = size_.size() - done_at_start_;
     double now = 0, then = 0;
     while (live > 0) {
       // Virtual clocks to now, at the levels of the last solve (a link that did not saturate binds
@@ -106,11 +108,14 @@ class Drain {
       for (int32_t f : at_cap_)
         if (capfin_[static_cast<size_t>(f)] <= bound) due_.push_back({capfin_[static_cast<size_t>(f)], f});
       double next = tmin;
-      for (const auto& [t, f] : due_) {
-        next = std::max(next, t);
-        finish(f);
-        --live;
+      for (const auto& d : due_) next = std::max(next, d.first);
+      if (due_.size() == live) {  // the last event: nothing to take out of the lists
+        now = next;
+        ++res.stats.events;
+        break;
       }
+      finish_due();
+      live -= due_.size();
       now = next;
       ++res.stats.events;
       used_.erase(std::remove_if(used_.begin(), used_.end(), [&](int32_t l) { return end_[static_cast<size_t>(l)] == begin_[static_cast<size_t>(l)]; }),
@@ -136,17 +141,20 @@ class Drain {
       begin_[l + 1] += begin_[l];
     }
     end_.assign(begin_.begin(), begin_.end() - 1);
-    other_.resize(begin_[nl]), eflow_.resize(begin_[nl]), key_.assign(begin_[nl], kInf);
+    other_.resize(begin_[nl]), eflow_.resize(begin_[nl]), key_.resize(begin_[nl]);
     pos_a_.assign(size_.size(), 0), pos_b_.assign(size_.size(), 0);
     for (size_t f = 0; f < size_.size(); ++f) {
       const auto id = static_cast<int32_t>(f);
       if (la_[f] >= 0) {
         const uint32_t i = end_[static_cast<size_t>(la_[f])]++;
         other_[i] = lb_[f] >= 0 ? static_cast<uint32_t>(lb_[f]) : none, eflow_[i] = id, pos_a_[f] = i;
+        key_[i] = size_[f];
       }
       if (lb_[f] >= 0) {
         const uint32_t i = end_[static_cast<size_t>(lb_[f])]++;
-        other_[i] = la_[f] >= 0 ? static_cast<uint32_t>(la_[f]) : none, eflow_[i] = id, pos_b_[f] = i;
+        other_[i] = (la_[f] >= 0 ? static_cast<uint32_t>(la_[f]) : none) | kSideB, eflow_[i] = id, pos_b_[f] = i;
+        // A key is the clock reading at which the flow is done: at the start, its size.
+        key_[i] = size_[f];
       }
     }
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
@@ -170,9 +178,21 @@ class Drain {
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
     std::sort(capped_.begin(), capped_.end());
     where_.assign(size_.size(), kUnbound);
+    capfin_.assign(size_.size(), kInf), capidx_.assign(size_.size(), 0);
+    // A transfer none of whose links may bind runs at its cap from the start, or is done at once
+    // (FlowNetwork: no solve involves it, its rate is its cap).
+    for (size_t f = 0; f < size_.size(); ++f) {
+      if (la_[f] != static_cast<int32_t>(none) || lb_[f] != static_cast<int32_t>(none)) continue;
+      if (cap_[f] < kInf) {
+        capfin_[f] = size_[f] / cap_[f], capidx_[f] = static_cast<uint32_t>(at_cap_.size());
+        at_cap_.push_back(static_cast<int32_t>(f));
+        where_[f] = kAtCap;
+      } else {
+        where_[f] = kDead, ++done_at_start_;
+      }
+    }
     moves_.resize(size_.size());
     capfrozen_.assign(size_.size(), 0);
-    capfin_.assign(size_.size(), kInf), capidx_.assign(size_.size(), 0);
   }
 
   // When a flow bound at link l with key k finishes, the link's level holding (k - clock: its bytes left).
@@ -195,10 +215,10 @@ class Drain {
         return std::max(0.0, (capfin_[f] - now) * cap_[f]);
       }
       default: {
-        const bool a = where_[f] == kSideA;
+        const bool a = where_[f] == kAtA;
         const uint32_t j = a ? pos_a_[f] : pos_b_[f];
         const auto l = static_cast<size_t>(a ? la_[f] : lb_[f]);
-        other_[j] &= kLinkMask;
+        other_[j] &= ~kBound;
         if (key_[j] <= minkey_[l] && !stale_[l]) stale_[l] = 1, restale_.push_back(static_cast<int32_t>(l));
         return std::max(0.0, key_[j] - clock_[l]);
       }
@@ -210,8 +230,20 @@ class Drain {
   // one's figures ahead (flow, then its old entry), so that the cache misses overlap.
   void move_bound(double now) {
     const size_t n = nmoves_;
+    nmoves_ = 0;
+    if (first_) {
+      // Every flow is bound for the first time, its key its size already (clocks at 0): only marked.
+      first_ = false;
+      for (size_t k = 0; k < n; ++k) {
+        const auto [i, l] = moves_[k];
+        other_[i] |= kBound;
+        where_[static_cast<size_t>(eflow_[i])] = (other_[i] & kSideB) ? kAtB : kAtA;
+        minkey_[static_cast<size_t>(l)] = std::min(minkey_[static_cast<size_t>(l)], key_[i]);
+      }
+      return;
+    }
     constexpr size_t kAhead = 8;
-    const auto old_entry = [&](size_t f) { return where_[f] == kSideA ? pos_a_[f] : pos_b_[f]; };
+    const auto old_entry = [&](size_t f) { return where_[f] == kAtA ? pos_a_[f] : pos_b_[f]; };
     for (size_t k = 0; k < n; ++k) {
       if (k + 3 * kAhead < n) __builtin_prefetch(&eflow_[moves_[k + 3 * kAhead].first]);
       if (k + 2 * kAhead < n) {
@@ -221,7 +253,7 @@ class Drain {
       }
       if (k + kAhead < n) {
         const auto f = static_cast<size_t>(eflow_[moves_[k + kAhead].first]);
-        if (where_[f] == kSideA || where_[f] == kSideB) {
+        if (where_[f] == kAtA || where_[f] == kAtB) {
           const uint32_t j = old_entry(f);
           __builtin_prefetch(&other_[j], 1), __builtin_prefetch(&key_[j]);
         }
@@ -231,10 +263,9 @@ class Drain {
       const double left = unbind(f, now);
       key_[i] = clock_[static_cast<size_t>(l)] + left;
       other_[i] |= kBound;
-      where_[f] = la_[f] == l ? kSideA : kSideB;
+      where_[f] = (other_[i] & kSideB) ? kAtB : kAtA;
       minkey_[static_cast<size_t>(l)] = std::min(minkey_[static_cast<size_t>(l)], key_[i]);
     }
-    nmoves_ = 0;
   }
 
   // Flow f runs at its cap from now on.
@@ -393,6 +424,30 @@ class Drain {
     if (!heap_.empty()) sift_down();
   }
 
+  // The flows of due_ finished, in a pipeline that fetches each one's figures ahead (its links and
+  // entries, then the entries that will fill the holes): finishing flows sit in random places.
+  void finish_due() {
+    const size_t n = due_.size();
+    constexpr size_t kAhead = 8;
+    for (size_t k = 0; k < n; ++k) {
+      if (k + 2 * kAhead < n) {
+        const auto f = static_cast<size_t>(due_[k + 2 * kAhead].second);
+        __builtin_prefetch(&la_[f]), __builtin_prefetch(&lb_[f]), __builtin_prefetch(&pos_a_[f]), __builtin_prefetch(&pos_b_[f]);
+        __builtin_prefetch(&where_[f], 1);
+      }
+      if (k + kAhead < n) {
+        const auto f = static_cast<size_t>(due_[k + kAhead].second);
+        for (const auto& [l, at] : {std::pair{la_[f], pos_a_[f]}, std::pair{lb_[f], pos_b_[f]}}) {
+          if (l == static_cast<int32_t>(link_bytes_.size())) continue;
+          const uint32_t last = end_[static_cast<size_t>(l)] - 1;
+          __builtin_prefetch(&other_[at], 1), __builtin_prefetch(&eflow_[at], 1), __builtin_prefetch(&key_[at], 1);
+          __builtin_prefetch(&other_[last]), __builtin_prefetch(&eflow_[last]), __builtin_prefetch(&key_[last]);
+        }
+      }
+      finish(due_[k].second);
+    }
+  }
+
   // Flow f finished: its weight off its links' live sums, its entries out of their lists (the last
   // entry of a list moves into the hole), out of the flows at their caps.
   void finish(int32_t f) {
@@ -416,7 +471,9 @@ class Drain {
   const topology::Topology& topo_;
   double precision_;
   double alpha_ = 0, scale_ = 0;
-  bool unit_ = true;  // every route fraction is 1
+  bool unit_ = true;   // every route fraction is 1
+  bool first_ = true;
+  size_t done_at_start_ = 0;  // transfers with no link that may bind and no cap  // before the first solve's moves: every flow unbound
   std::vector<double> link_bytes_;
   // Flows: links (`none` for a missing second one), route fractions, caps, sizes; where each is
   // bound, its finish while at its cap, its place in at_cap_; where its entries are in the lists.

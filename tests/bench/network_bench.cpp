@@ -7,6 +7,8 @@
 // -s: time the coflow alone, solved link by link (network/coflow_drain.hpp: what `collective --network
 // flow` runs), instead of FlowNetwork inside a simulation; prints the same simulated time.
 // With -p 0 every completion is its own event (exact max-min); run both to see the error.
+// network_bench -w FILE N: writes the skewed coflow among N GPUs as an all-to-all-v byte matrix
+// (`src dst bytes` lines, bytes rounded) for `hecate-sim collective --op all_to_all_v --matrix`.
 // network_bench -t TOPOLOGY.yaml: only loads the topology (routes included) and prints the time and
 // the process's peak memory (the 4,096-GPU preset's case).
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
+#include <fmt/os.h>
 #include <string>
 #include <sys/resource.h>
 #include <vector>
@@ -33,7 +36,7 @@ int main(int argc, char** argv) {
   double precision = network::kDefaultFlowPrecision;
   int reps = 3;
   bool uniform = false, drain = false;
-  std::string topo_file;
+  std::string topo_file, matrix_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-p" && i + 1 < argc) precision = std::stod(argv[++i]);
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
     else if (a == "-u") uniform = true;
     else if (a == "-s") drain = true;
     else if (a == "-t" && i + 1 < argc) topo_file = argv[++i];
+    else if (a == "-w" && i + 1 < argc) matrix_file = argv[++i];
     else sizes.push_back(std::stoi(a));
   }
   if (!topo_file.empty()) {
@@ -74,6 +78,12 @@ int main(int argc, char** argv) {
     for (int a = 0; a < n; ++a)
       for (int b = 0; b < n; ++b)
         if (a != b) c.push_back({a, b, uniform ? 1e6 : 1e6 * std::exp(rng.normal())});
+    if (!matrix_file.empty()) {
+      auto out = fmt::output_file(matrix_file);
+      out.print("# network_bench's skewed all-to-all-v among {} GPUs: src dst bytes\n", n);
+      for (const auto& t : c) out.print("{} {} {:.0f}\n", t.src, t.dst, t.bytes);
+      return 0;
+    }
     collective::AnalyticNetwork an(topo);
     const double analytic = an.coflow_time(c);
     std::vector<double> walls, cpus;  // wall and process CPU seconds of each run
