@@ -1,13 +1,13 @@
 #include "collective/byte_matrix.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
-#include <set>
 #include <simdjson.h>
-#include <sstream>
-#include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "util/atomic_file.hpp"
@@ -32,8 +32,10 @@ class Builder {
     if (a < 0 || a >= gpus_ || b < 0 || b >= gpus_)
       return fmt::format("rank out of range: the topology has GPUs 0..{}", gpus_ - 1);
     if (!(bytes >= 0) || !(bytes <= kMaxBytes)) return "expected non-negative bytes, at most 2^53";
-    if (!seen_.insert({a, b}).second) return fmt::format("pair {} -> {} given twice", a, b);
-    m_[static_cast<size_t>(a) * gpus_ + static_cast<size_t>(b)] = bytes;
+    const size_t at = static_cast<size_t>(a) * static_cast<size_t>(gpus_) + static_cast<size_t>(b);
+    if (seen_[at]) return fmt::format("pair {} -> {} given twice", a, b);
+    seen_[at] = true;
+    m_[at] = bytes;
     return {};
   }
   std::vector<double> take() { return std::move(m_); }
@@ -41,7 +43,7 @@ class Builder {
  private:
   int gpus_;
   std::vector<double> m_;
-  std::set<std::pair<int64_t, int64_t>> seen_;
+  std::vector<bool> seen_ = std::vector<bool>(m_.size(), false);  // a bit per pair (a set cost ~50 B a pair)
 };
 
 std::vector<double> parse_json(const std::string_view text, const std::string& file, int gpus) {
@@ -104,33 +106,41 @@ std::vector<double> parse_json(const std::string_view text, const std::string& f
   return out.take();
 }
 
+// A token as a number, all of it (a leading '+' allowed, as strtol and strtod allow it).
+template <typename T>
+std::errc parse_number(std::string_view tok, T& v) {
+  if (tok.size() > 1 && tok[0] == '+' && tok[1] != '-') tok.remove_prefix(1);
+  const auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (r.ec == std::errc() && r.ptr != tok.data() + tok.size()) return std::errc::invalid_argument;
+  return r.ec;
+}
+
 std::vector<double> parse_text(const std::string_view text, const std::string& file, int gpus) {
   Builder out(gpus);
-  std::istringstream in{std::string(text)};
-  std::string line;
   int ln = 0;
-  while (std::getline(in, line)) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
     ++ln;
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    std::istringstream ls(line);
-    std::string a, b, bytes, extra;
-    if (!(ls >> a)) continue;
-    if (!(ls >> b >> bytes) || (ls >> extra))
-      throw InputError({file, ln, 0}, "", "expected `src dst bytes` (one pair per line, # starts a comment)");
+    line = line.substr(0, std::min(line.find('#'), line.size()));
+    std::string_view tok[4];
+    int n = 0;
+    for (size_t i = 0; i < line.size() && n < 4;) {
+      while (i < line.size() && space(line[i])) ++i;
+      const size_t b = i;
+      while (i < line.size() && !space(line[i])) ++i;
+      if (i > b) tok[n++] = line.substr(b, i - b);
+    }
+    if (n == 0) continue;
+    if (n != 3) throw InputError({file, ln, 0}, "", "expected `src dst bytes` (one pair per line, # starts a comment)");
     long sa = 0, sb = 0;
     double v = 0;
-    try {
-      size_t ua = 0, ub = 0, uc = 0;
-      sa = std::stol(a, &ua);
-      sb = std::stol(b, &ub);
-      v = std::stod(bytes, &uc);
-      if (ua != a.size() || ub != b.size() || uc != bytes.size()) throw std::invalid_argument("x");
-    } catch (const std::invalid_argument&) {
+    const std::errc ea = parse_number(tok[0], sa), eb = parse_number(tok[1], sb), ev = parse_number(tok[2], v);
+    if (ea == std::errc::invalid_argument || eb == std::errc::invalid_argument || ev == std::errc::invalid_argument)
       throw InputError({file, ln, 0}, "", "expected integers src, dst and a number of bytes");
-    } catch (const std::out_of_range&) {
-      throw InputError({file, ln, 0}, "", "number out of range");
-    }
+    if (ea != std::errc() || eb != std::errc() || ev != std::errc()) throw InputError({file, ln, 0}, "", "number out of range");
     if (auto problem = out.put(sa, sb, v); !problem.empty()) throw InputError({file, ln, 0}, "", problem);
   }
   return out.take();

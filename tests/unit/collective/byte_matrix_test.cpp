@@ -40,6 +40,8 @@ TEST_CASE("byte matrix: text and JSON give the same row-major matrix; pairs not 
   CHECK(parse_byte_matrix("# src dst bytes\n0 1 1048576\n\n1 0 2097152  # back\n3 2 4.5e3\n", "m", 4) == want);
   CHECK(parse_byte_matrix("{\"pairs\": [[0, 1, 1048576], [1, 0, 2097152],\n [3, 2, 4.5e3]]}", "m", 4) == want);
   CHECK(parse_byte_matrix("\xEF\xBB\xBF{\"pairs\": [[0, 1, 1048576], [1, 0, 2097152], [3, 2, 4500]]}", "m", 4) == want);
+  // Tabs, CRLF line ends, a leading '+', no newline at the end.
+  CHECK(parse_byte_matrix("0\t1 +1048576\r\n1 0\t2097152\r\n\r\n3 +2 4.5e3", "m", 4) == want);
   CHECK(parse_byte_matrix("", "m", 4) == std::vector<double>(16, 0.0));
   CHECK(parse_byte_matrix("{\"pairs\": []}", "m", 4) == std::vector<double>(16, 0.0));
 }
@@ -56,6 +58,9 @@ TEST_CASE("byte matrix: every problem names the line of its pair") {
   expect_error("0 1\n", 1, "expected `src dst bytes`");
   expect_error("0 1 2 3\n", 1, "expected `src dst bytes`");
   expect_error("0 0x1 2\n", 1, "expected integers");
+  expect_error("0 1 2\n1 +-2 2\n", 2, "expected integers");
+  expect_error("0 1 12abc\n", 1, "expected integers");
+  expect_error("# one\n0 1 2 # two\n2 1 ++3\n", 3, "expected integers");
   expect_error("{\"pairs\": [[0, 1, 100],\n [0, 1]]}", 2, "pairs[1]");
   expect_error("{\"pairs\": [[0, 1, 100],\n [0, 1, 2, 3]]}", 2, "expected [src, dst, bytes]");
   expect_error("{\"pairs\": [[0.5, 1, 100]]}", 1, "integer ranks");
