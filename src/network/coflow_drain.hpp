@@ -7,34 +7,32 @@
 // Why it is faster. In progressive filling a flow's rate is the lowest fill level among the links
 // it crosses (or its rate cap), so a solve only has to find each link's level. With two links per
 // flow, a flow is still unfrozen when one of its links saturates exactly when its other link has
-// not saturated yet: freezing a link walks its list of entries (the flow's other link), in order,
-// and touches only the other link's remaining capacity and count (a few thousand links: cached).
-// The flow freezes at the first of its links to saturate: it is *bound* there (or at its cap), and
-// runs at that link's level until the next event. Progress is kept per link, not per flow: a link's
-// virtual clock is the bytes a flow bound at it has received since the start (the integral of its
-// level), and a flow bound at a link carries a key, the clock reading at which it is done. A flow's
-// key changes only when it moves (bound at another link than in the last solve: a few percent of
-// the flows an event, found by the walk from a mark in the entry, moved after the solve in a
-// pipeline that fetches their figures ahead); each link keeps its lowest key. So an event costs the
-// walk, one pass over the links for the earliest completion (lowest key against clock and level),
-// and a pass over the lists of the links with a flow due in the merge window (which also finds their
-// new lowest key); nothing reads every flow. Finished flows leave their links' lists at once (the
-// list's last entry fills the hole). Measured on 1,024 GPUs at 1e-3 (957 events): the walks visit
-// 833M entries, 15M flows move, the due passes read 354M entries.
+// not saturated yet: freezing a link walks its list of (other link, flow) entries, sequentially,
+// and touches only the other link's remaining capacity and weight (a few thousand links: cached).
+// No per-flow filling state, no per-flow rate writes, no list of changed rates. After a solve one
+// streaming pass over the flows (in arrays, finished ones compacted away in batches) sets each rate
+// to min(level of its links, cap), re-integrates the flows whose rate changed, finds the earliest
+// projected finish and notes the flows that may fall in its merge window; those due finish and
+// leave their links' lists at once (the list's last entry fills the hole). Every event thus costs
+// one linear pass over the flows and one over the live entries, with no heap of per-flow
+// finishes: in a skewed all-to-all-v every live rate changes at every event (measured: 1,024 GPUs
+// at 1e-3, 420M rate changes over 957 events, 420M live flow-events), and FlowNetwork's per-flow
+// bookkeeping (changed lists, heap rebuilds) is what dominates there.
 //
 // Same semantics as FlowNetwork with one task (network/flow_network.hpp): max-min rates under the
 // links that may bind, re-solved at every completion event; completions merged within
 // precision x max(elapsed, D) of the earliest (D = the coflow's most loaded link's bytes / capacity);
-// duration = drain + the largest route latency of its transfers + extra latency. A flow's rate is
-// the level of the link that froze it, as in the general solver; its bytes left are a difference of
-// clock readings, so times agree with FlowNetwork's to ~1e-12 relative at precision 0 (tests:
-// equality with FlowNetwork to 1e-9 on several fabrics, with and without rate caps); with merging, a
-// last-bit difference can move a completion across a merge window's edge, which changes the result
-// by less than the merge error itself (about 2 x precision of the coflow's time).
+// duration = drain + the largest route latency of its transfers + extra latency. Rates agree with
+// the general solver's to rounding (a flow takes the smaller of its links' levels, the solver the
+// level of the link that froze it first: the same number, but for the solver's 1e-12 tolerance on
+// stale heap keys), so times agree to ~1e-12 relative at precision 0 (tests: equality with
+// FlowNetwork to 1e-9 on several fabrics, with and without rate caps); with merging, a last-bit
+// difference can move a completion across a merge window's edge, which changes the result by less
+// than the merge error itself (about 2 x precision of the coflow's time).
 //
-// Cost per event: O(L log L + E + M + D) for L links, E live (flow, link) entries, M moved flows
-// and D entries of the links with a flow due; memory about 100 bytes per flow (70 in arrays, two
-// entries of 16 bytes): ~100 MB for a million flows.
+// Cost per event: O(L log L + F + E) for L links, F flows in the arrays and E live (flow, link)
+// entries, streaming; memory about 94 bytes per flow (78 in arrays, two entries of 4 + 4 bytes):
+// ~100 MB for a million flows.
 #pragma once
 
 #include <cstdint>
