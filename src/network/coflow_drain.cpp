@@ -56,47 +56,49 @@ class Drain {
     }
     build();
     const size_t n0 = size_.size();
-    prog_.assign(n0, 0.0), since_.assign(n0, 0.0), rate_.assign(n0, 0.0);
+    prog_.assign(n0, 0.0);
     newid_.resize(n0);
     capfrozen_.assign(n0, 0);
     dead_.assign(n0, 0);
     size_t live = n0;
-    double now = 0;
+    double now = 0, then = 0;
     while (live > 0) {
       solve();
-      // Rates (min of the links' levels and the cap), re-integration of the changed ones, and the
-      // earliest projected finish, in one pass: in an all-to-all-v every live rate changes at every
-      // event (the levels all move), so the branch is predictable. A finished flow stays in the
-      // arrays until compacted, reading as rate and projection infinite, unchanged (finish()). The
+      // Progress to now at the rates since the last event (the last solve's levels, prev_), and the
+      // earliest projected finish at the new rates, in one pass (in an all-to-all-v every live rate
+      // changes at every event: integrating all is no more work than finding the changed ones). A
+      // finished flow stays in the arrays until compacted, its projection never (finish()). The
       // flows that may finish in this event's merge window are noted on the way (a projection within
       // the window of the minimum so far: a superset, as the minimum only falls).
       const size_t n = size_.size();
       double tmin = kInf, reach = std::numeric_limits<double>::max();  // (never an infinite projection)
       due_.clear();
-      const auto scan = [&](auto with_caps) {
+      const double dt = now - then;
+      then = now;
+      const auto scan = [&](auto with_caps, auto integrate) {
         for (size_t f = 0; f < n; ++f) {
-          const double r = with_caps ? rate_of(f) : link_rate(f);
-          if (r != rate_[f]) {
-            prog_[f] += rate_[f] * (now - since_[f]);
-            since_[f] = now;
-            rate_[f] = r;
-          }
-          const double p = proj(f);
+          if (integrate) prog_[f] += rate(f, prev_, with_caps) * dt;
+          const double p = proj(f, rate(f, level_, with_caps), now);
           if (p <= reach) {
             if (p < tmin) tmin = p, reach = window_end(tmin);
             if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
           }
         }
       };
-      if (capped_.empty()) scan(std::false_type{});
-      else scan(std::true_type{});
+      if (capped_.empty()) {
+        if (dt > 0) scan(std::false_type{}, std::true_type{});
+        else scan(std::false_type{}, std::false_type{});
+      } else {
+        if (dt > 0) scan(std::true_type{}, std::true_type{});
+        else scan(std::true_type{}, std::false_type{});
+      }
       if (!(tmin < kInf)) throw std::logic_error("flow tier: live flows with no rate (a link without capacity?)");
       // Merged completions, as FlowNetwork merges them (the coflow started at 0).
       const double bound = window_end(tmin);
       double next = tmin;
       size_t ndue = 0;
       for (uint32_t f : due_) {
-        const double p = proj(f);
+        const double p = proj(f, rate(f, level_, !capped_.empty()), now);
         if (p > bound) continue;
         next = std::max(next, p);
         due_[ndue++] = f;
@@ -146,7 +148,7 @@ class Drain {
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
     capl_.assign(nl + 1, 0.0);
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
-    fill_.assign(nl + 1, {}), level_.assign(nl + 1, kInf);
+    fill_.assign(nl + 1, {}), level_.assign(nl + 1, kInf), prev_.assign(nl + 1, kInf);
     cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
     for (size_t f = 0; f < size_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
@@ -164,19 +166,18 @@ class Drain {
     std::sort(capped_.begin(), capped_.end());
   }
 
-  // A flow's projected finish at its current rate (computed again, not stored: the same operands
-  // as when its rate last changed, so the same value, and the rate pass streams 16 bytes a flow
-  // less). A finished flow's is never (since_ infinite).
-  double proj(size_t f) const {
+  // A flow's projected finish from `now` at rate r (its progress is integrated to now at every
+  // event, at the rate it had since the last one: no per-flow rate or time is stored, the pass
+  // streams progress and size). A finished flow's is never (its size NaN: no comparison holds).
+  double proj(size_t f, double r, double now) const {
     const double left = size_[f] - prog_[f];
-    return left <= 1e-12 * size_[f] ? since_[f] : (rate_[f] > 0 ? since_[f] + left / rate_[f] : kInf);
+    return left <= 1e-12 * size_[f] ? now : (r > 0 ? now + left / r : kInf);
   }
-  // A flow's rate: the lower level of its links, or its cap (link_rate: without a cap).
-  double link_rate(size_t f) const {
-    return std::min(level_[static_cast<size_t>(la_[f])], level_[static_cast<size_t>(lb_[f])]);
-  }
-  double rate_of(size_t f) const {
-    return std::min(std::min(cap_[f], level_[static_cast<size_t>(la_[f])]), level_[static_cast<size_t>(lb_[f])]);
+  // A flow's rate under a solve's link levels: the lower level of its links, or its cap.
+  template <class Caps>
+  double rate(size_t f, const std::vector<double>& level, Caps with_caps) const {
+    const double r = std::min(level[static_cast<size_t>(la_[f])], level[static_cast<size_t>(lb_[f])]);
+    return with_caps ? std::min(cap_[f], r) : r;
   }
 
   bool flow_frozen(int32_t f) const {  // (a finished flow counts as frozen)
@@ -199,7 +200,7 @@ class Drain {
   void solve() {
     for (int32_t l : used_) {
       const auto i = static_cast<size_t>(l);
-      fill_[i] = {capl_[i], 0, 0}, frozen_[i] = 0, level_[i] = kInf;
+      fill_[i] = {capl_[i], 0, 0}, frozen_[i] = 0, prev_[i] = level_[i], level_[i] = kInf;
     }
     const size_t n = size_.size();
     if (unit_) {
@@ -325,10 +326,11 @@ class Drain {
       const auto g = static_cast<size_t>(eflow_[at]);
       (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
     }
-    // From here on its rate reads as infinite (no links, no cap) and unchanged, its projection as
-    // never (since_ infinite): the rate pass passes over it without reading dead_.
+    // From here on its rate reads as infinite (no links, no cap) and its projection as never (size
+    // NaN): the rate pass passes over it without reading dead_.
     la_[f] = lb_[f] = nl;
-    cap_[f] = rate_[f] = since_[f] = kInf;
+    cap_[f] = kInf;
+    size_[f] = std::numeric_limits<double>::quiet_NaN();
   }
 
   // Drops finished flows from the arrays, keeping the order of the others.
@@ -343,12 +345,12 @@ class Drain {
       newid_[f] = static_cast<int32_t>(w);
       if (w != f) {
         la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
-        prog_[w] = prog_[f], since_[w] = since_[f], rate_[w] = rate_[f];
+        prog_[w] = prog_[f];
         pos_a_[w] = pos_a_[f], pos_b_[w] = pos_b_[f];
       }
       ++w;
     }
-    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_, &since_, &rate_}) v->resize(w);
+    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_}) v->resize(w);
     la_.resize(w), lb_.resize(w), pos_a_.resize(w), pos_b_.resize(w);
     std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
     compact_lists();
@@ -376,7 +378,7 @@ class Drain {
   std::vector<double> link_bytes_;
   // Flows.
   std::vector<int32_t> la_, lb_;
-  std::vector<double> ca_, cb_, cap_, size_, prog_, since_, rate_;
+  std::vector<double> ca_, cb_, cap_, size_, prog_;
   std::vector<int32_t> newid_;
   std::vector<uint32_t> due_;       // the flows that may finish in this event
   std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
@@ -395,7 +397,7 @@ class Drain {
     int32_t cnt = 0;
   };
   std::vector<Fill> fill_;
-  std::vector<double> capl_, level_;
+  std::vector<double> capl_, level_, prev_;  // prev_: the levels of the last solve
   std::vector<int32_t> cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
   std::vector<double> sumw0_;
   std::vector<char> frozen_;
