@@ -40,7 +40,7 @@ class Drain {
     la_.push_back(l[0]), lb_.push_back(l[1]);
     ca_.push_back(c[0]), cb_.push_back(c[1]);
     cap_.push_back(tr.rate_cap > 0 ? tr.rate_cap : kInf);
-    size_.push_back(tr.bytes);
+    left_.push_back(tr.bytes);
     return true;
   }
 
@@ -49,14 +49,13 @@ class Drain {
 
   DrainResult run(double extra) {
     DrainResult res;
-    res.stats.flows = size_.size();
-    if (size_.empty()) {  // FlowNetwork: a task without flows takes its extra latency
+    res.stats.flows = left_.size();
+    if (left_.empty()) {  // FlowNetwork: a task without flows takes its extra latency
       res.seconds = extra;
       return res;
     }
     build();
-    const size_t n0 = size_.size();
-    prog_.assign(n0, 0.0);
+    const size_t n0 = left_.size();
     newid_.resize(n0);
     capfrozen_.assign(n0, 0);
     dead_.assign(n0, 0);
@@ -70,14 +69,14 @@ class Drain {
       // finished flow stays in the arrays until compacted, its projection never (finish()). The
       // flows that may finish in this event's merge window are noted on the way (a projection within
       // the window of the minimum so far: a superset, as the minimum only falls).
-      const size_t n = size_.size();
+      const size_t n = left_.size();
       double tmin = kInf, reach = std::numeric_limits<double>::max();  // (never an infinite projection)
       due_.clear();
       const double dt = now - then;
       then = now;
       const auto scan = [&](auto with_caps, auto integrate) {
         for (size_t f = 0; f < n; ++f) {
-          if (integrate) prog_[f] += rate(f, prev_, with_caps) * dt;
+          if (integrate) left_[f] -= rate(f, prev_, with_caps) * dt;
           const double p = proj(f, rate(f, level_, with_caps), now);
           if (p <= reach) {
             if (p < tmin) tmin = p, reach = window_end(tmin);
@@ -123,7 +122,7 @@ class Drain {
       if (link_bytes_[l] > 0) scale_ = std::max(scale_, link_bytes_[l] / topo_.link(static_cast<int>(l)).bandwidth.value());
     const auto none = static_cast<int32_t>(nl);
     begin_.assign(nl + 1, 0);
-    for (size_t f = 0; f < size_.size(); ++f) {
+    for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) ++begin_[static_cast<size_t>(la_[f]) + 1];
       if (lb_[f] >= 0) ++begin_[static_cast<size_t>(lb_[f]) + 1];
     }
@@ -133,8 +132,8 @@ class Drain {
     }
     end_.assign(begin_.begin(), begin_.end() - 1);
     other_.resize(begin_[nl]), eflow_.resize(begin_[nl]);
-    pos_a_.assign(size_.size(), 0), pos_b_.assign(size_.size(), 0);
-    for (size_t f = 0; f < size_.size(); ++f) {
+    pos_a_.assign(left_.size(), 0), pos_b_.assign(left_.size(), 0);
+    for (size_t f = 0; f < left_.size(); ++f) {
       const auto id = static_cast<int32_t>(f);
       if (la_[f] >= 0) {
         const uint32_t i = end_[static_cast<size_t>(la_[f])]++;
@@ -150,28 +149,28 @@ class Drain {
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
     fill_.assign(nl + 1, {}), level_.assign(nl + 1, kInf), prev_.assign(nl + 1, kInf);
     cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
-    for (size_t f = 0; f < size_.size(); ++f) {
+    for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
       if (lb_[f] >= 0) sumw0_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt0_[static_cast<size_t>(lb_[f])];
     }
     frozen_.assign(nl + 1, 0);
     // From here on a flow's missing link is `none`: the passes read and write its slot instead of
     // testing (its level stays infinite, it is never frozen, never queued).
-    for (size_t f = 0; f < size_.size(); ++f) {
+    for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] < 0) la_[f] = none;
       if (lb_[f] < 0) lb_[f] = none;
     }
-    for (size_t f = 0; f < size_.size(); ++f)
+    for (size_t f = 0; f < left_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
     std::sort(capped_.begin(), capped_.end());
   }
 
-  // A flow's projected finish from `now` at rate r (its progress is integrated to now at every
-  // event, at the rate it had since the last one: no per-flow rate or time is stored, the pass
-  // streams progress and size). A finished flow's is never (its size NaN: no comparison holds).
+  // A flow's projected finish from `now` at rate r (its bytes left are brought to now at every
+  // event, at the rate it had since the last one: no per-flow rate or time is stored). A finished
+  // flow's is never (its bytes left NaN: no comparison holds).
   double proj(size_t f, double r, double now) const {
-    const double left = size_[f] - prog_[f];
-    return left <= 1e-12 * size_[f] ? now : (r > 0 ? now + left / r : kInf);
+    const double left = left_[f];
+    return left <= 0 ? now : (r > 0 ? now + left / r : kInf);
   }
   // A flow's rate under a solve's link levels: the lower level of its links, or its cap.
   template <class Caps>
@@ -202,7 +201,7 @@ class Drain {
       const auto i = static_cast<size_t>(l);
       fill_[i] = {capl_[i], 0, 0}, frozen_[i] = 0, prev_[i] = level_[i], level_[i] = kInf;
     }
-    const size_t n = size_.size();
+    const size_t n = left_.size();
     if (unit_) {
       // Every coefficient is 1: a link's unfrozen weight starts as its count of live flows, kept
       // as flows finish (exact: integers).
@@ -330,12 +329,12 @@ class Drain {
     // NaN): the rate pass passes over it without reading dead_.
     la_[f] = lb_[f] = nl;
     cap_[f] = kInf;
-    size_[f] = std::numeric_limits<double>::quiet_NaN();
+    left_[f] = std::numeric_limits<double>::quiet_NaN();
   }
 
   // Drops finished flows from the arrays, keeping the order of the others.
   void compact() {
-    const size_t n = size_.size();
+    const size_t n = left_.size();
     size_t w = 0;
     for (size_t f = 0; f < n; ++f) {
       if (dead_[f]) {
@@ -344,13 +343,12 @@ class Drain {
       }
       newid_[f] = static_cast<int32_t>(w);
       if (w != f) {
-        la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], size_[w] = size_[f];
-        prog_[w] = prog_[f];
+        la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], left_[w] = left_[f];
         pos_a_[w] = pos_a_[f], pos_b_[w] = pos_b_[f];
       }
       ++w;
     }
-    for (auto* v : {&cap_, &size_, &ca_, &cb_, &prog_}) v->resize(w);
+    for (auto* v : {&cap_, &left_, &ca_, &cb_}) v->resize(w);
     la_.resize(w), lb_.resize(w), pos_a_.resize(w), pos_b_.resize(w);
     std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
     compact_lists();
@@ -378,7 +376,7 @@ class Drain {
   std::vector<double> link_bytes_;
   // Flows.
   std::vector<int32_t> la_, lb_;
-  std::vector<double> ca_, cb_, cap_, size_, prog_;
+  std::vector<double> ca_, cb_, cap_, left_;  // left_: bytes still to send (at the last event)
   std::vector<int32_t> newid_;
   std::vector<uint32_t> due_;       // the flows that may finish in this event
   std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists

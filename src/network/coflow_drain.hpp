@@ -10,12 +10,12 @@
 // not saturated yet: freezing a link walks its list of (other link, flow) entries, sequentially,
 // and touches only the other link's remaining capacity and weight (a few thousand links: cached).
 // No per-flow filling state, no per-flow rate writes, no list of changed rates. After a solve one
-// streaming pass over the flows (in arrays, finished ones compacted away in batches) adds to each
-// flow's progress its rate since the last event times the time since (its rate then: the lower of
+// streaming pass over the flows (in arrays, finished ones compacted away in batches) takes from each
+// flow's bytes left its rate since the last event times the time since (its rate then: the lower of
 // its links' previous levels, or its cap), projects its finish at its new rate, finds the earliest
 // and notes the flows that may fall in its merge window; those due finish and leave their links'
 // lists at once (the list's last entry fills the hole). No rate or time is stored per flow: the
-// pass reads its two links, progress and size (24 bytes) and writes progress. Every event thus
+// pass reads its two links and bytes left (16 bytes) and writes the bytes left. Every event thus
 // costs one linear pass over the flows and one over the live entries, with no heap of per-flow
 // finishes: in a skewed all-to-all-v every live rate changes at every event (measured: 1,024 GPUs
 // at 1e-3, 420M rate changes over 957 events, 420M live flow-events), and FlowNetwork's per-flow
@@ -32,14 +32,15 @@
 // the general solver's to rounding (a flow takes the smaller of its links' levels, the solver the
 // level of the link that froze it first: the same number, but for the solver's 1e-12 tolerance on
 // stale heap keys), and progress is integrated at every event where FlowNetwork integrates it when
-// a rate changes (a rounding per event more), so times agree to ~1e-12 relative at precision 0 (tests: equality with
+// a rate changes (a rounding per event more; a flow is due when its bytes left reach 0, where
+// FlowNetwork allows 1e-12 of its size), so times agree to ~1e-12 relative at precision 0 (tests: equality with
 // FlowNetwork to 1e-9 on several fabrics, with and without rate caps); with merging, a last-bit
 // difference can move a completion across a merge window's edge, which changes the result by less
 // than the merge error itself (about 2 x precision of the coflow's time).
 //
 // Cost per event: O(L log L + F + E) for L links, F flows in the arrays and E live (flow, link)
-// entries, streaming; memory about 78 bytes per flow (62 in arrays, two entries of 4 + 4 bytes):
-// ~80 MB for a million flows.
+// entries, streaming; memory about 70 bytes per flow (54 in arrays, two entries of 4 + 4 bytes):
+// ~70 MB for a million flows.
 #pragma once
 
 #include <cstdint>
