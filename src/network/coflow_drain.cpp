@@ -147,7 +147,7 @@ class Drain {
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
     capl_.assign(nl + 1, 0.0);
     for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
-    fill_.assign(nl + 1, {}), level_.assign(nl + 1, kInf), prev_.assign(nl + 1, kInf);
+    fill_.assign(nl + 1, {}), sumw_.assign(nl + 1, 0.0), level_.assign(nl + 1, kInf), prev_.assign(nl + 1, kInf);
     cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
     for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
@@ -199,29 +199,29 @@ class Drain {
   void solve() {
     for (int32_t l : used_) {
       const auto i = static_cast<size_t>(l);
-      fill_[i] = {capl_[i], 0, 0}, frozen_[i] = 0, prev_[i] = level_[i], level_[i] = kInf;
+      fill_[i] = {capl_[i], 0}, sumw_[i] = 0, frozen_[i] = 0, prev_[i] = level_[i], level_[i] = kInf;
     }
     const size_t n = left_.size();
     if (unit_) {
       // Every coefficient is 1: a link's unfrozen weight starts as its count of live flows, kept
       // as flows finish (exact: integers).
-      for (int32_t l : used_) fill_[static_cast<size_t>(l)].sumw = sumw0_[static_cast<size_t>(l)], fill_[static_cast<size_t>(l)].cnt = cnt0_[static_cast<size_t>(l)];
+      for (int32_t l : used_) sumw_[static_cast<size_t>(l)] = sumw0_[static_cast<size_t>(l)], fill_[static_cast<size_t>(l)].cnt = cnt0_[static_cast<size_t>(l)];
     } else {
       for (size_t f = 0; f < n; ++f) {
         if (dead_[f]) continue;
-        fill_[static_cast<size_t>(la_[f])].sumw += ca_[f], ++fill_[static_cast<size_t>(la_[f])].cnt;
-        fill_[static_cast<size_t>(lb_[f])].sumw += cb_[f], ++fill_[static_cast<size_t>(lb_[f])].cnt;
+        sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++fill_[static_cast<size_t>(la_[f])].cnt;
+        sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++fill_[static_cast<size_t>(lb_[f])].cnt;
       }
     }
     heap_.clear();
     for (int32_t l : used_)
-      if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / fill_[static_cast<size_t>(l)].sumw, l});
+      if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / sumw_[static_cast<size_t>(l)], l});
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     size_t next_cap = 0;
     const auto take = [&](int32_t l, double coef, double rate) {
       const auto i = static_cast<size_t>(l);
       fill_[i].rem = std::max(0.0, fill_[i].rem - coef * rate);
-      fill_[i].sumw -= coef;
+      sumw_[i] -= coef;
       --fill_[i].cnt;
     };
     // The top is looked at in place: a stale key is replaced there (one sift down, not a pop and a
@@ -234,9 +234,9 @@ class Drain {
         pop_top();
         continue;
       }
-      if (unit_) fill_[li].sumw = fill_[li].cnt;  // the walk below keeps the count alone (exact)
-      else if (!(fill_[li].sumw > 0)) fill_[li].sumw = unfrozen_weight(l);
-      const double current = std::max(0.0, fill_[li].rem) / fill_[li].sumw;  // (rem may fall below 0: rounding)
+      if (unit_) sumw_[li] = fill_[li].cnt;  // the walk below keeps the count alone (exact)
+      else if (!(sumw_[li] > 0)) sumw_[li] = unfrozen_weight(l);
+      const double current = std::max(0.0, fill_[li].rem) / sumw_[li];  // (rem may fall below 0: rounding)
       if (current > top.first * (1 + 1e-12)) {  // a stale key: re-queued at its current share
         heap_.front().first = current;
         sift_down();
@@ -388,13 +388,15 @@ class Drain {
   std::vector<uint32_t> begin_, end_;
   std::vector<int32_t> other_, eflow_;
   std::vector<int32_t> used_;
-  // A link's state in a solve: capacity left, unfrozen weight and count (one record: the freeze
-  // walk updates them together for each entry; with unit coefficients the weight is the count).
+  // A link's state in a solve: capacity left and unfrozen count (one 16-byte record: the freeze walk
+  // updates both for each entry, and 4,000 links' records stay in the first-level cache); its
+  // unfrozen weight apart (with unit coefficients the weight is the count, set when it is popped).
   struct Fill {
-    double rem = 0, sumw = 0;
+    double rem = 0;
     int32_t cnt = 0;
   };
   std::vector<Fill> fill_;
+  std::vector<double> sumw_;  // a link's unfrozen weight in a solve (apart: the walk does not read it)
   std::vector<double> capl_, level_, prev_;  // prev_: the levels of the last solve
   std::vector<int32_t> cnt0_;  // cnt0_, sumw0_: per link, its live flows and their weight
   std::vector<double> sumw0_;
