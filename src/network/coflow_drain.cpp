@@ -74,12 +74,21 @@ class Drain {
       due_.clear();
       const double dt = now - then;
       then = now;
+      // A projection is computed (a division) only for a flow that may fall within reach: bytes left
+      // at most rate x (reach - now), with margins over the roundings of both sides; the others
+      // (nearly all, once the minimum is low) cost a multiplication.
+      double horizon = std::numeric_limits<double>::max();  // (x 0 = 0: a flow at rate 0 with nothing left is still looked at)
       const auto scan = [&](auto with_caps, auto integrate) {
         for (size_t f = 0; f < n; ++f) {
           if (integrate) left_[f] -= rate(f, prev_, with_caps) * dt;
-          const double p = proj(f, rate(f, level_, with_caps), now);
+          const double r = rate(f, level_, with_caps);
+          if (!(left_[f] <= horizon * r)) continue;
+          const double p = proj(f, r, now);
           if (p <= reach) {
-            if (p < tmin) tmin = p, reach = window_end(tmin);
+            if (p < tmin) {
+              tmin = p, reach = window_end(tmin);
+              horizon = (reach - now) * (1 + 1e-9) + 1e-15 * std::abs(reach);
+            }
             if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
           }
         }
