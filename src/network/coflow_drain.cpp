@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/sort_by_cap.hpp"
+
 namespace hs::network {
 
 namespace {
@@ -171,7 +173,8 @@ class Drain {
     }
     for (size_t f = 0; f < left_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
-    std::sort(capped_.begin(), capped_.end());
+    std::vector<std::pair<double, int32_t>> scratch;
+    sort_by_cap(capped_, scratch);
   }
 
   // A flow's projected finish from `now` at rate r (its bytes left are brought to now at every

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "util/reserve.hpp"
+#include "util/sort_by_cap.hpp"
 
 namespace hs::solver {
 
@@ -218,46 +219,7 @@ void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
   }
 }
 
-void MaxMinSolver::sort_capped() {
-  constexpr size_t kMaxCaps = 16;
-  double caps[kMaxCaps];
-  size_t count[kMaxCaps] = {};
-  size_t ncaps = 0;
-  bool ids_ascending = true;
-  for (size_t i = 0; i < capped_.size(); ++i) {
-    const double c = capped_[i].first;
-    size_t k = 0;
-    while (k < ncaps && caps[k] != c) ++k;
-    if (k == ncaps) {
-      if (ncaps == kMaxCaps) {
-        std::sort(capped_.begin(), capped_.end());
-        return;
-      }
-      caps[ncaps++] = c;
-    }
-    ++count[k];
-    if (i > 0 && capped_[i].second < capped_[i - 1].second) ids_ascending = false;
-  }
-  // Buckets in ascending cap order (caps are not NaN), each keeping the order of its ids (sorted
-  // afterwards when they were not ascending: a component found by search lists flows unordered).
-  size_t order[kMaxCaps];
-  for (size_t k = 0; k < ncaps; ++k) order[k] = k;
-  std::sort(order, order + ncaps, [&](size_t a, size_t b) { return caps[a] < caps[b]; });
-  size_t start[kMaxCaps];
-  for (size_t at = 0, j = 0; j < ncaps; ++j) start[order[j]] = at, at += count[order[j]];
-  capped_tmp_.resize(capped_.size());
-  for (const auto& e : capped_) {
-    size_t k = 0;
-    while (caps[k] != e.first) ++k;
-    capped_tmp_[start[k]++] = e;
-  }
-  capped_.swap(capped_tmp_);
-  if (!ids_ascending) {
-    const auto by_id = [](const std::pair<double, int>& a, const std::pair<double, int>& b) { return a.second < b.second; };
-    for (size_t j = 0, at = 0; j < ncaps; at += count[order[j]], ++j)
-      std::sort(capped_.begin() + static_cast<std::ptrdiff_t>(at), capped_.begin() + static_cast<std::ptrdiff_t>(at + count[order[j]]), by_id);
-  }
-}
+void MaxMinSolver::sort_capped() { sort_by_cap(capped_, capped_tmp_); }
 
 void MaxMinSolver::solve() {
   // changed_ lists what this solve changes, plus element-less flows added since the last solve.
