@@ -337,8 +337,8 @@ class Drain {
       const auto g = static_cast<size_t>(eflow_[at]);
       (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
     }
-    // From here on its rate reads as infinite (no links, no cap) and its projection as never (size
-    // NaN): the rate pass passes over it without reading dead_.
+    // From here on its rate reads as infinite (no links, no cap) and its projection as never (bytes
+    // left NaN): the rate pass passes over it without reading dead_.
     la_[f] = lb_[f] = nl;
     cap_[f] = kInf;
     left_[f] = std::numeric_limits<double>::quiet_NaN();
