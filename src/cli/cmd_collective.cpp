@@ -93,10 +93,11 @@ std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) 
   return g;
 }
 
-double flow_time(const topology::Topology& t, collective::Coflow flows, double extra) {
+double flow_time(const topology::Topology& t, network::CoflowDrain& drain, collective::Coflow flows, double extra) {
   // Alone, solved link by link (network/coflow_drain.hpp) when every transfer crosses at most two
-  // links that may bind; FlowNetwork otherwise (ECMP over an oversubscribed core).
-  if (auto d = network::drain_coflow(t, flows, extra, network::kDefaultFlowPrecision)) return d->seconds;
+  // links that may bind; FlowNetwork otherwise (ECMP over an oversubscribed core). One drain serves
+  // every size of the command (its buffers are kept).
+  if (auto d = drain.time(flows, extra)) return d->seconds;
   engine::TaskGraph g;
   auto id = g.add_task(g.add_resource("collective"), Seconds(0), 0, 1);
   network::FlowNetwork net(t, network::kDefaultFlowPrecision);
@@ -124,6 +125,7 @@ int run_collective(const CollectiveOptions& o) {
   const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source, o.calibration.empty() ? nullptr : &adj);
   collective::AnalyticNetwork net(topo);
   const bool flow = o.network == "flow";
+  network::CoflowDrain drain(topo, network::kDefaultFlowPrecision);
   std::vector<Line> lines;
   std::string op_name, group_note;
   int ranks = 0;
@@ -140,7 +142,7 @@ int run_collective(const CollectiveOptions& o) {
     Line l;
     l.bytes = total;
     l.algo = "p2p";
-    l.seconds = flow ? flow_time(topo, c, extra) : net.alltoallv_time(m);
+    l.seconds = flow ? flow_time(topo, drain, c, extra) : net.alltoallv_time(m);
     lines.push_back(l);
   } else {
     const auto op = collective::parse_nccl_op(o.op);
@@ -181,7 +183,7 @@ int run_collective(const CollectiveOptions& o) {
       Line l;
       l.bytes = sizes[i];
       l.algo = plan.algo;
-      l.seconds = flow ? flow_time(topo, plan.flows, plan.extra_latency) : plan.analytic_s;
+      l.seconds = flow ? flow_time(topo, drain, std::move(plan.flows), plan.extra_latency) : plan.analytic_s;
       if (!measured.empty()) l.measured_s = measured[i];
       lines.push_back(l);
     }

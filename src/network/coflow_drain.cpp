@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -15,13 +16,20 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+}  // namespace
+
 // The live flows as arrays (finished ones compacted away in batches, order kept) and each link's
 // list of its live flows' other links (a finished flow's entries leave at once).
-class Drain {
+class CoflowDrain::Impl {
  public:
-  Drain(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {
-    const auto nl = static_cast<size_t>(topo.num_links());
-    link_bytes_.assign(nl, 0.0);
+  Impl(const topology::Topology& topo, double precision) : topo_(topo), precision_(precision) {}
+
+  // Forgets the last coflow's transfers (its buffers stay allocated for the next one).
+  void reset() {
+    alpha_ = 0, scale_ = 0, unit_ = true;
+    link_bytes_.assign(static_cast<size_t>(topo_.num_links()), 0.0);
+    for (auto* v : {&ca_, &cb_, &cap_, &left_}) v->clear();
+    la_.clear(), lb_.clear(), capped_.clear(), used_.clear(), cap_marked_.clear(), due_.clear(), heap_.clear();
   }
 
   // False when the transfer crosses more than two links that may bind.
@@ -173,8 +181,7 @@ class Drain {
     }
     for (size_t f = 0; f < left_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
-    std::vector<std::pair<double, int32_t>> scratch;
-    sort_by_cap(capped_, scratch);
+    sort_by_cap(capped_, sort_scratch_);
   }
 
   // A flow's projected finish from `now` at rate r (its bytes left are brought to now at every
@@ -394,7 +401,7 @@ class Drain {
   std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
   std::vector<char> capfrozen_, dead_;
   std::vector<int32_t> cap_marked_;  // the flows running at their cap in this solve
-  std::vector<std::pair<double, int32_t>> capped_;  // (cap, flow), ascending
+  std::vector<std::pair<double, int32_t>> capped_, sort_scratch_;  // (cap, flow), ascending
   // Links: [begin_[l], end_[l]) are link l's live flows: other_ their other link that may bind
   // (`none`: none), eflow_ the flow (apart: the solve streams other_ alone); used_ the links with any.
   std::vector<uint32_t> begin_, end_;
@@ -416,14 +423,19 @@ class Drain {
   std::vector<std::pair<double, int32_t>> heap_;
 };
 
-}  // namespace
+CoflowDrain::CoflowDrain(const topology::Topology& topo, double precision) : impl_(std::make_unique<Impl>(topo, precision)) {}
+CoflowDrain::~CoflowDrain() = default;
+
+std::optional<DrainResult> CoflowDrain::time(const collective::Coflow& coflow, double extra_latency) {
+  impl_->reset();
+  for (const auto& tr : coflow)
+    if (!impl_->add(tr)) return std::nullopt;
+  return impl_->run(extra_latency);
+}
 
 std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const collective::Coflow& coflow, double extra_latency,
                                         double precision) {
-  Drain d(topo, precision);
-  for (const auto& tr : coflow)
-    if (!d.add(tr)) return std::nullopt;
-  return d.run(extra_latency);
+  return CoflowDrain(topo, precision).time(coflow, extra_latency);
 }
 
 }  // namespace hs::network

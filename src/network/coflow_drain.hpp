@@ -44,6 +44,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "collective/transfer.hpp"
@@ -62,8 +63,24 @@ struct DrainResult {
   DrainStats stats;
 };
 
-// The coflow's time alone on the flow tier; nullopt when some transfer crosses more than two links
-// that may bind (ECMP over an oversubscribed core): FlowNetwork times those.
+// Times coflows one after another on one topology, keeping its buffers from one to the next (a
+// sweep over message sizes allocates and faults its pages in once, not at every size).
+class CoflowDrain {
+ public:
+  explicit CoflowDrain(const topology::Topology& topo, double precision = kDefaultFlowPrecision);
+  ~CoflowDrain();
+  CoflowDrain(const CoflowDrain&) = delete;
+  CoflowDrain& operator=(const CoflowDrain&) = delete;
+  // The coflow's time alone on the flow tier; nullopt when some transfer crosses more than two
+  // links that may bind (ECMP over an oversubscribed core): FlowNetwork times those.
+  std::optional<DrainResult> time(const collective::Coflow& coflow, double extra_latency = 0);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One coflow's time alone (a CoflowDrain used once).
 std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const collective::Coflow& coflow,
                                         double extra_latency = 0, double precision = kDefaultFlowPrecision);
 

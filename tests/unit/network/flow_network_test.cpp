@@ -459,6 +459,31 @@ TEST_CASE("one coflow alone, solved link by link, takes FlowNetwork's time") {
   }
 }
 
+TEST_CASE("one CoflowDrain timing coflow after coflow gives what a fresh one gives each time") {
+  // The collective command keeps one drain for all its sizes: nothing of a coflow may leak into the
+  // next (rates caps, link loads, latency, a declined coflow in between, an empty one).
+  const auto t = cluster(4, 8, 8, 50e9);
+  test::ClusterShape c;
+  c.nodes = 8, c.gpus_per_node = 2, c.nics = 2, c.nic_bw = 50e9, c.fabric = "fat-tree", c.oversubscription = 2.0;
+  const auto ft = test::make_cluster(c);
+  network::CoflowDrain drain(t, 1e-3);
+  // (The last pair but one stays inside a node: a lower route latency than the others'.)
+  const std::vector<collective::Coflow> seq = {skewed(32, 3), skewed(32, 5, 3, 2e9), {}, skewed(16, 7), collective::Coflow{{0, 31, 8e6}},
+                                               collective::Coflow{{0, 1, 8e6}}, skewed(32, 3)};
+  for (size_t i = 0; i < seq.size(); ++i) {
+    CAPTURE(i);
+    const auto again = drain.time(seq[i], 2e-6);
+    const auto fresh = network::drain_coflow(t, seq[i], 2e-6, 1e-3);
+    REQUIRE(again.has_value());
+    CHECK(again->seconds == fresh->seconds);  // bit for bit
+    CHECK(again->stats.events == fresh->stats.events);
+  }
+  network::CoflowDrain on_ft(ft, 1e-3);
+  CHECK_FALSE(on_ft.time({{0, 15, 1e6}}).has_value());  // declined (ECMP over the core) ...
+  const collective::Coflow inside{{0, 2, 5e6}, {2, 0, 3e6}, {1, 3, 4e6}};
+  CHECK(on_ft.time(inside)->seconds == network::drain_coflow(ft, inside, 0, 1e-3)->seconds);  // ... and then one it takes
+}
+
 TEST_CASE("one coflow alone, link by link: empty coflows, and routes it leaves to FlowNetwork") {
   auto t = cluster(2, 4, 1, 10e9);
   // Nothing to send (or only to itself): the task takes its extra latency, as on FlowNetwork.
