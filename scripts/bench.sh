@@ -34,6 +34,11 @@ for i in 1 2 3; do
   time build-release/src/cli/hecate-sim collective dgx-h100-128node --op all_to_all_v --matrix "$tmpm/m.txt" --network flow >/dev/null
 done
 rm -rf "$tmpm"
+echo "-- an nccl-tests-style sweep through the command: all_to_all, 8 B to 8 GB by 2 (31 sizes of a million flows)"
+for i in 1 2 3; do
+  TIMEFORMAT="collective --op all_to_all -b 8 -e 8G -f 2 (1,024 GPUs, flow): %R s wall, %U s user, %S s sys"
+  time build-release/src/cli/hecate-sim collective dgx-h100-128node --op all_to_all --network flow -b 8 -e 8G -f 2 >/dev/null
+done
 if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-3 1024
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)
