@@ -134,7 +134,7 @@ int run_collective(const CollectiveOptions& o) {
       throw InputError({"--op", 0, 0}, o.op, "--matrix times an all_to_all_v: drop --op or say --op all_to_all_v");
     const auto m = collective::read_byte_matrix(o.matrix, topo.num_gpus());
     double extra = 0, total = 0;
-    const collective::Coflow c = collective::alltoallv_flows(topo, m, false, extra);
+    collective::Coflow c = collective::alltoallv_flows(topo, m, false, extra);
     for (const auto& t : c) total += t.bytes;
     op_name = "all_to_all_v";
     ranks = topo.num_gpus();
@@ -142,7 +142,7 @@ int run_collective(const CollectiveOptions& o) {
     Line l;
     l.bytes = total;
     l.algo = "p2p";
-    l.seconds = flow ? flow_time(topo, drain, c, extra) : net.alltoallv_time(m);
+    l.seconds = flow ? flow_time(topo, drain, std::move(c), extra) : net.alltoallv_time(m);
     lines.push_back(l);
   } else {
     const auto op = collective::parse_nccl_op(o.op);

@@ -1,6 +1,7 @@
 #include "network/coflow_drain.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -29,7 +30,7 @@ class CoflowDrain::Impl {
     alpha_ = 0, scale_ = 0, unit_ = true;
     link_bytes_.assign(static_cast<size_t>(topo_.num_links()), 0.0);
     for (auto* v : {&ca_, &cb_, &cap_, &left_}) v->clear();
-    la_.clear(), lb_.clear(), capped_.clear(), used_.clear(), cap_marked_.clear(), due_.clear(), heap_.clear();
+    la_.clear(), lb_.clear(), capped_.clear(), used_.clear();
   }
 
   // False when the transfer crosses more than two links that may bind.

@@ -219,8 +219,6 @@ void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
   }
 }
 
-void MaxMinSolver::sort_capped() { sort_by_cap(capped_, capped_tmp_); }
-
 void MaxMinSolver::solve() {
   // changed_ lists what this solve changes, plus element-less flows added since the last solve.
   changed_.clear();
@@ -362,7 +360,7 @@ void MaxMinSolver::solve() {
   // from the records cost a cache miss per comparison).
   // Usually a few distinct caps (an NCCL connection's channels per locality) over flows listed in
   // id order: sorted by cap in one stable bucket pass, which is then the (cap, id) order.
-  if (!std::is_sorted(capped_.begin(), capped_.end())) sort_capped();
+  if (!std::is_sorted(capped_.begin(), capped_.end())) sort_by_cap(capped_, capped_tmp_);
   size_t next_cap = 0;
   // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
   // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is

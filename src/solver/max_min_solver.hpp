@@ -115,7 +115,6 @@ class MaxMinSolver {
   const SolverStats& stats() const { return stats_; }
 
  private:
-  void sort_capped();  // capped_ into (cap, id) order
   // The lazy re-fill (max_min_refill.cpp) and its steps.
   void refill();
   struct Event {
