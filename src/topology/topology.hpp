@@ -179,7 +179,11 @@ class Topology {
   // non-oversubscribed fabric); the links such bounds rely on stay. Its load then never exceeds
   // its capacity, so the flow tier leaves it out of the max-min problem without changing any rate
   // (a max-min allocation of the relaxed problem that is feasible for the full one is the full
-  // one's), and collectives on disjoint nodes become separate components.
+  // one's), and collectives on disjoint nodes become separate components. Also false for all but
+  // the lowest-numbered of a set of twins, links of one capacity that carry the same fraction of
+  // every route (the spines' links of an oversubscribed core, up from one leaf or down to one):
+  // their constraints are one and the same, so one is enough (a cross-leaf route keeps 4 binding
+  // hops instead of 2 + 2 x spines).
   bool may_bind(LinkId l) const { return may_bind_[l] != 0; }
   // The hops of route(src, dst) whose links may bind, in route order (precomputed; O(1)): all the
   // flow tier gives the max-min solver, and all the analytic tier needs (a coflow's most loaded link

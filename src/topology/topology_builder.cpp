@@ -1,6 +1,8 @@
 #include "topology/topology_builder.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <tuple>
 #include <optional>
 #include <cmath>
 #include <fmt/format.h>
@@ -328,6 +330,84 @@ void TopologyBuilder::compute_may_bind(Topology& t, const PairRoutes* pairs) {
   for (size_t l = 0; l < nl; ++l)
     if (dom[l] >= 0) t.may_bind_[l] = 0;
   if (pairs) prune_by_endpoint_bounds(t, *pairs);
+  drop_twin_links(t, pairs);
+}
+
+// Pass 3, twins: a link that may bind, with the same capacity as another and the same fraction of
+// every route (each crosses both or neither, with the same share of its bytes), puts exactly that
+// link's constraint on the max-min problem: one of them is enough (the smallest id stays). ECMP
+// over an oversubscribed core is like that: a leaf's S uplinks carry 1/S of each of its cross-leaf
+// routes, as do the S spines' links down to the other leaf, so a route's 2 + 2S binding hops
+// become 4 (a 2:1 fat tree with 8 spines: 18 elements per flow -> 4).
+// Found per unit, a run of hops shared by many routes: a rest (all-pairs routes; the links of a
+// route's ones, crossed whole, are left alone) or a segment (factored routes; a route is the
+// concatenation of its segments). Two links in exactly the same units with the same fractions are
+// twins: candidates share (capacity, number of units, a sum over their units of a 64-bit mix of the
+// unit and the fraction), then every unit of a candidate is checked to hold its representative at
+// the same fraction (with equal unit counts, the same units): exact, the hash only pairs them up.
+void TopologyBuilder::drop_twin_links(Topology& t, const PairRoutes* pairs) {
+  const size_t nl = static_cast<size_t>(t.num_links());
+  std::vector<char> excluded(nl, 0);  // crossed whole by some route (all-pairs ones): not compared
+  size_t units = 0;
+  const auto unit = [&](size_t u) -> std::span<const RouteHop> {
+    if (pairs) return pairs->rest_hops(static_cast<uint32_t>(u));
+    return {t.seg_hops_[0].data() + t.seg_off_[0][u], t.seg_off_[0][u + 1] - t.seg_off_[0][u]};
+  };
+  if (pairs) {
+    units = pairs->num_rests();
+    const int n = t.num_gpus();
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d)
+        if (s != d)
+          for (LinkId l : pairs->ones(s, d)) excluded[static_cast<size_t>(l)] = 1;
+  } else if (t.factored_) {
+    units = t.seg_off_[0].size() - 1;
+  } else {
+    return;
+  }
+  const auto mix = [](uint64_t x) {  // splitmix64's finalizer
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  std::vector<uint64_t> sig(nl, 0);
+  std::vector<uint32_t> count(nl, 0);
+  const auto candidate = [&](LinkId l) { return t.may_bind_[static_cast<size_t>(l)] != 0 && !excluded[static_cast<size_t>(l)]; };
+  for (size_t u = 0; u < units; ++u)
+    for (const RouteHop& h : unit(u))
+      if (candidate(h.link)) {
+        sig[static_cast<size_t>(h.link)] += mix(u ^ mix(std::bit_cast<uint64_t>(h.fraction)));
+        ++count[static_cast<size_t>(h.link)];
+      }
+  // Candidates in order of (capacity, count, signature, id): each run's first link represents it.
+  std::vector<LinkId> order;
+  for (size_t l = 0; l < nl; ++l)
+    if (count[l] > 0 && candidate(static_cast<LinkId>(l))) order.push_back(static_cast<LinkId>(l));
+  const auto key = [&](LinkId l) {
+    const auto i = static_cast<size_t>(l);
+    return std::tuple(t.link(l).bandwidth.value(), count[i], sig[i], l);
+  };
+  std::sort(order.begin(), order.end(), [&](LinkId a, LinkId b) { return key(a) < key(b); });
+  std::vector<LinkId> rep(nl, -1);
+  for (size_t i = 1; i < order.size(); ++i) {
+    const auto [ca, na, sa, la] = key(order[i - 1]);
+    const auto [cb, nb, sb, lb] = key(order[i]);
+    if (ca == cb && na == nb && sa == sb) rep[static_cast<size_t>(lb)] = rep[static_cast<size_t>(la)] >= 0 ? rep[static_cast<size_t>(la)] : la;
+  }
+  // Checked unit by unit: a twin whose representative is missing from one of its units (at its
+  // fraction) is not one.
+  for (size_t u = 0; u < units; ++u) {
+    const auto hops = unit(u);
+    for (const RouteHop& h : hops) {
+      const LinkId r = rep[static_cast<size_t>(h.link)];
+      if (r < 0) continue;
+      const bool there = std::any_of(hops.begin(), hops.end(), [&](const RouteHop& o) { return o.link == r && o.fraction == h.fraction; });
+      if (!there) rep[static_cast<size_t>(h.link)] = -1;
+    }
+  }
+  for (size_t l = 0; l < nl; ++l)
+    if (rep[l] >= 0) t.may_bind_[l] = 0;
 }
 
 // Pass 2: links no single link dominates but whose traffic is bounded by its sources' (or

@@ -84,6 +84,7 @@ class TopologyBuilder {
   static void compute_may_bind(Topology& t, const PairRoutes* pairs);
   static void compute_binding_hops(Topology& t);
   static void prune_by_endpoint_bounds(Topology& t, const PairRoutes& pairs);
+  static void drop_twin_links(Topology& t, const PairRoutes* pairs);
   Topology topo_;
   const TopologyAdjust* adjust_ = nullptr;
   std::optional<RouteFactoring> factoring_;

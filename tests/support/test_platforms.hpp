@@ -24,6 +24,7 @@ struct ClusterShape {
   int gpus_per_pcie_switch = 0;                // PCIe switches (0: GPU-NIC links)
   bool gpudirect_rdma = true;                  // false: NICs on the host, traffic staged through it
   double peak_flops = 1e15, hbm = 3e12;
+  bool factored = false;                       // factored routes (as large presets store them)
 };
 
 inline topology::Topology make_cluster(const ClusterShape& c) {
@@ -42,6 +43,7 @@ inline topology::Topology make_cluster(const ClusterShape& c) {
   s.intra_kind = c.intra_kind;
   s.gpus_per_pcie_switch = c.gpus_per_pcie_switch;
   s.gpudirect_rdma = c.gpudirect_rdma;
+  s.force_factored_routes = c.factored;
   return topology::build_compact(s, {"test", 0, 0});
 }
 

@@ -205,12 +205,14 @@ TEST_CASE("an NVLS all-reduce alone runs at its analytic time on the flow tier")
 }
 
 TEST_CASE("leaving never-binding links out of the max-min problem changes no rate") {
-  // Topology::may_bind drops links dominated by a tighter link on every route through them. The
-  // max-min allocation without them must equal the one with every hop, flow by flow: a skewed
-  // all-to-all on 4 nodes x 4 GPUs with 64 GB/s PCIe in front of 25 GB/s NICs (PCIe pruned), and
-  // with 20 GB/s PCIe (NIC links pruned instead), on a rail-optimized fabric with ECMP spines:
-  // non-blocking (leaf-spine links pruned: each carries 1/S of its leaf's NICs' traffic at 1/S of
-  // their capacity) and 2:1 oversubscribed (they stay, and bind).
+  // Topology::may_bind drops links dominated by a tighter link on every route through them, and
+  // all but one of a set of twins (same capacity, same fraction of every route). The max-min
+  // allocation without them must equal the one with every hop, flow by flow: a skewed all-to-all
+  // on 4 nodes x 4 GPUs with 64 GB/s PCIe in front of 25 GB/s NICs (PCIe pruned), and with 20 GB/s
+  // PCIe (NIC links pruned instead), on a rail-optimized fabric with ECMP spines: non-blocking
+  // (leaf-spine links pruned: each carries 1/S of its leaf's NICs' traffic at 1/S of their
+  // capacity) and 2:1 oversubscribed (they stay, and bind: one per set of twins); and on 2:1 fat
+  // trees of 2 nodes per leaf, routes stored per pair and factored (as the large presets are).
   for (double pcie : {64e9, 20e9})
   for (double ovs : {1.0, 2.0}) {
     CAPTURE(pcie);
@@ -223,6 +225,16 @@ TEST_CASE("leaving never-binding links out of the max-min problem changes no rat
     int fabric_kept = 0;
     for (int l = 0; l < t.num_links(); ++l) fabric_kept += t.link(l).link_class == "fabric" && t.may_bind(l);
     CHECK((fabric_kept == 0) == (ovs == 1.0));
+  }
+  for (bool factored : {false, true}) {
+    CAPTURE(factored);
+    test::ClusterShape c;
+    c.nodes = 6, c.gpus_per_node = 4, c.nics = 4, c.nic_bw = 25e9, c.pcie_bw = 64e9, c.fabric = "fat-tree";
+    c.oversubscription = 2.0;
+    c.factored = factored;
+    auto t = test::make_cluster(c);
+    REQUIRE(t.factored_routes() == factored);
+    CHECK(pruning_changes_no_rate(t) > 0);
   }
 }
 

@@ -473,6 +473,64 @@ TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, lat
   }
 }
 
+TEST_CASE("twin links: of the ECMP links that carry the same share of the same routes, one stays in the max-min problem") {
+  // Over an oversubscribed core every spine's link up from a leaf carries 1/S of each cross-leaf
+  // route of that leaf, at the same capacity: S identical constraints, so one stays (the lowest
+  // id) and a cross-leaf route keeps 4 binding hops (its NIC out, one uplink, one downlink, its NIC
+  // in) instead of 2 + 2S. Checked by brute force over every route, all-pairs and factored: every
+  // fabric link left out has a kept twin (same capacity, the same fraction of every route), no two
+  // kept fabric links are twins, and a leaf's uplinks and downlinks (which bind at 2:1) are
+  // represented by one kept link each. (That leaving them out changes no rate: flow_network_test.)
+  struct Case {
+    int nodes, per_leaf, spines;
+    double oversub;
+  };
+  for (const Case& c : {Case{6, 2, 0, 2.0}, Case{8, 2, 3, 2.0}, Case{9, 3, 4, 1.5}, Case{4, 2, 2, 2.0}})
+    for (bool factored : {false, true}) {
+      CAPTURE(c.nodes);
+      CAPTURE(c.spines);
+      CAPTURE(factored);
+      auto spec = factoring_spec(c.nodes, "fat-tree", 8, c.oversub, c.per_leaf, c.spines);
+      spec.force_factored_routes = factored;
+      const Topology t = build_compact(spec, {"f", 0, 0});
+      REQUIRE(t.factored_routes() == factored);
+      const int n = t.num_gpus(), nl = t.num_links();
+      // fraction[l][pair]: the share of route (s, d)'s bytes crossing link l.
+      std::vector<std::vector<double>> fraction(static_cast<size_t>(nl), std::vector<double>(static_cast<size_t>(n) * n, 0.0));
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b)
+          if (a != b)
+            for (const auto& h : t.route(a, b).hops) fraction[static_cast<size_t>(h.link)][static_cast<size_t>(a) * n + b] = h.fraction;
+      const auto twins = [&](LinkId l, LinkId m) {
+        return t.link(l).bandwidth.value() == t.link(m).bandwidth.value() && fraction[static_cast<size_t>(l)] == fraction[static_cast<size_t>(m)];
+      };
+      int spine_links = 0, kept = 0;
+      for (LinkId l = 0; l < nl; ++l) {
+        if (t.link(l).link_class != "fabric") continue;
+        ++spine_links;
+        if (t.may_bind(l)) {
+          ++kept;
+          for (LinkId m = 0; m < l; ++m)
+            if (t.link(m).link_class == "fabric" && t.may_bind(m)) CHECK_FALSE(twins(l, m));
+        } else {
+          bool has_twin = false;
+          for (LinkId m = 0; m < nl && !has_twin; ++m) has_twin = m != l && t.may_bind(m) && twins(l, m);
+          CHECK(has_twin);
+        }
+      }
+      const int leaves = (c.nodes + c.per_leaf - 1) / c.per_leaf;
+      CHECK(spine_links > 2 * leaves);  // several spines
+      // One up and one down per leaf; with two leaves a leaf's uplinks carry exactly what the other
+      // leaf's downlinks carry: one set of twins per direction.
+      CHECK(kept == (leaves > 2 ? 2 * leaves : 2));
+      // GPU 0 (leaf 0) to the last GPU (the last leaf): NIC out, uplink, downlink, NIC in.
+      int hops = 0, fabric = 0;
+      for (const auto& h : t.binding_hops(0, n - 1)) ++hops, fabric += t.link(h.link).link_class == "fabric";
+      CHECK(hops == (leaves > 2 ? 4 : 3));
+      CHECK(fabric == (leaves > 2 ? 2 : 1));
+    }
+}
+
 namespace {
 // One pair's route from scratch, the plain way (what the builder did before routes were shared
 // between pairs): Dijkstra toward d over every link (GPUs other than d not expanded), the next hops
