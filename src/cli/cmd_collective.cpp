@@ -94,8 +94,8 @@ std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) 
 }
 
 double flow_time(const topology::Topology& t, network::CoflowDrain& drain, collective::Coflow flows, double extra) {
-  // Alone, solved link by link (network/coflow_drain.hpp) when every transfer crosses at most two
-  // links that may bind; FlowNetwork otherwise (ECMP over an oversubscribed core). One drain serves
+  // Alone, solved link by link (network/coflow_drain.hpp) when every transfer crosses at most four
+  // links that may bind; FlowNetwork otherwise (host-staged routes between cube-mesh nodes). One drain serves
   // every size of the command (its buffers are kept).
   if (auto d = drain.time(flows, extra)) return d->seconds;
   engine::TaskGraph g;

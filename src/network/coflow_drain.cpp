@@ -27,20 +27,20 @@ class CoflowDrain::Impl {
 
   // Forgets the last coflow's transfers (its buffers stay allocated for the next one).
   void reset() {
-    alpha_ = 0, scale_ = 0, unit_ = true;
+    alpha_ = 0, scale_ = 0, unit_ = true, wide_ = false;
     link_bytes_.assign(static_cast<size_t>(topo_.num_links()), 0.0);
-    for (auto* v : {&ca_, &cb_, &cap_, &left_}) v->clear();
-    la_.clear(), lb_.clear(), capped_.clear(), used_.clear();
+    for (auto* v : {&ca_, &cb_, &cc_, &cd_, &cap_, &left_}) v->clear();
+    la_.clear(), lb_.clear(), lc_.clear(), ld_.clear(), capped_.clear(), used_.clear();
   }
 
-  // False when the transfer crosses more than two links that may bind.
+  // False when the transfer crosses more than four links that may bind.
   bool add(const collective::Transfer& tr) {
     if (tr.src == tr.dst || tr.bytes <= 0) return true;
-    int32_t l[2] = {-1, -1};
-    double c[2] = {0, 0};
+    int32_t l[4] = {-1, -1, -1, -1};
+    double c[4] = {0, 0, 0, 0};
     int k = 0;
     for (const auto& h : topo_.binding_hops(tr.src, tr.dst)) {
-      if (k == 2) return false;
+      if (k == 4) return false;
       l[k] = h.link, c[k] = h.fraction, ++k;
     }
     for (int i = 0; i < k; ++i) {
@@ -48,8 +48,19 @@ class CoflowDrain::Impl {
       unit_ = unit_ && c[i] == 1;
     }
     alpha_ = std::max(alpha_, topo_.route_latency(tr.src, tr.dst).value());
-    la_.push_back(l[0]), lb_.push_back(l[1]);
-    ca_.push_back(c[0]), cb_.push_back(c[1]);
+    if (k > 2 && !wide_) {  // the first flow over more than two links: the others get none there
+      wide_ = true;
+      lc_.assign(la_.size(), -1), ld_.assign(la_.size(), -1);
+      cc_.assign(la_.size(), 0.0), cd_.assign(la_.size(), 0.0);
+    }
+    // Over two links they are the first and the last (a route's own way out and in, as a rule).
+    const int b = k > 2 ? k - 1 : 1;
+    la_.push_back(l[0]), lb_.push_back(l[b]);
+    ca_.push_back(c[0]), cb_.push_back(c[b]);
+    if (wide_) {
+      lc_.push_back(k > 2 ? l[1] : -1), ld_.push_back(k > 3 ? l[2] : -1);
+      cc_.push_back(k > 2 ? c[1] : 0.0), cd_.push_back(k > 3 ? c[2] : 0.0);
+    }
     cap_.push_back(tr.rate_cap > 0 ? tr.rate_cap : kInf);
     left_.push_back(tr.bytes);
     return true;
@@ -89,10 +100,10 @@ class CoflowDrain::Impl {
       // at most rate x (reach - now), with margins over the roundings of both sides; the others
       // (nearly all, once the minimum is low) cost a multiplication.
       double horizon = std::numeric_limits<double>::max();  // (x 0 = 0: a flow at rate 0 with nothing left is still looked at)
-      const auto scan = [&](auto with_caps, auto integrate) {
+      const auto scan = [&](auto with_caps, auto integrate, auto wide) {
         for (size_t f = 0; f < n; ++f) {
-          if (integrate) left_[f] -= rate(f, prev_, with_caps) * dt;
-          const double r = rate(f, level_, with_caps);
+          if (integrate) left_[f] -= rate(f, prev_, with_caps, wide) * dt;
+          const double r = rate(f, level_, with_caps, wide);
           if (!(left_[f] <= horizon * r)) continue;
           const double p = proj(f, r, now);
           if (p <= reach) {
@@ -104,12 +115,16 @@ class CoflowDrain::Impl {
           }
         }
       };
+      const auto scan_wide = [&](auto with_caps, auto integrate) {
+        if (wide_) scan(with_caps, integrate, std::true_type{});
+        else scan(with_caps, integrate, std::false_type{});
+      };
       if (capped_.empty()) {
-        if (dt > 0) scan(std::false_type{}, std::true_type{});
-        else scan(std::false_type{}, std::false_type{});
+        if (dt > 0) scan_wide(std::false_type{}, std::true_type{});
+        else scan_wide(std::false_type{}, std::false_type{});
       } else {
-        if (dt > 0) scan(std::true_type{}, std::true_type{});
-        else scan(std::true_type{}, std::false_type{});
+        if (dt > 0) scan_wide(std::true_type{}, std::true_type{});
+        else scan_wide(std::true_type{}, std::false_type{});
       }
       if (!(tmin < kInf)) throw std::logic_error("flow tier: live flows with no rate (a link without capacity?)");
       // Merged completions, as FlowNetwork merges them (the coflow started at 0).
@@ -117,7 +132,7 @@ class CoflowDrain::Impl {
       double next = tmin;
       size_t ndue = 0;
       for (uint32_t f : due_) {
-        const double p = proj(f, rate(f, level_, !capped_.empty()), now);
+        const double p = proj(f, rate(f, level_, !capped_.empty(), wide_), now);
         if (p > bound) continue;
         next = std::max(next, p);
         due_[ndue++] = f;
@@ -145,6 +160,8 @@ class CoflowDrain::Impl {
     for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) ++begin_[static_cast<size_t>(la_[f]) + 1];
       if (lb_[f] >= 0) ++begin_[static_cast<size_t>(lb_[f]) + 1];
+      if (wide_ && lc_[f] >= 0) ++begin_[static_cast<size_t>(lc_[f]) + 1];
+      if (wide_ && ld_[f] >= 0) ++begin_[static_cast<size_t>(ld_[f]) + 1];
     }
     for (size_t l = 0; l < nl; ++l) {
       if (begin_[l + 1] > 0) used_.push_back(static_cast<int32_t>(l));
@@ -153,15 +170,27 @@ class CoflowDrain::Impl {
     end_.assign(begin_.begin(), begin_.end() - 1);
     other_.resize(begin_[nl]), eflow_.resize(begin_[nl]);
     pos_a_.assign(left_.size(), 0), pos_b_.assign(left_.size(), 0);
+    if (wide_) pos_c_.assign(left_.size(), 0), pos_d_.assign(left_.size(), 0);
     for (size_t f = 0; f < left_.size(); ++f) {
       const auto id = static_cast<int32_t>(f);
+      // (A flow over more than two links: its entries' other link is not read, the walk reads its
+      // links; `none` there.)
+      const bool many = wide_ && lc_[f] >= 0;
+      if (many) {
+        const uint32_t i = end_[static_cast<size_t>(lc_[f])]++;
+        other_[i] = none, eflow_[i] = id, pos_c_[f] = i;
+        if (ld_[f] >= 0) {
+          const uint32_t j = end_[static_cast<size_t>(ld_[f])]++;
+          other_[j] = none, eflow_[j] = id, pos_d_[f] = j;
+        }
+      }
       if (la_[f] >= 0) {
         const uint32_t i = end_[static_cast<size_t>(la_[f])]++;
-        other_[i] = lb_[f] >= 0 ? lb_[f] : none, eflow_[i] = id, pos_a_[f] = i;
+        other_[i] = lb_[f] >= 0 && !many ? lb_[f] : none, eflow_[i] = id, pos_a_[f] = i;
       }
       if (lb_[f] >= 0) {
         const uint32_t i = end_[static_cast<size_t>(lb_[f])]++;
-        other_[i] = la_[f] >= 0 ? la_[f] : none, eflow_[i] = id, pos_b_[f] = i;
+        other_[i] = la_[f] >= 0 && !many ? la_[f] : none, eflow_[i] = id, pos_b_[f] = i;
       }
     }
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
@@ -172,6 +201,8 @@ class CoflowDrain::Impl {
     for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) sumw0_[static_cast<size_t>(la_[f])] += ca_[f], ++cnt0_[static_cast<size_t>(la_[f])];
       if (lb_[f] >= 0) sumw0_[static_cast<size_t>(lb_[f])] += cb_[f], ++cnt0_[static_cast<size_t>(lb_[f])];
+      if (wide_ && lc_[f] >= 0) sumw0_[static_cast<size_t>(lc_[f])] += cc_[f], ++cnt0_[static_cast<size_t>(lc_[f])];
+      if (wide_ && ld_[f] >= 0) sumw0_[static_cast<size_t>(ld_[f])] += cd_[f], ++cnt0_[static_cast<size_t>(ld_[f])];
     }
     frozen_.assign(nl + 1, 0);
     // From here on a flow's missing link is `none`: the passes read and write its slot instead of
@@ -179,6 +210,8 @@ class CoflowDrain::Impl {
     for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] < 0) la_[f] = none;
       if (lb_[f] < 0) lb_[f] = none;
+      if (wide_ && lc_[f] < 0) lc_[f] = none;
+      if (wide_ && ld_[f] < 0) ld_[f] = none;
     }
     for (size_t f = 0; f < left_.size(); ++f)
       if (cap_[f] < kInf) capped_.push_back({cap_[f], static_cast<int32_t>(f)});
@@ -192,16 +225,25 @@ class CoflowDrain::Impl {
     const double left = left_[f];
     return left <= 0 ? now : (r > 0 ? now + left / r : kInf);
   }
-  // A flow's rate under a solve's link levels: the lower level of its links, or its cap.
-  template <class Caps>
-  double rate(size_t f, const std::vector<double>& level, Caps with_caps) const {
-    const double r = std::min(level[static_cast<size_t>(la_[f])], level[static_cast<size_t>(lb_[f])]);
+  // A flow's rate under a solve's link levels: the lowest level of its links, or its cap.
+  template <class Caps, class Wide>
+  double rate(size_t f, const std::vector<double>& level, Caps with_caps, Wide wide) const {
+    double r = std::min(level[static_cast<size_t>(la_[f])], level[static_cast<size_t>(lb_[f])]);
+    if (wide) r = std::min(r, std::min(level[static_cast<size_t>(lc_[f])], level[static_cast<size_t>(ld_[f])]));
     return with_caps ? std::min(cap_[f], r) : r;
+  }
+  // The flow's links (2, or 4 when some flow crosses more; `none` where it has none) and coefficients.
+  int links_of(size_t f, int32_t* l, double* c) const {
+    l[0] = la_[f], l[1] = lb_[f], c[0] = ca_[f], c[1] = cb_[f];
+    if (!wide_) return 2;
+    l[2] = lc_[f], l[3] = ld_[f], c[2] = cc_[f], c[3] = cd_[f];
+    return 4;
   }
 
   bool flow_frozen(int32_t f) const {  // (a finished flow counts as frozen)
     const auto i = static_cast<size_t>(f);
-    return capfrozen_[i] || dead_[i] || frozen_[static_cast<size_t>(la_[i])] || frozen_[static_cast<size_t>(lb_[i])];
+    return capfrozen_[i] || dead_[i] || frozen_[static_cast<size_t>(la_[i])] || frozen_[static_cast<size_t>(lb_[i])] ||
+           (wide_ && (frozen_[static_cast<size_t>(lc_[i])] || frozen_[static_cast<size_t>(ld_[i])]));
   }
 
   // Unfrozen weight on link l summed again from its entries (after cancellation left sumw <= 0).
@@ -210,7 +252,14 @@ class CoflowDrain::Impl {
     for (uint32_t i = begin_[static_cast<size_t>(l)]; i < end_[static_cast<size_t>(l)]; ++i) {
       const int32_t f = eflow_[i];
       if (flow_frozen(f)) continue;
-      s += la_[static_cast<size_t>(f)] == l ? ca_[static_cast<size_t>(f)] : cb_[static_cast<size_t>(f)];
+      int32_t ls[4];
+      double cs[4];
+      const int k = links_of(static_cast<size_t>(f), ls, cs);
+      for (int j = 0; j < k; ++j)
+        if (ls[j] == l) {
+          s += cs[j];
+          break;
+        }
     }
     return s;
   }
@@ -231,6 +280,10 @@ class CoflowDrain::Impl {
         if (dead_[f]) continue;
         sumw_[static_cast<size_t>(la_[f])] += ca_[f], ++fill_[static_cast<size_t>(la_[f])].cnt;
         sumw_[static_cast<size_t>(lb_[f])] += cb_[f], ++fill_[static_cast<size_t>(lb_[f])].cnt;
+        if (wide_) {
+          sumw_[static_cast<size_t>(lc_[f])] += cc_[f], ++fill_[static_cast<size_t>(lc_[f])].cnt;
+          sumw_[static_cast<size_t>(ld_[f])] += cd_[f], ++fill_[static_cast<size_t>(ld_[f])].cnt;
+        }
       }
     }
     heap_.clear();
@@ -273,6 +326,7 @@ class CoflowDrain::Impl {
         cap_marked_.push_back(static_cast<int32_t>(f));
         take(la_[f], ca_[f], cap_level);
         take(lb_[f], cb_[f], cap_level);
+        if (wide_) take(lc_[f], cc_[f], cap_level), take(ld_[f], cd_[f], cap_level);
         continue;
       }
       pop_top();
@@ -280,6 +334,23 @@ class CoflowDrain::Impl {
       // there and give their consumption back to their other link.
       frozen_[li] = 1;
       level_[li] = current;
+      if (wide_) {
+        // Flows over up to four links: an entry's flow is still unfrozen when none of its other
+        // links is frozen (nor its cap); it freezes here and gives back to each of them.
+        for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
+          const auto f = static_cast<size_t>(eflow_[i]);
+          if (capfrozen_[f]) continue;
+          int32_t ls[4];
+          double cs[4];
+          const int k = links_of(f, ls, cs);
+          bool free = true;
+          for (int j = 0; j < k; ++j) free = free && (ls[j] == l || !frozen_[static_cast<size_t>(ls[j])]);
+          if (!free) continue;
+          for (int j = 0; j < k; ++j)
+            if (ls[j] != l) take(ls[j], cs[j], current);
+        }
+        continue;
+      }
       if (unit_ && cap_marked_.empty()) {
         // Without branches (about half the other links are frozen already, at random): a flow whose
         // other link is frozen gives back to that link, whose figures are not read again in this
@@ -334,23 +405,51 @@ class CoflowDrain::Impl {
   void finish(uint32_t f) {
     dead_[f] = 1;
     const auto nl = static_cast<int32_t>(link_bytes_.size());
-    for (int side = 0; side < 2; ++side) {
-      const int32_t l = side == 0 ? la_[f] : lb_[f];
-      const auto li = static_cast<size_t>(l);
-      --cnt0_[li], sumw0_[li] -= side == 0 ? ca_[f] : cb_[f];
-      if (l == nl) continue;
-      const uint32_t at = side == 0 ? pos_a_[f] : pos_b_[f], last = --end_[li];
-      if (at == last) continue;
-      other_[at] = other_[last], eflow_[at] = eflow_[last];
-      const auto g = static_cast<size_t>(eflow_[at]);
-      (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
+    if (!wide_) {
+      for (int side = 0; side < 2; ++side) {
+        const int32_t l = side == 0 ? la_[f] : lb_[f];
+        const auto li = static_cast<size_t>(l);
+        --cnt0_[li], sumw0_[li] -= side == 0 ? ca_[f] : cb_[f];
+        if (l == nl) continue;
+        const uint32_t at = side == 0 ? pos_a_[f] : pos_b_[f], last = --end_[li];
+        if (at == last) continue;
+        other_[at] = other_[last], eflow_[at] = eflow_[last];
+        const auto g = static_cast<size_t>(eflow_[at]);
+        (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
+      }
+    } else {
+      int32_t ls[4];
+      double cs[4];
+      const int k = links_of(f, ls, cs);
+      for (int side = 0; side < k; ++side) {
+        const int32_t l = ls[side];
+        const auto li = static_cast<size_t>(l);
+        --cnt0_[li], sumw0_[li] -= cs[side];
+        if (l == nl) continue;
+        const uint32_t at = pos(side, f), last = --end_[li];
+        if (at == last) continue;
+        other_[at] = other_[last], eflow_[at] = eflow_[last];
+        const auto g = static_cast<size_t>(eflow_[at]);
+        int32_t gl[4];
+        double gc[4];
+        const int gk = links_of(g, gl, gc);
+        for (int j = 0; j < gk; ++j)
+          if (gl[j] == l) {
+            pos(j, g) = at;
+            break;
+          }
+      }
     }
     // From here on its rate reads as infinite (no links, no cap) and its projection as never (bytes
     // left NaN): the rate pass passes over it without reading dead_.
     la_[f] = lb_[f] = nl;
+    if (wide_) lc_[f] = ld_[f] = nl;
     cap_[f] = kInf;
     left_[f] = std::numeric_limits<double>::quiet_NaN();
   }
+
+  // Where flow f's entry for its side-th link is in that link's list (sides as links_of()).
+  uint32_t& pos(int side, size_t f) { return (side == 0 ? pos_a_ : side == 1 ? pos_b_ : side == 2 ? pos_c_ : pos_d_)[f]; }
 
   // Drops finished flows from the arrays, keeping the order of the others.
   void compact() {
@@ -365,11 +464,13 @@ class CoflowDrain::Impl {
       if (w != f) {
         la_[w] = la_[f], lb_[w] = lb_[f], ca_[w] = ca_[f], cb_[w] = cb_[f], cap_[w] = cap_[f], left_[w] = left_[f];
         pos_a_[w] = pos_a_[f], pos_b_[w] = pos_b_[f];
+        if (wide_) lc_[w] = lc_[f], ld_[w] = ld_[f], cc_[w] = cc_[f], cd_[w] = cd_[f], pos_c_[w] = pos_c_[f], pos_d_[w] = pos_d_[f];
       }
       ++w;
     }
     for (auto* v : {&cap_, &left_, &ca_, &cb_}) v->resize(w);
     la_.resize(w), lb_.resize(w), pos_a_.resize(w), pos_b_.resize(w);
+    if (wide_) lc_.resize(w), ld_.resize(w), cc_.resize(w), cd_.resize(w), pos_c_.resize(w), pos_d_.resize(w);
     std::fill(dead_.begin(), dead_.begin() + static_cast<std::ptrdiff_t>(w), 0);
     compact_lists();
   }
@@ -393,13 +494,16 @@ class CoflowDrain::Impl {
   double precision_;
   double alpha_ = 0, scale_ = 0;
   bool unit_ = true;  // every route fraction is 1
+  bool wide_ = false;  // some flow crosses more than two links that may bind (lc_, ld_ ... in use)
   std::vector<double> link_bytes_;
   // Flows.
-  std::vector<int32_t> la_, lb_;
-  std::vector<double> ca_, cb_, cap_, left_;  // left_: bytes still to send (at the last event)
+  // A flow's links that may bind: la_ and lb_ (its first and last), and when wide_, lc_ and ld_ (the
+  // ones between, over an oversubscribed core), with their coefficients (route fractions).
+  std::vector<int32_t> la_, lb_, lc_, ld_;
+  std::vector<double> ca_, cb_, cc_, cd_, cap_, left_;  // left_: bytes still to send (at the last event)
   std::vector<int32_t> newid_;
   std::vector<uint32_t> due_;       // the flows that may finish in this event
-  std::vector<uint32_t> pos_a_, pos_b_;  // where a flow's entries are in its links' lists
+  std::vector<uint32_t> pos_a_, pos_b_, pos_c_, pos_d_;  // where a flow's entries are in its links' lists
   std::vector<char> capfrozen_, dead_;
   std::vector<int32_t> cap_marked_;  // the flows running at their cap in this solve
   std::vector<std::pair<double, int32_t>> capped_, sort_scratch_;  // (cap, flow), ascending

@@ -1,15 +1,20 @@
 // One coflow alone on the flow tier, solved link by link: what `hecate-sim collective --network flow`
 // times, and the same answer FlowNetwork gives for a task that runs one coflow by itself, found
-// with far less work when the coflow is large and every transfer crosses at most two links that may
-// bind (one NIC per GPU behind a non-blocking or rail-optimized core: a GPU's egress and the peer's
-// ingress, or two NVLink ports inside a node).
+// with far less work when the coflow is large and every transfer crosses at most four links that may
+// bind: two with one NIC per GPU behind a non-blocking or rail-optimized core (a GPU's egress and
+// the peer's ingress, or two NVLink ports inside a node), four behind an oversubscribed core (its
+// NICs, one uplink and one downlink: the spines' other links are their twins, Topology::may_bind)
+// or over a cube-mesh relay.
 //
 // Why it is faster. In progressive filling a flow's rate is the lowest fill level among the links
 // it crosses (or its rate cap), so a solve only has to find each link's level. With two links per
 // flow, a flow is still unfrozen when one of its links saturates exactly when its other link has
 // not saturated yet: freezing a link walks its list of (other link, flow) entries, sequentially,
 // and touches only the other link's remaining capacity and weight (a few thousand links: cached).
-// No per-flow filling state, no per-flow rate writes, no list of changed rates. After a solve one
+// No per-flow filling state, no per-flow rate writes, no list of changed rates. (Where some flow
+// crosses three or four links, a freeze walk reads each entry's flow's links instead: the flow is
+// unfrozen when none of its other links is frozen, and gives back to each of them; the passes read
+// two link slots more per flow, `none` for a flow over two.) After a solve one
 // streaming pass over the flows (in arrays, finished ones compacted away in batches) takes from each
 // flow's bytes left its rate since the last event times the time since (its rate then: the lower of
 // its links' previous levels, or its cap), projects its finish at its new rate, finds the earliest
@@ -71,8 +76,8 @@ class CoflowDrain {
   ~CoflowDrain();
   CoflowDrain(const CoflowDrain&) = delete;
   CoflowDrain& operator=(const CoflowDrain&) = delete;
-  // The coflow's time alone on the flow tier; nullopt when some transfer crosses more than two
-  // links that may bind (ECMP over an oversubscribed core): FlowNetwork times those.
+  // The coflow's time alone on the flow tier; nullopt when some transfer crosses more than four
+  // links that may bind (host-staged routes between cube-mesh nodes): FlowNetwork times those.
   std::optional<DrainResult> time(const collective::Coflow& coflow, double extra_latency = 0);
 
  private:

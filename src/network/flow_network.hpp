@@ -49,7 +49,7 @@
 // e = 0 is exact (tests compare it with the analytic tier to 1e-9).
 //
 // One coflow alone (the `collective` command) has a faster way to the same answer where every
-// transfer crosses at most two links that may bind: network/coflow_drain.hpp.
+// transfer crosses at most four links that may bind: network/coflow_drain.hpp.
 #pragma once
 
 #include <cstdint>
