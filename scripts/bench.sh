@@ -44,6 +44,13 @@ if [ "${BENCH_HUGE:-0}" = 1 ]; then
   $b/network_bench -r 1 -p 1e-2 4096   # ~17M flows: several GB and minutes (routes factored)
   $b/network_bench -s -r 1 -p 1e-2 4096
 fi
+echo "== 2:1 oversubscribed fat tree: cross-leaf routes over four links that may bind (the spines' twins left out)"
+$b/iteration_bench topologies/h100-fattree-2to1-16node.yaml models/gpt-moe-s.yaml 3 ep 3 flow
+for r in 1024 4096; do
+  if [ "$r" = 4096 ] && [ "${BENCH_HUGE:-0}" != 1 ]; then continue; fi  # (4,096: ~7 s and 3 GB)
+  TIMEFORMAT="collective h100-fattree-2to1-512node --op all_to_all -b 64M -e 64M --ranks $r (flow): %R s wall, %U s user"
+  time build-release/src/cli/hecate-sim collective h100-fattree-2to1-512node --op all_to_all -b 64M -e 64M --ranks $r --network flow >/dev/null
+done
 echo "== 4,096-GPU preset (512 nodes, two-tier fat tree 2:1): loading it, routes included (factored)"
 $b/network_bench -t topologies/h100-fattree-2to1-512node.yaml
 echo "== 1,024-GPU preset (128 DGX H100 nodes): loading it, routes of every pair and their binding analysis"
