@@ -74,18 +74,32 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
     return add_sums(transpose);
   }
   const int n = topo_.num_gpus();
+  const auto nn = static_cast<size_t>(n);
   sends_.assign(n, 0);
   recvs_.assign(n, 0);
   double max_local = 0, max_net = 0;
-  for (int s = 0; s < n; ++s) {
-    const int ns = topo_.node_of(s);
-    for (int d = 0; d < n; ++d) {
-      const double b = transpose ? m[static_cast<size_t>(d) * n + s] : m[static_cast<size_t>(s) * n + d];
-      if (b <= 0 || s == d) continue;
-      add(s, d, b);
-      ++sends_[s], ++recvs_[d];
-      if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
-      else max_net = std::max(max_net, b);
+  // Transfers s -> d in (s, d) order. Transposed, s -> d is entry (d, s): a column read down would
+  // miss the cache at every entry (4,096 GPUs: 16.8M misses per all-to-all), so the columns of a
+  // band of sources are copied first, reading rows (kBand entries of each), then read in order.
+  constexpr int kBand = 64;
+  for (int s0 = 0; s0 < n; s0 += kBand) {
+    const int s1 = std::min(n, s0 + kBand);
+    if (transpose) {
+      band_.resize(static_cast<size_t>(s1 - s0) * nn);
+      for (size_t d = 0; d < nn; ++d)
+        for (int s = s0; s < s1; ++s) band_[static_cast<size_t>(s - s0) * nn + d] = m[d * nn + static_cast<size_t>(s)];
+    }
+    for (int s = s0; s < s1; ++s) {
+      const int ns = topo_.node_of(s);
+      const double* row = transpose ? band_.data() + static_cast<size_t>(s - s0) * nn : m.data() + static_cast<size_t>(s) * nn;
+      for (int d = 0; d < n; ++d) {
+        const double b = row[d];
+        if (b <= 0 || s == d) continue;
+        add(s, d, b);
+        ++sends_[s], ++recvs_[d];
+        if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
+        else max_net = std::max(max_net, b);
+      }
     }
   }
   scan_alpha_ = alpha_, scan_max_local_ = max_local, scan_max_net_ = max_net;

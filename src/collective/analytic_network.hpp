@@ -69,6 +69,7 @@ class AnalyticNetwork {
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
   std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
+  std::vector<double> band_;         // scratch: a band of a transposed matrix's columns, as rows
   // Scratch: an all-to-all's row (out) and column (in) sums per GPU and locality (separable
   // topologies): [locality * n + gpu], locality 0 = the GPU's node, 1 = the network.
   std::vector<double> out_bytes_, in_bytes_;
