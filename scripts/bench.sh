@@ -46,6 +46,8 @@ if [ "${BENCH_HUGE:-0}" = 1 ]; then
 fi
 echo "== 2:1 oversubscribed fat tree: cross-leaf routes over four links that may bind (the spines' twins left out)"
 $b/iteration_bench topologies/h100-fattree-2to1-16node.yaml models/gpt-moe-s.yaml 3 ep 3 flow
+echo "-- analytic, 4,096 GPUs (not endpoint-separable: transfer by transfer, the combine's matrix read in bands)"
+$b/iteration_bench topologies/h100-fattree-2to1-512node.yaml models/gpt-moe-s.yaml 1 ep 3
 for r in 1024 4096; do
   if [ "$r" = 4096 ] && [ "${BENCH_HUGE:-0}" != 1 ]; then continue; fi  # (4,096: ~7 s and 3 GB)
   TIMEFORMAT="collective h100-fattree-2to1-512node --op all_to_all -b 64M -e 64M --ranks $r (flow): %R s wall, %U s user"
