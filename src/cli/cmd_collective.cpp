@@ -95,8 +95,8 @@ std::vector<int> parse_ranks(const std::string& s, const topology::Topology& t) 
 
 double flow_time(const topology::Topology& t, network::CoflowDrain& drain, collective::Coflow flows, double extra) {
   // Alone, solved link by link (network/coflow_drain.hpp) when every transfer crosses at most four
-  // links that may bind; FlowNetwork otherwise (host-staged routes between cube-mesh nodes). One drain serves
-  // every size of the command (its buffers are kept).
+  // links that may bind; FlowNetwork otherwise (host-staged routes between cube-mesh nodes). One
+  // drain serves every size of the command (its buffers are kept).
   if (auto d = drain.time(flows, extra)) return d->seconds;
   engine::TaskGraph g;
   auto id = g.add_task(g.add_resource("collective"), Seconds(0), 0, 1);

@@ -55,6 +55,8 @@ class PairRoutes {
     return {ones_.data() + ones_off_[q], ones_off_[q + 1] - ones_off_[q]};
   }
   uint32_t rest_id(int s, int d) const { return rest_[index(s, d)]; }
+  // Every route's ones, end to end (a link crossed whole by some route appears here).
+  std::span<const LinkId> all_ones() const { return ones_; }
   std::span<const RouteHop> rest_hops(uint32_t r) const { return {rest_hops_.data() + rest_off_[r], rest_off_[r + 1] - rest_off_[r]}; }
   uint32_t num_rests() const { return static_cast<uint32_t>(rest_off_.size() - 1); }
   // A pass over the pairs into one destination reads these arrays n entries apart (a cache miss

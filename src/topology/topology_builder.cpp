@@ -355,11 +355,7 @@ void TopologyBuilder::drop_twin_links(Topology& t, const PairRoutes* pairs) {
   };
   if (pairs) {
     units = pairs->num_rests();
-    const int n = t.num_gpus();
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d)
-        if (s != d)
-          for (LinkId l : pairs->ones(s, d)) excluded[static_cast<size_t>(l)] = 1;
+    for (LinkId l : pairs->all_ones()) excluded[static_cast<size_t>(l)] = 1;
   } else if (t.factored_) {
     units = t.seg_off_[0].size() - 1;
   } else {

@@ -415,7 +415,15 @@ TEST_CASE("flow tier equals analytic tier on the as-built p3dn and p4d presets w
 namespace {
 // A skewed all-to-all-v among `gpus` (log-normal sizes, one per pair), every `capped`-th transfer
 // (0: none) with a rate cap of `cap` bytes/s.
-collective::Coflow skewed(int gpus, uint64_t seed, int capped = 0, double cap = 0);
+collective::Coflow skewed(int gpus, uint64_t seed, int capped = 0, double cap = 0) {
+  Rng rng(seed);
+  collective::Coflow c;
+  int i = 0;
+  for (int s = 0; s < gpus; ++s)
+    for (int d = 0; d < gpus; ++d)
+      if (s != d) c.push_back({s, d, 1e6 * std::exp(rng.normal()), capped > 0 && ++i % capped == 0 ? cap : 0});
+  return c;
+}
 
 // p3dn-like nodes (hybrid cube-mesh NVLink, NICs on the host behind PCIe switches), four of them:
 // some routes cross more than four links that may bind, and the drain declines them; `pair` gets one.
@@ -433,29 +441,19 @@ topology::Topology wide_routes(std::pair<int, int>& pair) {
       }
   return t;
 }
-
-collective::Coflow skewed(int gpus, uint64_t seed, int capped, double cap) {
-  Rng rng(seed);
-  collective::Coflow c;
-  int i = 0;
-  for (int s = 0; s < gpus; ++s)
-    for (int d = 0; d < gpus; ++d)
-      if (s != d) c.push_back({s, d, 1e6 * std::exp(rng.normal()), capped > 0 && ++i % capped == 0 ? cap : 0});
-  return c;
-}
 }  // namespace
 
 TEST_CASE("one coflow alone, solved link by link, takes FlowNetwork's time") {
-  // network::drain_coflow finds each link's fill level (a flow's rate = the smaller level of its
-  // two links, or its cap) and scans the flows at every event instead of keeping a heap of
-  // finishes: the same max-min rates and the same merged completions as FlowNetwork, so the same
-  // time, to rounding (1e-9 here) at precision 0. Fabrics: a shared NIC (four GPUs behind it: the
-  // NIC's links carry many flows of different pairs), a NIC per GPU behind a rail-optimized core,
-  // one NVSwitch node, and routes over three or four links: 2:1 fat trees (a cross-leaf route: its
+  // network::drain_coflow finds each link's fill level (a flow's rate = the lowest level of its
+  // links, or its cap) and scans the flows at every event instead of keeping a heap of finishes:
+  // the same max-min rates and the same merged completions as FlowNetwork, so the same time, to
+  // rounding (1e-9 here) at precision 0. Fabrics: a shared NIC (four GPUs behind it: the NIC's
+  // links carry many flows of different pairs), a NIC per GPU behind a rail-optimized core, one
+  // NVSwitch node, and routes over three or four links: 2:1 fat trees (a cross-leaf route: its
   // NICs, one uplink and one downlink, the spines' twins left out, at fraction 1/spines; with two
   // leaves the uplinks of one are the downlinks' twins: three links) and the relays of a hybrid
-  // cube-mesh node (four NVLinks at 1/2); coflows: skewed all-to-all-v with and without rate caps, a ring all-reduce,
-  // one pair; with extra latency on top.
+  // cube-mesh node (four NVLinks at 1/2); coflows: skewed all-to-all-v with and without rate caps,
+  // a ring all-reduce, one pair; with extra latency on top.
   struct Case {
     topology::Topology t;
     std::string name;

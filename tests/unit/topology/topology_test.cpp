@@ -440,11 +440,11 @@ TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, lat
         CHECK(rf.latency.value() == fac.route_latency(a, b).value());
       }
     // Pruning. The all-pairs form has a second pass the factored one skips (it may prune more); the
-    // factored one sees the spines' links in every route through any of them (a route splits over
-    // all of them), at the same load and capacity, so it keeps one where the all-pairs form's
-    // candidate lists (4 per link) miss that. Pruning either way changes no rate: a link only the
-    // factored form prunes is crossed by no route that does not cross a kept link with the same
-    // fraction and no more capacity.
+    // factored one's first pass sees the spines' links in every route through any of them (a route
+    // splits over all of them), at the same load and capacity, and may keep one where the all-pairs
+    // form's candidate lists (4 per link) miss that (both then keep one per set of twins). Pruning
+    // either way changes no rate: a link only the factored form prunes is crossed by no route that
+    // does not cross a kept link with the same fraction and no more capacity.
     for (LinkId l = 0; l < all.num_links(); ++l) {
       if (fac.may_bind(l) || !all.may_bind(l)) continue;
       CAPTURE(l);
