@@ -168,4 +168,45 @@ std::vector<double> world_nccl_bytes(const topology::Topology& t, bool p2p) {
   return bytes;
 }
 
+std::vector<double> layout_nccl_bytes(const topology::Topology& t, const workload::ParallelLayout& l, bool ep_p2p,
+                                      bool ep_ring) {
+  const int n = t.num_gpus();
+  std::vector<double> bytes(n, 0.0);
+  const auto tp = l.tp_groups(), dp = l.dp_groups(), ep = l.ep_groups(), edp = l.edp_groups();
+  // Each GPU's group of one kind: the groups of a kind partition the GPUs.
+  auto of = [&](const std::vector<std::vector<int>>& groups) {
+    std::vector<int> at(n, -1);
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (int x : groups[i]) at[x] = static_cast<int>(i);
+    return at;
+  };
+  const auto tp_at = of(tp), dp_at = of(dp), ep_at = of(ep), edp_at = of(edp);
+  std::vector<int> pp_peers;
+  for (int x = 0; x < n; ++x) {
+    // The order of the EP-style communicators without a layout (dense ring over the DP group, the
+    // EP group's all-to-all, the expert-DP ring), TP and PP after them.
+    if (l.dp > 1) bytes[x] += cost::nccl_buffer_bytes(nccl_communicator(t, dp[dp_at[x]], x, true, false));
+    if (l.ep > 1 && (ep_p2p || ep_ring))
+      bytes[x] += cost::nccl_buffer_bytes(nccl_communicator(t, ep[ep_at[x]], x, ep_ring, ep_p2p));
+    if (l.edp() > 1) bytes[x] += cost::nccl_buffer_bytes(nccl_communicator(t, edp[edp_at[x]], x, true, false));
+    if (l.tp > 1) bytes[x] += cost::nccl_buffer_bytes(nccl_communicator(t, tp[tp_at[x]], x, true, false));
+    if (l.pp > 1) {
+      // Stage-to-stage sends connect a GPU to the same coordinates one stage up and down only
+      // (NCCL_RUNTIME_CONNECT: connections are made where used).
+      pp_peers.clear();
+      const int s = l.pp_rank(x), S = l.stage_size();
+      // With interleaving the last stage also sends to the first (its chunk k to chunk k + 1).
+      if (s > 0) pp_peers.push_back(x - S);
+      else if (l.vpp > 1) pp_peers.push_back(x + (l.pp - 1) * S);
+      pp_peers.push_back(x);
+      if (s + 1 < l.pp) pp_peers.push_back(x + S);
+      else if (l.vpp > 1) pp_peers.push_back(x - (l.pp - 1) * S);
+      std::sort(pp_peers.begin(), pp_peers.end());
+      pp_peers.erase(std::unique(pp_peers.begin(), pp_peers.end()), pp_peers.end());
+      bytes[x] += cost::nccl_buffer_bytes(nccl_communicator(t, pp_peers, x, false, true));
+    }
+  }
+  return bytes;
+}
+
 }  // namespace hs::strategy

@@ -20,6 +20,7 @@
 
 #include "cost/memory_model.hpp"
 #include "strategy/moe_iteration.hpp"
+#include "workload/parallel_layout.hpp"
 
 namespace hs::strategy {
 
@@ -66,5 +67,12 @@ cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<
 std::vector<double> ep_nccl_bytes(const topology::Topology& t, int ep, bool ep_ring);
 // Per GPU: one communicator over every GPU, rings plus (with `p2p`) point-to-point to every peer.
 std::vector<double> world_nccl_bytes(const topology::Topology& t, bool p2p);
+// Per GPU: the communicators of a parallel layout, one per process group as Megatron-Core creates
+// them: the DP group's rings (dense gradients), the EP group's point-to-point (`ep_p2p`: all-to-alls,
+// spAG / spRS) and rings (`ep_ring`: FasterMoE's broadcasts), the expert-DP group's rings, the TP
+// group's rings and the stage-to-stage sends to the neighbouring stages. Groups of one GPU open
+// none. For the layout tp=1, pp=1 these are ep_nccl_bytes' communicators.
+std::vector<double> layout_nccl_bytes(const topology::Topology& t, const workload::ParallelLayout& l, bool ep_p2p,
+                                      bool ep_ring);
 
 }  // namespace hs::strategy

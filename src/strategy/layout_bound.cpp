@@ -36,6 +36,7 @@
 // dense term and which units route a layer differ, and it is not applied (the bound is the compute
 // floor's graph: a floor, weaker where the fabric binds).
 #include "cost/layout_memory.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -46,7 +47,9 @@ namespace {
 
 class LayoutBound final : public LayoutStrategyBase {
  public:
-  LayoutBound(const Context& ctx, const workload::ParallelLayout& layout) : LayoutStrategyBase(ctx, layout) {}
+  LayoutBound(const Context& ctx, const workload::ParallelLayout& layout) : LayoutStrategyBase(ctx, layout) {
+    nccl_ = layout_nccl_bytes(ctx.topo, layout, false, false);  // no all-to-all: the DP rings only
+  }
 
   IterationResult simulate(const IterationCounts& loads) override {
     const auto& m = ctx_.model;
@@ -80,7 +83,7 @@ class LayoutBound final : public LayoutStrategyBase {
                           [&](std::span<const double> counts, LayerPlan& p) { floor(counts, 1.0, p); });
     }
     IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
-    set_layout_memory(m, layout_, stage_, plans_, r);
+    set_layout_memory(m, layout_, stage_, plans_, nccl_, r);
     return r;
   }
 

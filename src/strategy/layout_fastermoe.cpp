@@ -24,6 +24,7 @@
 
 #include "cost/layout_memory.hpp"
 #include "strategy/fastermoe.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -42,6 +43,7 @@ class LayoutFasterMoe final : public Strategy {
         shadows_(ctx, k, layout.ep, static_cast<double>(ctx.model.tokens_per_micro_batch()) / layout.tp),
         shadowed_(L_, 0), shadowed_max_(L_, 0) {
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
+    for (int x = 0; x < n_; ++x) shadow_rings_[x] -= nccl_[x];
   }
 
   IterationResult simulate(const IterationCounts& loads) override {
@@ -72,10 +74,11 @@ class LayoutFasterMoe final : public Strategy {
     std::vector<double> most(groups, 0.0);
     for (const auto& h : held)
       for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);
-    set_layout_memory(m, layout_, stage_, plans_, r, 0, [&](int x, cost::MemoryBreakdown& b) {
+    set_layout_memory(m, layout_, stage_, plans_, nccl_, r, 0, [&](int x, cost::MemoryBreakdown& b) {
       const double shadow = most[x / layout_.ep];
       b.copy_params = shadow * cost::in_flight_micro_batches(layout_, layout_.pp_rank(x), m.grad_accum);
       b.copy_grads = shadow > 0 ? shadows_.grad_bytes() : 0.0;
+      if (shadow > 0) b.nccl += shadow_rings_[x];
     });
     return r;
   }
@@ -101,6 +104,10 @@ class LayoutFasterMoe final : public Strategy {
   std::vector<LayerPlan> plans_;
   ShadowPlanner shadows_;
   std::vector<int> stage_;                    // [MoE layer] -> pipeline stage
+  // [gpu] NCCL buffers: the layout's communicators, and the EP group's rings a group that shadows
+  // opens for its broadcasts and reduces (as without a layout).
+  std::vector<double> nccl_ = layout_nccl_bytes(ctx_.topo, layout_, true, false);
+  std::vector<double> shadow_rings_ = layout_nccl_bytes(ctx_.topo, layout_, true, true);
   std::vector<int> shadowed_, shadowed_max_;  // [layer] shadows over the stage's groups: last, most
 };
 

@@ -35,6 +35,7 @@
 #include "strategy/flexmoe.hpp"
 #include "strategy/flexmoe_planner.hpp"
 #include "strategy/layout_group_routing.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -123,7 +124,7 @@ class LayoutFlexMoe final : public Strategy {
       for (int x = 0; x < n_; ++x) extra_step[x] = per_expert_ * (instances[x] - own[x]) / shard;
     }
     IterationResult r = graph_.run(plans_, moves, extra_step, take_timeline());
-    set_layout_memory(m, layout_, stage_, plans_, r, slots_ - own_);
+    set_layout_memory(m, layout_, stage_, plans_, nccl_, r, slots_ - own_);
     for (int k = 0; k < G_; ++k) history_[k].push(actual[k]);
     ++iteration_;
     return r;
@@ -162,6 +163,7 @@ class LayoutFlexMoe final : public Strategy {
   std::vector<LoadHistory> history_;          // [group of a stage]
   std::vector<std::vector<Holders>> holders_;  // [group][layer] -> holders of each expert (group ids)
   std::vector<int> stage_, node_of_;
+  std::vector<double> nccl_ = layout_nccl_bytes(ctx_.topo, layout_, true, false);  // [gpu] NCCL buffers
   double per_expert_ = 0, state_bytes_ = 0, grad_bytes_ = 0;
   int iteration_ = 0;
   FlexMoeCounts counts_;

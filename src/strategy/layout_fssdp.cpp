@@ -30,6 +30,7 @@
 #include "collective/sparse_plan.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/fssdp.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
@@ -59,6 +60,7 @@ class LayoutFssdp final : public Strategy {
     window_ = ctx.compute.attention_forward().value() / layout.tp;
     life_ = {k.rematerialize, !k.single_queue};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
+    nccl_ = layout_nccl_bytes(ctx.topo, layout, true, false);
     // Before any iteration: every GPU computes the tokens it routes (s*b/tp x top_k per layer).
     const double routed = static_cast<double>(m.tokens_per_micro_batch()) / layout.tp * m.top_k;
     received_.assign(n_, 0.0);
@@ -180,7 +182,7 @@ class LayoutFssdp final : public Strategy {
     if (k_.memory_budget >= 0) return k_.memory_budget;
     const int s = layout_.pp_rank(x);
     const double M = ctx_.model.grad_accum;
-    return gpu_memory_ - cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M).total();
+    return gpu_memory_ - cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M).total() - nccl_[x];
   }
 
   int overlap_degree(const std::vector<double>& predicted, const Group& grp, std::span<const int> slots) {
@@ -268,6 +270,7 @@ class LayoutFssdp final : public Strategy {
             copies.push_back(plans_[l].copy_bytes[x] / expert_bytes_);
           }
         auto mem = cost::layout_memory(ctx_.model, layout_, s, received / M, largest / M);
+        mem.nccl = nccl_[x];
         const cost::CopyPeak peak = copy_peak(copies);
         mem.copy_params = peak.params;
         mem.copy_grads = peak.grads;
@@ -285,6 +288,7 @@ class LayoutFssdp final : public Strategy {
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;  // [group of a stage]: the loads of its GPUs, per layer
   std::vector<int> stage_;            // [MoE layer] -> pipeline stage
+  std::vector<double> nccl_;          // [gpu] NCCL buffers: the layout's communicators
   std::vector<int> node_of_, owner_;  // owner_: [expert] -> GPU of its group (group ids)
   double expert_bytes_ = 0, copy_grad_bytes_ = 0, window_ = 0, gpu_memory_ = 0;
   int channels_ = 1;

@@ -7,6 +7,7 @@
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "engine/simulation.hpp"
+#include "strategy/path_breakdown.hpp"
 
 namespace hs::strategy {
 
@@ -602,6 +603,7 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   for (int s = 0; s < P; ++s)
     if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
   g.seal();
+  prev_.build(g);
 }
 
 IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, const collective::Coflow& migrations,
@@ -659,6 +661,8 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   };
   std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
   collective::CoflowLoads loads, loads_tr;
+  double worst_a2a = -1;
+  topology::LinkId bottleneck_link = -1;
   for (int l = 0; l < LM; ++l) {
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
     for (int k = first[l]; k < first[l + 1]; ++k) {
@@ -683,10 +687,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
           sf[k][x] = cc.expert_forward(scratch).value(), sb[k][x] = cc.expert_backward(scratch).value();
       }
-      if (!flow) {  // the all-to-alls' coflows first, as they have always been defined
-        net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
+      // The all-to-alls' coflows first, as they have always been defined; the slowest one alone
+      // names the bottleneck link.
+      if (!flow) {
+        const auto times = net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
         dispatch_id[k] = coflow->define(loads);
         combine_id[k] = coflow->define(loads_tr);
+        if (std::max(times.fwd, times.tr) > worst_a2a) {
+          worst_a2a = std::max(times.fwd, times.tr);
+          bottleneck_link = times.fwd >= times.tr ? times.link_fwd : times.link_tr;
+        }
+      } else {
+        const auto& bytes = variant_dispatch(l, k);
+        const double t_fwd = net_.alltoallv_time(bytes, false);
+        const auto link_fwd = net_.last_bottleneck();
+        const double t_tr = net_.alltoallv_time(bytes, true);
+        const auto link_tr = net_.last_bottleneck();
+        if (std::max(t_fwd, t_tr) > worst_a2a) {
+          worst_a2a = std::max(t_fwd, t_tr);
+          bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
+        }
       }
     }
   }
@@ -768,19 +788,29 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
 
   IterationResult res;
   res.time = sim.makespan();
+  res.bottleneck_link = bottleneck_link;
   stats_ = {};
-  for (engine::TaskId x : sim.critical_path()) {
+  std::vector<int> expert_gpu(g.num_tasks(), -1);
+  for (const VarTask& v : vars_)
+    if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) expert_gpu[v.task] = v.gpu;
+  auto charge = [&](engine::TaskId x) {
     const uint32_t tag = g.tag(x);
-    double d = sim.end_time(x) - sim.start_time(x);
-    if (mean_[tag] >= 0 && d - mean_[tag] > 1e-9 * d) {
-      res.breakdown[static_cast<int>(Component::kStragglerWait)] += d - mean_[tag];
-      d = mean_[tag];
-    }
-    res.breakdown[static_cast<int>(comp_[tag])] += d;
-    if (cls_[tag] == kTp) stats_.tp_comm += d;
-    if (cls_[tag] == kPp) stats_.pp_comm += d;
-    if (cls_[tag] == kDp) stats_.dp_comm += d;
-  }
+    TaskCharge c;
+    c.component = comp_[tag];
+    c.communication = g.activity(x) == engine::Activity::kCommunication;
+    // Communication that runs beside compute: the sparse collectives (spAG / spRS, FasterMoE's
+    // broadcast and reduce) and the data-parallel reductions and gathers.
+    c.overlappable = c.communication && (cls_[tag] == kSparse || cls_[tag] == kDp);
+    c.mean = mean_[tag];
+    c.gpu = expert_gpu[x];
+    return c;
+  };
+  walk_critical_path(g, sim, prev_, charge, n, res, [&](engine::TaskId x, double d) {
+    const uint8_t k = cls_[g.tag(x)];
+    if (k == kTp) stats_.tp_comm += d;
+    if (k == kPp) stats_.pp_comm += d;
+    if (k == kDp) stats_.dp_comm += d;
+  });
   // Every DP collective's time, overlapped or not: the largest stage's sum.
   std::vector<double> dp_busy(P, 0.0);
   for (const auto& [x, s] : dp_tasks_) dp_busy[s] += sim.end_time(x) - sim.start_time(x);

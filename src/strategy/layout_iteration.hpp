@@ -81,6 +81,7 @@
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
 #include "strategy/moe_iteration.hpp"
+#include "strategy/path_breakdown.hpp"
 #include "workload/parallel_layout.hpp"
 
 namespace hs::strategy {
@@ -232,6 +233,7 @@ class LayoutIterationGraph {
   std::vector<FixedComm> fixed_;
   std::vector<Binding> bindings_;
   std::vector<VarTask> vars_;
+  StreamPredecessors prev_;  // of the built graph, for the breakdown walk
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
   std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
   std::vector<double> step_;  // [stage] parameters each GPU's optimizer steps

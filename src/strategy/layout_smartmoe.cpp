@@ -16,6 +16,7 @@
 #include "cost/layout_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/layout_group_routing.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
@@ -81,7 +82,7 @@ class LayoutSmartMoe final : public Strategy {
       route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, moves, {}, take_timeline());
-    set_layout_memory(ctx_.model, layout_, stage_, plans_, r);
+    set_layout_memory(ctx_.model, layout_, stage_, plans_, nccl_, r);
     for (int k = 0; k < G_; ++k) history_[k].push(actual[k]);
     ++iteration_;
     return r;
@@ -98,6 +99,7 @@ class LayoutSmartMoe final : public Strategy {
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;  // [group of a stage]
   std::vector<int> stage_, node_of_;
+  std::vector<double> nccl_ = layout_nccl_bytes(ctx_.topo, layout_, true, false);  // [gpu] NCCL buffers
   std::vector<Owners> owners_;        // [group][layer][expert] -> GPU of the group (group ids)
   double state_bytes_ = 0;
   int iteration_ = 0, replans_ = 0, moved_ = 0;

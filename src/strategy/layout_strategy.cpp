@@ -4,6 +4,7 @@
 
 #include "cost/layout_memory.hpp"
 #include "strategy/ep.hpp"
+#include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/load_history.hpp"
 
@@ -41,7 +42,7 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
       route_micro_batches(loads, l, n, E, plans_[l], route);
     }
     IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
-    set_layout_memory(m, layout_, stage_, plans_, r);
+    set_layout_memory(m, layout_, stage_, plans_, nccl_, r);
     return r;
   }
 
@@ -54,7 +55,8 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
 }  // namespace
 
 LayoutStrategyBase::LayoutStrategyBase(const Context& ctx, const workload::ParallelLayout& layout)
-    : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()) {
+    : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()),
+      nccl_(layout_nccl_bytes(ctx.topo, layout, true, false)) {
   for (int l = 0; l < ctx.model.moe_layers(); ++l)
     stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
 }
@@ -68,8 +70,9 @@ std::span<const double> stage_rows(const workload::ParallelLayout& layout, int s
 }
 
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
-                       const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r,
-                       int reserve_slots, const std::function<void(int x, cost::MemoryBreakdown&)>& add) {
+                       const std::vector<int>& stage, std::span<const LayerPlan> plans, std::span<const double> nccl,
+                       IterationResult& r, int reserve_slots,
+                       const std::function<void(int x, cost::MemoryBreakdown&)>& add) {
   const double M = m.grad_accum;
   for (int s = 0; s < layout.pp; ++s)
     for (int x : layout.stage_gpus(s)) {
@@ -81,6 +84,7 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
           largest = std::max(largest, plans[l].received_tokens[x] / M);
         }
       auto mem = cost::layout_memory(m, layout, s, received, largest, extra);
+      mem.nccl = nccl[x];
       if (add) add(x, mem);
       if (r.memory_gpu < 0 || mem.total() > r.memory.total()) r.memory = mem, r.memory_gpu = x;
     }

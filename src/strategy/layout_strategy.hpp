@@ -30,6 +30,7 @@ class LayoutStrategyBase : public Strategy {
   LayoutIterationGraph graph_;
   std::vector<LayerPlan> plans_;
   std::vector<int> stage_;  // [MoE layer] -> pipeline stage
+  std::vector<double> nccl_;  // [gpu] NCCL buffer bytes: the layout's communicators, all-to-all on EP
 };
 
 // `layout` must be resolved (workload::resolve_layout) against ctx's topology and model.
@@ -76,9 +77,11 @@ std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
 // every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
 // given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).
+// `nccl`: per GPU NCCL buffer bytes (layout_nccl_bytes).
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
-                       const std::vector<int>& stage, std::span<const LayerPlan> plans, IterationResult& r,
-                       int reserve_slots = 0, const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
+                       const std::vector<int>& stage, std::span<const LayerPlan> plans, std::span<const double> nccl,
+                       IterationResult& r, int reserve_slots = 0,
+                       const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
 // DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left

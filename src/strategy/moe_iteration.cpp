@@ -240,18 +240,7 @@ MoeIterationGraph::MoeIterationGraph(const Context& ctx, MoeGraphOptions opt)
     optimizer_.push_back(t);
   }
   graph_.seal();
-  // Stream predecessors.
-  const int nt = graph_.num_tasks();
-  std::vector<std::vector<engine::TaskId>> prev(nt);
-  for (engine::ResourceId r = 0; r < graph_.num_resources(); ++r) {
-    auto q = graph_.queue(r);
-    for (size_t i = 1; i < q.size(); ++i) prev[q[i]].push_back(q[i - 1]);
-  }
-  prev_off_.assign(nt + 1, 0);
-  for (int t = 0; t < nt; ++t) {
-    prev_off_[t + 1] = prev_off_[t] + static_cast<uint32_t>(prev[t].size());
-    prev_.insert(prev_.end(), prev[t].begin(), prev[t].end());
-  }
+  prev_.build(graph_);
 }
 
 engine::TaskId MoeIterationGraph::add(Kind k, int moe_layer, int gpu, std::span<const engine::ResourceId> res, double dur,
@@ -304,70 +293,20 @@ Component MoeIterationGraph::component(Kind k) {
 
 void MoeIterationGraph::breakdown(const engine::Simulation& sim, const std::vector<double>& mean_fwd,
                                   const std::vector<double>& mean_bwd, IterationResult& res) const {
-  const int nt = graph_.num_tasks();
-  if (nt == 0) return;
-  std::vector<double> gpu_expert(n_, 0.0);
-  double overlappable_total = 0, overlappable_charged = 0;
-  for (engine::TaskId t = 0; t < nt; ++t)
-    if (overlappable(info_[graph_.tag(t)].kind)) overlappable_total += sim.end_time(t) - sim.start_time(t);
-  engine::TaskId t = 0;
-  for (engine::TaskId i = 1; i < nt; ++i)
-    if (sim.end_time(i) > sim.end_time(t)) t = i;
-  auto charge = [&](engine::TaskId task, double d) {
-    const Info& in = info_[graph_.tag(task)];
-    const Component c = component(in.kind);
-    if (!communication(in.kind)) {
-      // A compute task slowed by communication beside it: its own duration to its component, the
-      // excess to overlap_slowdown.
-      const double own = graph_.duration(task).value();
-      if (d > own * (1 + 1e-9)) {  // below that, rounding of the re-projected end
-        res.breakdown[static_cast<int>(Component::kOverlapSlowdown)] += d - own;
-        d = own;
-      }
-    }
+  auto charge = [&](engine::TaskId t) {
+    const Info& in = info_[graph_.tag(t)];
+    TaskCharge c;
+    c.component = component(in.kind);
+    c.overlappable = overlappable(in.kind);
+    c.communication = communication(in.kind);
     if (in.kind == Kind::kExpertFwd || in.kind == Kind::kExpertBwd) {
       const size_t at = static_cast<size_t>(in.moe_layer) * ctx_.model.grad_accum + std::max(0, in.mb);
-      const double mean = in.kind == Kind::kExpertFwd ? mean_fwd[at] : mean_bwd[at];
-      // Excess below a relative 1e-9 is rounding, not straggling.
-      const double base = d - mean > 1e-9 * d ? mean : d;
-      res.breakdown[static_cast<int>(Component::kExpertCompute)] += base;
-      res.breakdown[static_cast<int>(Component::kStragglerWait)] += d - base;
-      gpu_expert[in.gpu] += d;
-    } else {
-      res.breakdown[static_cast<int>(c)] += d;
+      c.mean = in.kind == Kind::kExpertFwd ? mean_fwd[at] : mean_bwd[at];
+      c.gpu = in.gpu;
     }
-    if (overlappable(in.kind)) overlappable_charged += d;
+    return c;
   };
-  while (t != engine::kNoTask) {
-    // Predecessors that could have held t back: dependencies and stream predecessors.
-    engine::TaskId p = engine::kNoTask, q = engine::kNoTask;  // latest, latest non-overlappable
-    auto consider = [&](engine::TaskId c) {
-      if (p == engine::kNoTask || sim.end_time(c) > sim.end_time(p) ||
-          (sim.end_time(c) == sim.end_time(p) && c == sim.critical_predecessor(t)))
-        p = c;
-      if (!overlappable(info_[graph_.tag(c)].kind) && (q == engine::kNoTask || sim.end_time(c) > sim.end_time(q))) q = c;
-    };
-    for (engine::TaskId c : graph_.predecessors(t)) consider(c);
-    for (uint32_t i = prev_off_[t]; i < prev_off_[t + 1]; ++i) consider(prev_[i]);
-    charge(t, sim.end_time(t) - sim.start_time(t));
-    if (p == engine::kNoTask) {
-      // Idle time before t (only possible at time 0) — nothing to charge.
-      break;
-    }
-    if (overlappable(info_[graph_.tag(p)].kind) && q != engine::kNoTask && sim.end_time(q) >= sim.start_time(p)) {
-      // p ran beside the compute ending in q: charge only what p outlasted it by, follow q.
-      charge(p, sim.end_time(p) - sim.end_time(q));
-      t = q;
-      continue;
-    }
-    t = p;
-  }
-  res.hidden_comm = std::max(0.0, overlappable_total - overlappable_charged);  // no -1e-19 from rounding
-  // A bottleneck GPU exists only when some GPU's expert work exceeded the mean (straggling).
-  double best = 0;
-  if (res.breakdown[static_cast<int>(Component::kStragglerWait)] > 0)
-    for (int g = 0; g < n_; ++g)
-      if (gpu_expert[g] > best) best = gpu_expert[g], res.bottleneck_gpu = g;
+  walk_critical_path(graph_, sim, prev_, charge, n_, res);
 }
 
 const char* MoeIterationGraph::kind_name(Kind k) {

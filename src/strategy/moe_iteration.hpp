@@ -72,6 +72,7 @@
 #include "engine/task_graph.hpp"
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
+#include "strategy/path_breakdown.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
@@ -212,9 +213,7 @@ class MoeIterationGraph {
   std::vector<engine::TaskId> optimizer_;
   engine::TaskId reshard_ = engine::kNoTask;
   double default_optimizer_time_ = 0;
-  // Stream predecessors of every task (CSR), for the breakdown walk.
-  std::vector<uint32_t> prev_off_;
-  std::vector<engine::TaskId> prev_;
+  StreamPredecessors prev_;  // of every task, for the breakdown walk
 };
 
 }  // namespace hs::strategy
