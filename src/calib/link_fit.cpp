@@ -28,7 +28,8 @@ double slope(const std::vector<double>& x, const std::vector<double>& y) {
   return d > 0 ? (n * sxy - sx * sy) / d : 0;
 }
 
-double measured_seconds(const NcclTestsRow& r) { return (r.time_us > 0 ? r.time_us : r.in_time_us) * 1e-6; }
+// The lower of the out-of-place and in-place times (NcclTestsRow::best_time_us).
+double measured_seconds(const NcclTestsRow& r) { return r.best_time_us() * 1e-6; }
 
 struct Model {
   const std::string& text;
@@ -58,7 +59,16 @@ double class_latency(const topology::Topology& t, const std::string& cls) {
 
 std::vector<int> nccl_group(const topology::Topology& topo, int ranks, int nodes, const std::string& file) {
   if (ranks < 2) throw InputError({file, 0, 0}, "Rank", "the log lists fewer than 2 ranks ('#  Rank R ... on HOST device D' lines)");
-  if (nodes < 1) nodes = 1;
+  if (nodes < 1) {
+    // Nodes unknown (an excerpt without rank lines): the first `ranks` GPUs, node by node.
+    std::vector<int> g;
+    for (int n = 0; n < topo.num_nodes() && static_cast<int>(g.size()) < ranks; ++n)
+      for (int gpu : topo.node_gpus(n))
+        if (static_cast<int>(g.size()) < ranks) g.push_back(gpu);
+    if (static_cast<int>(g.size()) < ranks)
+      throw InputError({file, 0, 0}, "Rank", fmt::format("{} ranks, the topology has {} GPUs", ranks, topo.num_gpus()));
+    return g;
+  }
   if (ranks % nodes != 0)
     throw InputError({file, 0, 0}, "Rank", fmt::format("{} ranks over {} hosts: not an equal number per node", ranks, nodes));
   const int per = ranks / nodes;
@@ -114,7 +124,10 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
   std::vector<std::vector<double>> sizes(logs.size()), measured(logs.size()), before(logs.size());
   for (size_t k = 0; k < logs.size(); ++k) {
     const auto& m = logs[k];
-    const auto& rows = m.log.rows;
+    // 0-byte rows (alltoall below ranks x 16 B) time nothing: left out.
+    std::vector<NcclTestsRow> rows;
+    for (const auto& r : m.log.rows)
+      if (r.bytes > 0 && r.best_time_us() > 0) rows.push_back(r);
     for (const auto& r : rows) sizes[k].push_back(r.bytes), measured[k].push_back(measured_seconds(r));
     std::vector<double> fx, ft;  // fit rows
     for (size_t i = 0; i < rows.size(); ++i)

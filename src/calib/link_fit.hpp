@@ -61,7 +61,7 @@ std::vector<NcclMeasurement> nccl_measurements(const Measured& m);
 LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, const std::vector<NcclMeasurement>& logs);
 
 // The ranks nccl-tests used, placed on the topology: `ranks` over `nodes` nodes, an equal share of
-// each node's first GPUs. Throws InputError naming `file` when the topology cannot host them.
+// each node's first GPUs; `nodes` 0 (not known): the first `ranks` GPUs, node by node. Throws InputError naming `file` when the topology cannot host them.
 std::vector<int> nccl_group(const topology::Topology& topo, int ranks, int nodes, const std::string& file);
 
 }  // namespace hs::calib

@@ -1,4 +1,4 @@
-// hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP=]LOG...] --topology T -o CAL.yaml
+// hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP[@RANKS]=]LOG...] --topology T -o CAL.yaml
 //
 // Fits the model to measurements and writes a calibration file (calib/calibration.hpp):
 //   * link classes from nccl-tests logs and from the collectives suite of hecate-validate's
@@ -19,6 +19,7 @@
 #include "calib/link_fit.hpp"
 #include "calib/measured.hpp"
 #include "calib/memory_fit.hpp"
+#include "calib/nccl_tests_ranks.hpp"
 #include "calib/overlap_fit.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
@@ -58,19 +59,36 @@ int run_calibrate(const CalibrateOptions& o) {
   for (const auto& arg : o.nccl_tests) {
     std::string path = arg;
     std::optional<collective::NcclOp> op;
+    int given_ranks = 0;  // OP@N=FILE: the rank count of an excerpt without '#  Rank' lines
     const auto eq = arg.find('=');
-    if (eq != std::string::npos && collective::parse_nccl_op(arg.substr(0, eq))) {
-      op = collective::parse_nccl_op(arg.substr(0, eq));
-      path = arg.substr(eq + 1);
-    } else {
-      op = collective::nccl_op_in_name(path);
+    if (eq != std::string::npos) {
+      std::string spec = arg.substr(0, eq);
+      const auto at = spec.find('@');
+      if (at != std::string::npos && collective::parse_nccl_op(spec.substr(0, at))) {
+        const std::string n = spec.substr(at + 1);
+        size_t used = 0;
+        try {
+          given_ranks = std::stoi(n, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != n.size() || n.empty() || given_ranks < 2 || given_ranks > 1 << 24)
+          throw InputError({"--nccl-tests", 0, 0}, arg, "expected OP@N=FILE with N the number of ranks (2 or more)");
+        spec = spec.substr(0, at);
+      }
+      if (collective::parse_nccl_op(spec)) op = collective::parse_nccl_op(spec), path = arg.substr(eq + 1);
+      else given_ranks = 0;
     }
+    if (!op) op = collective::nccl_op_in_name(path);
     if (!op)
       throw InputError({path, 0, 0}, "--nccl-tests",
                        "which operation is this? name it as OP=FILE (all_reduce, all_gather, reduce_scatter, all_to_all, "
                        "broadcast, reduce, send_recv) or keep the binary's name in the file name (all_reduce_perf.log)");
     const std::string text = read_file(path);
     logs.push_back({*op, calib::parse_nccl_tests_log(text, path)});
+    calib::settle_ranks(logs.back().log, *op, given_ranks, "--nccl-tests " + arg,
+                        fmt::format("--nccl-tests {}@N={}", collective::to_string(*op), path));
+    for (const auto& n : logs.back().log.notes) fmt::print(stderr, "note: {}\n", n);
     cal.sources.push_back({path, report::content_hash(text),
                            fmt::format("nccl-tests {}, {} ranks on {} node(s), {} sizes", collective::to_string(*op),
                                        logs.back().log.ranks, logs.back().log.nodes, logs.back().log.rows.size())});
@@ -92,6 +110,8 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   if (!logs.empty()) {
     calib::LinkFit fit = calib::fit_links(topo_in.text, topo_in.source, logs);
+    if (!o.nccl_tests.empty())
+      report += "\nnccl-tests logs: each size's measured time is the lower of its out-of-place and in-place times\n";
     cal.links = fit.classes;
     for (const auto& ch : fit.checks) {
       report += fmt::format("\n{} ({}, {} ranks, {} node(s)): calibrates link class '{}'\n{:>12} {:>12} {:>12} {:>12} {:>8} {:>8}\n",
@@ -190,7 +210,8 @@ void setup_calibrate(CLI::App& sub, int& exit_code) {
   auto o = std::make_shared<CalibrateOptions>();
   sub.add_option("MEASURED", o->measured, "measured.json files written by hecate-validate");
   sub.add_option("--nccl-tests", o->nccl_tests,
-                 "nccl-tests output, as OP=FILE or a FILE whose name names the binary (all_reduce_perf.log); repeatable");
+                 "nccl-tests output, as OP=FILE or a FILE whose name names the binary (all_reduce_perf.log); OP@N=FILE gives the "
+                 "rank count of an excerpt without '#  Rank' lines; repeatable");
   sub.add_option("--topology", o->topology, "the topology to calibrate (file or preset)")->required();
   sub.add_option("-o,--out", o->out, "calibration file to write (YAML, atomically)")->required();
   sub.callback([o, &exit_code] { exit_code = run_calibrate(*o); });

@@ -5,7 +5,8 @@
 // One collective on its own, as nccl-tests would run it, timed by the simulator (the decompositions
 // of collective/nccl_op.hpp) on either network tier: size, count, time, algbw and busbw in
 // nccl-tests' conventions. --matrix times one all-to-all-v of a byte matrix; --compare puts a real
-// nccl-tests log beside the prediction (the same parser as `calibrate`).
+// nccl-tests log beside the prediction (the same parser as `calibrate`; its notes on skipped lines go
+// to stderr once), compared row by row on the lower of its out-of-place and in-place times.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "calib/calibration.hpp"
 #include "calib/link_fit.hpp"
 #include "calib/nccl_tests_log.hpp"
+#include "calib/nccl_tests_ranks.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
 #include "collective/all_to_all.hpp"
@@ -111,7 +113,9 @@ double flow_time(const topology::Topology& t, network::CoflowDrain& drain, colle
 struct Line {
   double bytes = 0, seconds = 0;
   std::string algo;
-  double measured_s = 0;  // 0: none
+  double measured_s = 0;  // 0: none; else the lower of the log's out-of-place and in-place times
+  double out_of_place_s = 0, in_place_s = 0;  // as the log gives them (0: N/A)
+  bool places_disagree = false;               // by more than 20%
 };
 
 int run_collective(const CollectiveOptions& o) {
@@ -154,13 +158,23 @@ int run_collective(const CollectiveOptions& o) {
     op_name = collective::to_string(*op);
     std::vector<int> group;
     std::vector<double> sizes;
-    std::vector<double> measured;
+    std::vector<calib::NcclTestsRow> measured;
     if (!o.compare.empty()) {
-      const auto log = calib::parse_nccl_tests_log(read_file(o.compare), o.compare);
-      group = calib::nccl_group(topo, log.ranks, log.nodes, o.compare);
+      auto log = calib::parse_nccl_tests_log(read_file(o.compare), o.compare);
+      for (const auto& n : log.notes) fmt::print(stderr, "note: {}\n", n);
+      // The ranks: the log's '#  Rank' lines, or --ranks for an excerpt without them (a count, or a
+      // list placing them); both given, they must agree (calib/nccl_tests_ranks.hpp).
+      std::vector<int> listed;
+      if (!o.ranks.empty()) listed = parse_ranks(o.ranks, topo);
+      calib::settle_ranks(log, *op, static_cast<int>(listed.size()), "--ranks", "--ranks N");
+      group = o.ranks.find(',') != std::string::npos ? listed : calib::nccl_group(topo, log.ranks, log.nodes, o.compare);
+      // 0-byte rows (alltoall_perf below ranks x 16 B) time nothing: not compared.
       for (const auto& r : log.rows)
-        sizes.push_back(r.bytes), measured.push_back((r.time_us > 0 ? r.time_us : r.in_time_us) * 1e-6);
-      group_note = fmt::format("the ranks of {} ({} on {} node(s))", o.compare, log.ranks, log.nodes);
+        if (r.bytes > 0) sizes.push_back(r.bytes), measured.push_back(r);
+      std::set<int> nodes;
+      for (int g : group) nodes.insert(topo.node_of(g));
+      group_note = fmt::format("the ranks of {} ({} on {} node(s){})", o.compare, group.size(), nodes.size(),
+                               log.nodes > 0 ? "" : ", placed node by node");
     } else {
       group = parse_ranks(o.ranks, topo);
       const double lo = parse_size(o.min, "-b"), hi = parse_size(o.max, "-e");
@@ -184,10 +198,20 @@ int run_collective(const CollectiveOptions& o) {
       l.bytes = sizes[i];
       l.algo = plan.algo;
       l.seconds = flow ? flow_time(topo, drain, std::move(plan.flows), plan.extra_latency) : plan.analytic_s;
-      if (!measured.empty()) l.measured_s = measured[i];
+      if (!measured.empty()) {
+        l.measured_s = measured[i].best_time_us() * 1e-6;
+        l.out_of_place_s = measured[i].time_us * 1e-6;
+        l.in_place_s = measured[i].has_in_place ? measured[i].in_time_us * 1e-6 : 0;
+        l.places_disagree = measured[i].places_disagree(0.2);
+      }
       lines.push_back(l);
     }
   }
+  // nccl-tests' count column (calib/nccl_tests_ranks.hpp): elements per rank for all_gather and
+  // reduce_scatter (nccl-tests src/all_gather.cu, src/reduce_scatter.cu), per peer for alltoall
+  // (src/alltoall.cu): size / 4 / ranks for floats; size / 4 for the others.
+  const bool per_rank_count = op_name == "all_gather" || op_name == "reduce_scatter" || op_name == "all_to_all";
+  const double count_div = 4.0 * (per_rank_count ? ranks : 1);
   const double factor = op_name == "all_to_all_v" ? static_cast<double>(ranks - 1) / ranks
                                                   : collective::bus_factor(*collective::parse_nccl_op(op_name), ranks);
   std::string out;
@@ -200,7 +224,10 @@ int run_collective(const CollectiveOptions& o) {
       const auto& l = lines[i];
       fmt::format_to(it, "  {{\"bytes\": {:.0f}, \"algo\": \"{}\", \"time_us\": {:.6g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}{}}}{}\n",
                      l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9, l.bytes / l.seconds / 1e9 * factor,
-                     l.measured_s > 0 ? fmt::format(", \"measured_us\": {:.6g}", l.measured_s * 1e6) : "",
+                     l.measured_s > 0 ? fmt::format(", \"measured_us\": {:.6g}, \"measured_out_of_place_us\": {:.6g}, "
+                                                    "\"measured_in_place_us\": {:.6g}", l.measured_s * 1e6,
+                                                    l.out_of_place_s * 1e6, l.in_place_s * 1e6)
+                                     : "",
                      i + 1 < lines.size() ? "," : "");
     }
     fmt::format_to(it, "]}}\n");
@@ -213,9 +240,13 @@ int run_collective(const CollectiveOptions& o) {
     fmt::format_to(it, "# hecate-sim collective {} on {} | {} | network {}{}\n# busbw = algbw x {:.4f} (nccl-tests' factor for {})\n",
                    op_name, topo.name(), group_note, o.network, cal_note, factor, op_name);
     const bool cmp = !o.compare.empty();
+    if (cmp)
+      fmt::format_to(it, "# measured: the lower of the log's out-of-place and in-place times; '!' marks sizes where they "
+                         "differ by more than 20%\n");
     fmt::format_to(it, "#{:>11} {:>13} {:>6} {:>10} {:>8} {:>8}{}\n", "size(B)", "count(float)", "algo", "time(us)", "algbw",
                    "busbw", cmp ? fmt::format(" {:>12} {:>8} {:>8}", "measured(us)", "busbw", "error") : "");
     std::vector<double> errs;
+    int disagree = 0;
     for (const auto& l : lines) {
       const double alg = l.bytes / l.seconds / 1e9;
       std::string extra;
@@ -223,14 +254,19 @@ int run_collective(const CollectiveOptions& o) {
         const double err = (l.seconds - l.measured_s) / l.measured_s;
         errs.push_back(std::abs(err));
         extra = fmt::format(" {:>12.2f} {:>8.2f} {:>7.1f}%", l.measured_s * 1e6, l.bytes / l.measured_s / 1e9 * factor, err * 100);
+        if (l.places_disagree)
+          ++disagree, extra += fmt::format("  ! out-of-place {:.2f} us, in-place {:.2f} us", l.out_of_place_s * 1e6, l.in_place_s * 1e6);
       }
-      fmt::format_to(it, "{:>12.0f} {:>13.0f} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}\n", l.bytes, l.bytes / 4, l.algo,
+      fmt::format_to(it, "{:>12.0f} {:>13.0f} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}\n", l.bytes, std::floor(l.bytes / count_div), l.algo,
                      l.seconds * 1e6, alg, alg * factor, extra);
     }
     if (!errs.empty()) {
       std::sort(errs.begin(), errs.end());
       fmt::format_to(it, "# |error| against the measurement: median {:.1f}%, max {:.1f}%\n", errs[errs.size() / 2] * 100,
                      errs.back() * 100);
+      if (disagree > 0)
+        fmt::format_to(it, "# ! {} size(s) where out-of-place and in-place differ by more than 20% (the lower is compared)\n",
+                       disagree);
     }
   }
   write_file_atomically(o.out, out);
@@ -247,7 +283,9 @@ void setup_collective(CLI::App& sub, int& exit_code) {
   sub.add_option("-b,--minbytes", o->min, "smallest size, as nccl-tests: 8, 64K, 128M (default 8)");
   sub.add_option("-e,--maxbytes", o->max, "largest size (default 128M)");
   sub.add_option("-f,--stepfactor", o->factor, "size multiplier between rows (default 2)");
-  sub.add_option("--ranks", o->ranks, "a count (the first N GPUs, node by node) or a list of GPU ranks (default: all)");
+  sub.add_option("--ranks", o->ranks,
+                 "a count (the first N GPUs, node by node) or a list of GPU ranks (default: all); with --compare, the ranks "
+                 "of a log without '#  Rank' lines (must agree with the log's where it has them)");
   sub.add_option("--algo", o->algo, "all_reduce algorithm: ring | tree | nvls | auto (the planner's choice)")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "auto"}));
   sub.add_option("--network", o->network, "analytic | flow")->check(CLI::IsMember({"analytic", "flow"}));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <cmath>
 #include <string>
 
 #include "calib/link_fit.hpp"
@@ -38,11 +39,17 @@ inline std::string synthetic_log(const std::string& topo_text, collective::NcclO
                      r / (ranks / nodes), r % (ranks / nodes));
   s += "#\n#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
   Rng rng(seed);
+  // nccl-tests' count (calib/nccl_tests_ranks.hpp): per rank for all_gather / reduce_scatter, per
+  // peer for alltoall, so size = count x 4 x ranks; sizes below that are left out.
+  const bool spans = op == collective::NcclOp::kAllGather || op == collective::NcclOp::kReduceScatter ||
+                     op == collective::NcclOp::kAllToAll;
   for (double b = 8; b <= 1073741824.0; b *= 4) {
+    const double count = spans ? b / 4 / ranks : b / 4;
+    if (count != std::floor(count) || count < 1) continue;
     const double sec = collective::nccl_op_time(net, op, group, b).seconds * (1 + amp * (2 * rng.uniform() - 1));
     const double alg = b / sec / 1e9, bus = alg * collective::bus_factor(op, ranks);
     s += fmt::format("{:12.0f} {:13.0f}     float     sum      -1 {:8.2f} {:7.2f} {:7.2f}      0 {:8.2f} {:7.2f} {:7.2f}      0\n", b,
-                     b / 4, sec * 1e6, alg, bus, sec * 1e6, alg, bus);
+                     count, sec * 1e6, alg, bus, sec * 1e6, alg, bus);
   }
   return s;
 }
