@@ -16,19 +16,22 @@ cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
   return b;
 }
 
+bool layer_moves_tokens(const LayerPlan& p, int gpus) {
+  if (p.dispatch_bytes.empty()) return false;
+  for (int s = 0; s < gpus; ++s) {  // usually the first row says so
+    const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
+    for (int d = 0; d < gpus; ++d)
+      if (d != s && row[d] > 0) return true;
+  }
+  return false;
+}
+
 namespace {
 // Layer p's all-to-all bytes per GPU (sent plus received, its own chunk included) into `bytes`;
 // false when its all-to-all moves no token between GPUs (then `bytes` is not written).
 bool layer_a2a_bytes(const LayerPlan& p, int gpus, std::vector<double>& bytes) {
   {
-    if (p.dispatch_bytes.empty()) return false;
-    // Whether some GPU sends another anything (usually the first row says so).
-    bool crosses = false;
-    for (int s = 0; s < gpus && !crosses; ++s) {
-      const double* row = p.dispatch_bytes.data() + static_cast<size_t>(s) * gpus;
-      for (int d = 0; d < gpus; ++d) crosses = crosses || (d != s && row[d] > 0);
-    }
-    if (!crosses) return false;
+    if (!layer_moves_tokens(p, gpus)) return false;
     // Received: column sums, accumulated a row at a time; sent: row sums. GPU g's total adds row 0's
     // entry of column g, row 1's, ..., row g's, then row g's sum, then the rows after g.
     std::fill(bytes.begin(), bytes.end(), 0.0);

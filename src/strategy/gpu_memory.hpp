@@ -32,6 +32,9 @@ cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
 // hold every routed token). A layer that moves no token between GPUs issues no all-to-all: 0.
 std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus, int grad_accum);
 
+// Whether layer p's all-to-all moves any token between GPUs (else it is not issued: no buffers).
+bool layer_moves_tokens(const LayerPlan& p, int gpus);
+
 // Sets r.memory / r.memory_gpu to the GPU with the largest total: base(g) (owned state, copies,
 // NCCL) plus the activations of the routed tokens it computes and its all-to-all buffers. Ties:
 // the lowest GPU id.

@@ -30,16 +30,19 @@
 // GPU, all-to-alls at zero bytes, the extra tasks removed), and a task graph's makespan does not
 // grow when tasks shrink or go away. Communication beside less traffic runs no slower.
 //
-// What it leaves out, compared with the bound without a layout: the traffic floor
-// (strategy/traffic_floor.hpp), derived for units holding all of the model's dense parameters and
-// every source's tokens of every layer; under a pipeline a GPU holds one stage's blocks, so its
-// dense term and which units route a layer differ, and it is not applied (the bound is the compute
-// floor's graph: a floor, weaker where the fabric binds).
+// The traffic floor (strategy/traffic_floor.hpp): the least bytes any placement must move, over
+// the fabric's capacity; the bound is max(graph makespan, traffic floor), both floors. It is derived
+// for units holding all of the model's dense parameters and routing their own trace rows of every
+// layer, which holds with tp = 1 and pp = 1 (a run without --layout); under a pipeline a GPU holds
+// one stage's blocks and with TP it routes 1/tp of its rows, so its dense term and which units route
+// a layer differ, and it is not applied there (the bound is then the compute floor's graph: a
+// floor, weaker where the fabric binds; resolved settings say so).
 #include "cost/layout_memory.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
+#include "strategy/traffic_floor.hpp"
 
 namespace hs::strategy {
 
@@ -84,14 +87,37 @@ class LayoutBound final : public LayoutStrategyBase {
     }
     IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
     set_layout_memory(m, layout_, stage_, plans_, nccl_, r);
+    graph_time_ = r.time;
+    if (floor_) {
+      // Where the least traffic takes longer than the compute floor's graph, the iteration cannot be
+      // faster than it; the difference is communication (charged to the all-to-all).
+      traffic_ = floor_->evaluate(loads.total());
+      if (traffic_.seconds > r.time) {
+        r.breakdown[static_cast<size_t>(Component::kAllToAll)] += traffic_.seconds - r.time;
+        r.time = traffic_.seconds;
+      }
+    }
     return r;
   }
 
   std::vector<ResolvedSetting> resolved() const override {
     auto r = layout_resolved(layout_, graph_.stats());
-    r.push_back(resolved_text("traffic_floor_level", "none (not applied under a layout)"));
+    r.push_back(resolved_value("compute_floor_ms", graph_time_ * 1e3));
+    if (!floor_) {
+      r.push_back(resolved_text("traffic_floor_level", "none (not applied with tp > 1 or pp > 1)"));
+      return r;
+    }
+    r.push_back(resolved_value("traffic_floor_ms", traffic_.seconds * 1e3));
+    r.push_back(resolved_text("traffic_floor_level", traffic_.level.empty() ? "none" : traffic_.level));
+    r.push_back(resolved_value("least_traffic_bytes", traffic_.bytes));
     return r;
   }
+
+ private:
+  std::unique_ptr<TrafficFloorModel> floor_ =
+      layout_.tp == 1 && layout_.pp == 1 ? std::make_unique<TrafficFloorModel>(ctx_.topo, ctx_.model) : nullptr;
+  TrafficFloor traffic_;
+  double graph_time_ = 0;
 };
 
 }  // namespace

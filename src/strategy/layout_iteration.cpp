@@ -364,6 +364,13 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
   auto moe = [&](int s, int l, bool forward) {
     for (int x : stage_gpus[s])
       compute_task(x, forward ? router : unperm, Component::kRouting, forward ? Op::kRouter : Op::kUnpermute);
+    // FSSDP's calibration stage: the extra copies it settled after the gate of the first micro-batch
+    // (on the sparse stream: before the dispatch with one queue); the expert GEMMs wait for them.
+    engine::TaskId calib = engine::kNoTask;
+    if (forward && cur_mb == 0 && shape[2 * LM + 1 + l]) {
+      calib = collective_after(s, st_sparse[s], Component::kCalibrationSpag, kSparse, Op::kCalibration);
+      bind(calib, Bind::kCalibration, l);
+    }
     const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kDispatch : Op::kCombine);
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     bind(a, Bind::kDispatch, l);
@@ -389,9 +396,11 @@ void LayoutIterationGraph::build(const std::vector<char>& shape) {
     const bool replicas = !forward && shape[LM + 1 + l] && cur_mb + 1 == M;
     if (forward) use(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
-      if (gathered != engine::kNoTask) {  // arrived copies into the expert buffer; the dispatch is not needed
+      if (gathered != engine::kNoTask || calib != engine::kNoTask) {
+        // Arrived copies (and calibration copies) into the expert buffer; the dispatch is not needed.
         var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
-        g.add_dependency(gathered, last[x]);
+        if (gathered != engine::kNoTask) g.add_dependency(gathered, last[x]);
+        if (calib != engine::kNoTask) g.add_dependency(calib, last[x]);
       }
       need[x] = a;
       if (reduce != engine::kNoTask) also[x].push_back(reduce);
@@ -613,10 +622,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
   const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), LM = m.moe_layers();
-  std::vector<char> shape(2 * LM + 1);
+  std::vector<char> shape(3 * LM + 1);
   for (int l = 0; l < LM; ++l) shape[l] = !sparse_.shadow && !plans[l].spag_flows.empty();
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
+  for (int l = 0; l < LM; ++l) shape[2 * LM + 1 + l] = !plans[l].calibration_flows.empty();
   if (builds_ == 0 || shape != shape_) {
     build(shape);
     shape_ = std::move(shape);
@@ -765,14 +775,16 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       coflow->assign(b.task, fixed_id[b.index]);
       continue;
     }
-    const collective::Coflow& flows = b.what == Bind::kSpag     ? p->spag_flows
-                                      : b.what == Bind::kSprs    ? p->sprs_flows
-                                      : b.what == Bind::kReplica ? p->replica_grad_flows
-                                                                 : migrations;
-    const double extra = b.what == Bind::kSpag     ? p->spag_latency
-                         : b.what == Bind::kSprs    ? p->sprs_latency
-                         : b.what == Bind::kReplica ? p->replica_grad_latency
-                                                    : 0.0;
+    const collective::Coflow& flows = b.what == Bind::kSpag          ? p->spag_flows
+                                      : b.what == Bind::kSprs         ? p->sprs_flows
+                                      : b.what == Bind::kReplica      ? p->replica_grad_flows
+                                      : b.what == Bind::kCalibration  ? p->calibration_flows
+                                                                      : migrations;
+    const double extra = b.what == Bind::kSpag         ? p->spag_latency
+                         : b.what == Bind::kSprs        ? p->sprs_latency
+                         : b.what == Bind::kReplica     ? p->replica_grad_latency
+                         : b.what == Bind::kCalibration ? p->calibration_latency
+                                                        : 0.0;
     if (flow) {
       flow->assign(b.task, flows, extra);
     } else {
@@ -799,8 +811,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     c.component = comp_[tag];
     c.communication = g.activity(x) == engine::Activity::kCommunication;
     // Communication that runs beside compute: the sparse collectives (spAG / spRS, FasterMoE's
-    // broadcast and reduce) and the data-parallel reductions and gathers.
-    c.overlappable = c.communication && (cls_[tag] == kSparse || cls_[tag] == kDp);
+    // broadcast and reduce) and the data-parallel reductions and gathers; not the calibration spAG,
+    // which sits between the gate and the experts.
+    c.overlappable = c.communication && (cls_[tag] == kSparse || cls_[tag] == kDp) && labels_[tag].op != Op::kCalibration;
     c.mean = mean_[tag];
     c.gpu = expert_gpu[x];
     return c;

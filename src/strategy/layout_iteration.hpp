@@ -177,7 +177,7 @@ class LayoutIterationGraph {
     bool loaded = false;
   };
   // What a communication task carries, in the order the build bound them (coflow ids follow it).
-  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration, kReplica };
+  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration, kReplica, kCalibration };
   struct Binding {
     engine::TaskId task;
     Bind what;
@@ -202,7 +202,7 @@ class LayoutIterationGraph {
     kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
     kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
-    kDpAllGather, kMigration
+    kDpAllGather, kMigration, kCalibration
   };
   enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute };
   struct Label {
@@ -223,7 +223,9 @@ class LayoutIterationGraph {
   collective::AnalyticNetwork net_;
   LayoutStats stats_;
   // The built graph and what run() sets on it.
-  std::vector<char> shape_;  // [MoE layer] gathers copies, then: migrations, then [MoE layer] replica all-reduces
+  // [MoE layer] gathers copies, then: migrations, [MoE layer] replica all-reduces, [MoE layer]
+  // calibration spAG.
+  std::vector<char> shape_;
   int builds_ = 0;
   engine::TaskGraph g_;
   std::vector<Component> comp_;  // per task tag

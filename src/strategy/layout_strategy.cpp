@@ -74,16 +74,21 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
                        IterationResult& r, int reserve_slots,
                        const std::function<void(int x, cost::MemoryBreakdown&)>& add) {
   const double M = m.grad_accum;
+  const int n = static_cast<int>(nccl.size());
+  std::vector<char> moves(plans.size());
+  for (size_t l = 0; l < plans.size(); ++l) moves[l] = layer_moves_tokens(plans[l], n);
   for (int s = 0; s < layout.pp; ++s)
     for (int x : layout.stage_gpus(s)) {
       double received = 0, largest = 0, extra = 0;
+      bool a2a = false;  // some layer of the stage issues an all-to-all
       for (size_t l = 0; l < plans.size(); ++l)
         if (stage[l] == s) {
           extra += reserve_slots;
           received += plans[l].received_tokens[x] / M;
-          largest = std::max(largest, plans[l].received_tokens[x] / M);
+          if (moves[l]) largest = std::max(largest, plans[l].received_tokens[x] / M), a2a = true;
         }
       auto mem = cost::layout_memory(m, layout, s, received, largest, extra);
+      if (!a2a) mem.comm_buffers = 0;
       mem.nccl = nccl[x];
       if (add) add(x, mem);
       if (r.memory_gpu < 0 || mem.total() > r.memory.total()) r.memory = mem, r.memory_gpu = x;

@@ -70,6 +70,7 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
     case Op::kDpAllReduce: return dp("all-reduce");
     case Op::kDpAllGather: return dp("all-gather");
     case Op::kMigration: return "expert migration";
+    case Op::kCalibration: return fmt::format("calibration spAG block {}", l.block);
   }
   return "?";
 }
@@ -95,7 +96,11 @@ void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::spa
       return own ? sum : sum / M;
     }
     const LayerPlan& q = sparse_.shadow ? p : plans[b.index];  // FasterMoE's shadows come per micro-batch
-    return sent(b.what == Bind::kSpag ? q.spag_flows : b.what == Bind::kSprs ? q.sprs_flows : q.replica_grad_flows, x);
+    return sent(b.what == Bind::kSpag          ? q.spag_flows
+                : b.what == Bind::kSprs        ? q.sprs_flows
+                : b.what == Bind::kCalibration ? q.calibration_flows
+                                               : q.replica_grad_flows,
+                x);
   };
   for (engine::TaskId t = 0; t < g_.num_tasks(); ++t) {
     const uint32_t tag = g_.tag(t);

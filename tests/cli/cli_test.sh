@@ -296,8 +296,13 @@ assert isinstance(r['overlap_degree'], list) and len(r['overlap_degree']) == 2, 
 assert isinstance(r['copies_per_layer'], list) and r['comm_queue'] == 'single', r
 assert fs['peak_memory_bytes'] >= ep['peak_memory_bytes'] - 1, (fs['peak_memory_bytes'], ep['peak_memory_bytes'])
 " "$tmp/lf.json" && echo "ok: fssdp under --layout" || { echo "FAIL: fssdp under --layout"; fails=$((fails+1)); }
-expect 2 "fssdp:calibrate" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:calibrate=true
-expect 2 "fssdp:heterogeneous" "not built under --layout" -- "${run[@]}" --layout tp=2,ep=4 --strategy fssdp:heterogeneous=true
+# Every FSSDP feature under a layout: calibration and heterogeneous re-sharding (from iteration 1 with window=1).
+"${run[@]}" --layout tp=2,ep=4 --iterations 4 --strategy fssdp:calibrate=true:window=1:reshard_every=1 --format json > "$tmp/lfc.json" 2>/dev/null
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['strategies'][0]['resolved']
+assert 'calibrations_accepted' in r and r['reshards'] + r['reshards_skipped'] >= 1, r
+" "$tmp/lfc.json" && echo "ok: fssdp calibration and re-sharding under --layout" || { echo "FAIL: fssdp calibration / re-sharding under --layout"; fails=$((fails+1)); }
 # FlexMoE under a layout: replicas inside each stage's EP groups; reserve_slots=0 is EP to the last bit;
 # its knobs are FlexMoE's and a bad value is refused by name.
 "${run[@]}" --layout tp=2,pp=2,ep=2 --iterations 3 --strategy ep,flexmoe:reserve_slots=0,flexmoe:period=1:window=1 --format json > "$tmp/lx.json" 2>/dev/null
@@ -340,7 +345,7 @@ python3 -c "
 import json, sys
 ep, fs, fd, b = json.load(open(sys.argv[1]))['strategies']
 assert fs['resolved']['rematerialize'] == 'on' and fd['resolved']['rematerialize'] == 'on', (fs['resolved'], fd['resolved'])
-assert b['resolved']['traffic_floor_level'] == 'none (not applied under a layout)', b['resolved']
+assert b['resolved']['traffic_floor_level'] == 'none (not applied with tp > 1 or pp > 1)', b['resolved']
 t = lambda s: s['iteration_time_s']['mean']
 assert t(b) <= min(t(ep), t(fs), t(fd)), [t(s) for s in (ep, fs, fd, b)]
 " "$tmp/lr.json" && echo "ok: rematerialize and bound under --layout" || { echo "FAIL: rematerialize / bound under --layout"; fails=$((fails+1)); }

@@ -261,5 +261,5 @@ TEST_CASE("bound under a layout: reached where a stage is one GPU, below EP and 
   CHECK(qb.time < qo.time);
   CHECK(qb.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)] == 0.0);
   CHECK(qb.breakdown[static_cast<size_t>(strategy::Component::kStragglerWait)] == 0.0);
-  CHECK(test::resolved_json(*make_under("bound", q, lq), "traffic_floor_level") == "\"none (not applied under a layout)\"");
+  CHECK(test::resolved_json(*make_under("bound", q, lq), "traffic_floor_level") == "\"none (not applied with tp > 1 or pp > 1)\"");
 }
