@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace hs::cli {
@@ -15,6 +16,8 @@ ProgressSettings progress_settings(bool quiet) {
   ProgressSettings s;
   s.quiet = quiet;
   s.tty = isatty(fileno(stderr)) != 0;
+  struct winsize ws {};
+  if (s.tty && ::ioctl(fileno(stderr), TIOCGWINSZ, &ws) == 0) s.width = ws.ws_col;
   if (const char* d = std::getenv("HECATE_SIM_PROGRESS_DELAY")) {
     char* end = nullptr;
     const double v = std::strtod(d, &end);

@@ -53,7 +53,9 @@ std::string Progress::status(double now) const {
 
 void Progress::emit(const std::string& line, double now) {
   if (s_.tty) {
-    fmt::print(out_, "\r\033[K{}", line);
+    // A line longer than the terminal wraps, and \r would redraw only its last row.
+    const size_t fit = s_.width > 1 ? static_cast<size_t>(s_.width - 1) : line.size();
+    fmt::print(out_, "\r\033[K{}", line.size() > fit ? line.substr(0, fit) : line);
     open_line_ = true;
   } else {
     fmt::print(out_, "{}\n", line);

@@ -21,6 +21,7 @@ struct ProgressSettings {
   bool quiet = false;    // print nothing
   double delay_s = 2;    // print nothing before the work has run this long (0: from the start)
   bool tty = false;      // redraw one line in place (stderr is a terminal)
+  int width = 0;         // the terminal's columns: a line drawn in place is cut to fit (0: unknown)
 };
 
 class Progress {

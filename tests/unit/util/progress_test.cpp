@@ -81,6 +81,13 @@ TEST_CASE("progress on a terminal: redrawn in place, the line ended at the end")
   CHECK(count(t, '\n') == 1);
   CHECK(t.back() == '\n');
   CHECK(t.find("ETA") == std::string::npos);  // no total, no ETA
+  Capture n;
+  {
+    hs::Progress p("sweep", "points", 10, {false, 0, true, 20}, n.f, n.clock());
+    n.now = 1;
+    p.update(1, "best 1.234 ms fssdp:overlap_degree=2");
+  }
+  CHECK(n.text() == "\r\033[Ksweep: 1/10 points \n");  // cut to the terminal's 20 columns, less one
 }
 
 TEST_CASE("durations") {
