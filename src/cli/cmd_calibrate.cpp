@@ -23,9 +23,12 @@
 #include "calib/overlap_fit.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
+#include "cli/progress_options.hpp"
 #include "report/run_report.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
+#include "util/progress.hpp"
 
 namespace hs::cli {
 
@@ -34,6 +37,7 @@ namespace {
 struct CalibrateOptions {
   std::vector<std::string> measured, nccl_tests;
   std::string topology, out;
+  bool quiet = false;
 };
 
 // A GPU parameter comes from one measurement: a second file setting it is an input error, not a
@@ -48,6 +52,10 @@ void set_once(std::optional<double>& slot, double value, const std::string& file
 int run_calibrate(const CalibrateOptions& o) {
   if (o.measured.empty() && o.nccl_tests.empty())
     throw InputError({"calibrate", 0, 0}, "", "nothing to calibrate from: give measured.json files and/or --nccl-tests logs");
+  check_output_path(o.out, "--out");  // before anything is read or fitted
+  // Steps: each log read, each measured file read, the link fit, each measured file's GPU fit.
+  Progress progress("calibrate", "steps", o.nccl_tests.size() + 2 * o.measured.size() + 1, progress_settings(o.quiet));
+  size_t done = 0;
   const ResolvedInput topo_in = resolve_input(o.topology, "topologies");
   const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
   calib::Calibration cal;
@@ -84,6 +92,7 @@ int run_calibrate(const CalibrateOptions& o) {
       throw InputError({path, 0, 0}, "--nccl-tests",
                        "which operation is this? name it as OP=FILE (all_reduce, all_gather, reduce_scatter, all_to_all, "
                        "broadcast, reduce, send_recv) or keep the binary's name in the file name (all_reduce_perf.log)");
+    progress.update(done++, "reading " + path);
     const std::string text = read_file(path);
     logs.push_back({*op, calib::parse_nccl_tests_log(text, path)});
     calib::settle_ranks(logs.back().log, *op, given_ranks, "--nccl-tests " + arg,
@@ -96,6 +105,7 @@ int run_calibrate(const CalibrateOptions& o) {
   // hecate-validate's collectives suite: one log per operation, fitted with the nccl-tests logs.
   std::vector<calib::Measured> measured;
   for (const auto& path : o.measured) {
+    progress.update(done++, "reading " + path);
     measured.push_back(calib::read_measured(path));
     if (!measured.back().collectives.empty() && measured.back().ranks < 2) {
       report += fmt::format("\ncollectives ({}): measured on one rank, which crosses no link; not fitted\n", path);
@@ -108,6 +118,7 @@ int run_calibrate(const CalibrateOptions& o) {
       logs.push_back(std::move(x));
     }
   }
+  progress.update(done++, fmt::format("fitting link classes to {} log(s)", logs.size()));
   if (!logs.empty()) {
     calib::LinkFit fit = calib::fit_links(topo_in.text, topo_in.source, logs);
     if (!o.nccl_tests.empty())
@@ -135,6 +146,7 @@ int run_calibrate(const CalibrateOptions& o) {
   // The GPU from hecate-validate.
   for (const calib::Measured& m : measured) {
     const std::string& path = m.file;
+    progress.update(done++, "fitting the GPU to " + path);
     if (m.alltoallv) report += fmt::format("\nalltoallv ({}): compared with the model by validate; nothing to fit\n", path);
     if (m.sparse) report += fmt::format("\nsparse ({}): compared with the model by validate; nothing to fit\n", path);
     // The file as a source of the GPU part, once, naming what it gave.
@@ -199,6 +211,8 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency && !cal.compute_slowdown)
     throw InputError({"calibrate", 0, 0}, "", "the measurements gave nothing to fit (see the messages above)");
+  progress.update(done, "done");
+  progress.finish();
   write_file_atomically(o.out, calib::to_yaml(cal));
   fmt::print("calibration of {} written to {}\n{}", topo_in.source, o.out, report);
   return 0;
@@ -214,6 +228,7 @@ void setup_calibrate(CLI::App& sub, int& exit_code) {
                  "rank count of an excerpt without '#  Rank' lines; repeatable");
   sub.add_option("--topology", o->topology, "the topology to calibrate (file or preset)")->required();
   sub.add_option("-o,--out", o->out, "calibration file to write (YAML, atomically)")->required();
+  add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run_calibrate(*o); });
 }
 

@@ -22,6 +22,7 @@
 #include "calib/nccl_tests_ranks.hpp"
 #include "cli/command.hpp"
 #include "cli/presets.hpp"
+#include "cli/progress_options.hpp"
 #include "collective/all_to_all.hpp"
 #include "collective/byte_matrix.hpp"
 #include "collective/nccl_op.hpp"
@@ -31,6 +32,8 @@
 #include "network/flow_network.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
+#include "util/progress.hpp"
 #include "util/text_escape.hpp"
 
 namespace hs::cli {
@@ -45,6 +48,7 @@ struct CollectiveOptions {
   std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", network = "analytic", matrix, compare,
                                  calibration, format = "table", out = "-";
   double factor = 2;
+  bool quiet = false;
 };
 
 // nccl-tests sizes (8, 64K, 128M, 8G): the parser hecate-validate's -b/-e use (measure/size_sweep.hpp).
@@ -119,6 +123,7 @@ struct Line {
 };
 
 int run_collective(const CollectiveOptions& o) {
+  check_output_path(o.out, "--out");  // before anything is loaded or timed
   const ResolvedInput topo_in = resolve_input(o.topology, "topologies");
   topology::TopologyAdjust adj;
   std::string cal_note;
@@ -190,7 +195,9 @@ int run_collective(const CollectiveOptions& o) {
       group_note = fmt::format("{} ranks on {} node(s)", group.size(), nodes.size());
     }
     ranks = static_cast<int>(group.size());
+    Progress progress("collective", "sizes", sizes.size(), progress_settings(o.quiet));
     for (size_t i = 0; i < sizes.size(); ++i) {
+      progress.update(i, fmt::format("{} of {:.0f} bytes on {}", op_name, sizes[i], o.network));
       auto plan = collective::nccl_op_plan(net, *op, group, sizes[i], o.algo == "auto" ? "" : o.algo);
       if (plan.flows.empty())
         throw InputError({"--algo", 0, 0}, o.algo, fmt::format("{} cannot run on these ranks ({})", o.algo, group_note));
@@ -206,6 +213,8 @@ int run_collective(const CollectiveOptions& o) {
       }
       lines.push_back(l);
     }
+    progress.update(sizes.size(), "done");
+    progress.finish();
   }
   // nccl-tests' count column (calib/nccl_tests_ranks.hpp): elements per rank for all_gather and
   // reduce_scatter (nccl-tests src/all_gather.cu, src/reduce_scatter.cu), per peer for alltoall
@@ -294,6 +303,7 @@ void setup_collective(CLI::App& sub, int& exit_code) {
   sub.add_option("--calibration", o->calibration, "calibration file to apply to the topology's links");
   sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
   sub.add_option("--out", o->out, "write to FILE (atomically) instead of stdout");
+  add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run_collective(*o); });
 }
 

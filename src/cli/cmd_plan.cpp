@@ -14,10 +14,12 @@
 #include <stdexcept>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/scenario.hpp"
 #include "report/run_report.hpp"
 #include "transport/plan_file.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
 #include "util/hecate_version.hpp"
 
 namespace hs::cli {
@@ -58,6 +60,7 @@ transport::Plan to_plan(const strategy::PlanSnapshot& snap, int gpus, const std:
 int run(const PlanOptions& o) {
   if (o.strategy.find(',') != std::string::npos)
     throw InputError({"--strategy", 0, 0}, o.strategy, "plan takes one strategy, not a list");
+  check_output_path(o.out, "--out");  // before anything is loaded or simulated
   auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, "multinomial", o.seed, ""});
   for (const auto& w : sc->warnings.all()) fmt::print(stderr, "{}\n", to_string(w));
   const topology::Topology& topo = *sc->topo;
@@ -119,7 +122,7 @@ void setup_plan(CLI::App& sub, int& exit_code) {
       ->required();
   sub.add_option("--iteration", o->iteration, "the iteration whose plan is written (0-based; iterations 0..K run)")
       ->required()
-      ->check(CLI::Range(0, 1 << 24));
+      ->check(in_range(0, 1 << 24));
   sub.add_option("-o,--out", o->out, "plan file to write (atomically; - for stdout)")->required();
   sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
   sub.add_option("--set", o->sets, "override a model field, e.g. --set experts=32 (repeatable)");

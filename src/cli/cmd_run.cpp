@@ -6,7 +6,9 @@
 #include <optional>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/presets.hpp"
+#include "cli/progress_options.hpp"
 #include "cli/scenario.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
@@ -17,6 +19,8 @@
 #include "strategy/runner.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
+#include "util/progress.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/parallel_layout.hpp"
 #include "workload/trace_io.hpp"
@@ -32,6 +36,7 @@ struct RunOptions {
   std::string calibration, layout;
   int iterations = 0;
   uint64_t seed = 1;
+  bool quiet = false;
 };
 
 std::vector<std::string> split_specs(const std::string& s) {
@@ -49,6 +54,10 @@ std::vector<std::string> split_specs(const std::string& s) {
 }
 
 int run(const RunOptions& o) {
+  // Outputs that cannot be written fail now, not after the simulation.
+  check_output_path(o.out, "--out");
+  check_output_path(o.timeline, "--timeline");
+  check_output_path(o.html, "--report");
   auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, o.split, o.seed, o.calibration});
   const topology::Topology& topo = *sc->topo;
   const workload::ModelSpec& model = *sc->model;
@@ -112,13 +121,21 @@ int run(const RunOptions& o) {
     fmt::print(stderr, "{}\n", to_string(w));
   }
   report::ChromeTrace chrome;
+  Progress progress("run", "iterations", built.size() * static_cast<size_t>(iterations), progress_settings(o.quiet));
   for (size_t i = 0; i < built.size(); ++i) {
     if (!o.timeline.empty()) chrome.begin_strategy(specs[i].full);
+    const size_t before = i * static_cast<size_t>(iterations);
+    auto on_iteration = [&](int done, int n) {
+      progress.update(before + static_cast<size_t>(done),
+                      fmt::format("strategy {} ({} of {}), iteration {} of {}", specs[i].full, i + 1, built.size(), done, n));
+    };
     rep.strategies.push_back(strategy::run_strategy(*built[i], specs[i].full, loads, iterations,
                                                     topo.gpu_model().memory.value(),
-                                                    o.timeline.empty() ? nullptr : &chrome));
+                                                    o.timeline.empty() ? nullptr : &chrome, on_iteration));
     built[i].reset();  // its iteration graph (kept across iterations) is not needed any more
+    progress.step(fmt::format("strategy {} finished ({} of {})", specs[i].full, i + 1, built.size()));
   }
+  progress.finish();
   if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
   if (!o.html.empty()) write_file_atomically(o.html, report::render_html(rep));
 
@@ -153,7 +170,7 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
                  "tp-cp-ep-dp-pp order (TP fastest); see README, Parallel layouts (strategies built: ep, fssdp, fsdp; presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");
   sub.add_option("--split", o->split, "how a global-count trace is split over GPUs: multinomial (seeded) | even")
       ->check(CLI::IsMember({"multinomial", "even"}));
@@ -170,7 +187,8 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "flow tier: merge flow completions projected within this fraction of their collective's "
                  "duration into one re-solve (0 = exact, one re-solve per completion; default 1e-3; errs slow "
                  "by about twice this)")
-      ->check(CLI::Range(0.0, 0.5));
+      ->check(in_range(0.0, 0.5));
+  add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run(*o); });
 }
 

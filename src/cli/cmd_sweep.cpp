@@ -5,7 +5,6 @@
 // each row to PREFIX.jsonl and PREFIX.csv in sweep order as it completes, and prints the best
 // point per strategy, its gain over the strategy's defaults and the time-vs-memory Pareto front.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/format.h>
@@ -17,11 +16,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "cli/command.hpp"
 #include "cli/mpi_sweep.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/point_eval.hpp"
+#include "cli/progress_options.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"
 #include "sweep/sweep_html.hpp"
@@ -29,6 +29,8 @@
 #include "sweep/sweep_results.hpp"
 #include "sweep/sweep_spec.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
+#include "util/progress.hpp"
 
 namespace hs::cli {
 
@@ -41,32 +43,29 @@ struct SweepOptions {
   std::string report, heatmap_arg;
   std::pair<std::string, std::string> heatmap;
   int jobs = 0;
+  bool quiet = false;
 };
 
-class Progress {
+// The sweep's progress: points done, rate, ETA and the best point so far.
+class SweepProgress {
  public:
-  Progress(size_t total, const sweep::SweepSpec& s) : total_(total), spec_(s), tty_(isatty(fileno(stderr)) != 0) {}
+  SweepProgress(size_t total, const sweep::SweepSpec& s, ProgressSettings settings)
+      : progress_("sweep", "points", total, settings), spec_(s) {}
   void point(const sweep::Row& r) {
     ++done_;
     if (r.feasible && (!best_ || sweep::objective_value(r, spec_.objective) < sweep::objective_value(*best_, spec_.objective)))
       best_ = r;
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double rate = el > 0 ? done_ / el : 0;
-    const double eta = rate > 0 ? (total_ - done_) / rate : 0;
-    std::string best = best_ ? fmt::format("best {:.6g} {} {}", sweep::objective_display(*best_, spec_.objective),
-                                           sweep::objective_unit(spec_.objective), best_->spec)
-                             : std::string("no feasible point yet");
-    fmt::print(stderr, "{}sweep: {}/{} points, {:.2f} points/s, ETA {:.0f} s, {}{}", tty_ ? "\r\033[K" : "", done_, total_,
-               rate, eta, best, tty_ ? "" : "\n");
-    if (tty_ && done_ == total_) fmt::print(stderr, "\n");
+    progress_.update(done_, best_ ? fmt::format("best {:.6g} {} {}", sweep::objective_display(*best_, spec_.objective),
+                                                sweep::objective_unit(spec_.objective), best_->spec)
+                                  : std::string("no feasible point yet"));
   }
+  void finish() { progress_.finish(); }
 
  private:
-  size_t total_, done_ = 0;
+  Progress progress_;
   const sweep::SweepSpec& spec_;
-  bool tty_;
+  size_t done_ = 0;
   std::optional<sweep::Row> best_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 std::pair<int, int> parse_shard(const std::string& text) {
@@ -124,6 +123,12 @@ int run_sweep(SweepOptions o) {
   std::string prefix = o.out;
   if (prefix.empty()) prefix = std::filesystem::path(o.file).stem().string();
   if (shards > 1) prefix += fmt::format(".shard{}-of-{}", shard, shards);
+  // Outputs that cannot be written fail now, before any input is loaded or point simulated.
+  if (!worker) {
+    check_output_path(prefix + ".jsonl", "--out");
+    check_output_path(prefix + ".csv", "--out");
+    check_output_path(o.report, "--report");
+  }
   const auto cols = sweep::knob_columns(spec);
   ScenarioCache cache(std::filesystem::path(o.file).parent_path());
   const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
@@ -191,7 +196,7 @@ int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::v
     if (!jsonl || !csv) throw std::runtime_error(fmt::format("writing {}.jsonl / {}.csv failed", prefix, prefix));
     rows.push_back(r);
   };
-  Progress progress(todo.size(), spec);
+  SweepProgress progress(todo.size(), spec, progress_settings(o.quiet));
   if (mpi) {
     std::vector<int> indices;
     std::map<int, const sweep::SweepPoint*> by_index;
@@ -235,6 +240,7 @@ int coordinate(const SweepOptions& o, const sweep::SweepSpec& spec, const std::v
   sweep::parallel_map_ordered<sweep::Row>(
       defaults.size(), jobs, [&](size_t i) { return evaluate(defaults[i], cache, constraints); },
       [&](size_t, sweep::Row&& r) { append(r); });
+  progress.finish();
   jsonl.close();
   csv.close();
   // Defaults rows are kept for the best points only, so the files do not depend on which shard or
@@ -301,7 +307,7 @@ void setup_sweep(CLI::App& sub, int& exit_code) {
   sub.add_option("--out", o->out, "results go to PREFIX.jsonl and PREFIX.csv (default: the sweep file's name, here); "
                                   "points already there are skipped (resume)");
   sub.add_option("--jobs", o->jobs, "threads (default: every core); results are the same for any number")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--shard", o->shard, "run only points with index % N == K, into PREFIX.shardK-of-N.* "
                                       "(default: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT when set)");
   sub.add_option("--merge", o->merge, "results files (PREFIX.shardK-of-N.jsonl) of other runs of this sweep to merge in: "
@@ -310,6 +316,7 @@ void setup_sweep(CLI::App& sub, int& exit_code) {
   sub.add_option("--heatmap", o->heatmap_arg, "KNOB,KNOB: the report's heat map axes (default: the two knobs with the most values)");
   sub.add_flag("--mpi", o->mpi, "spread the points over MPI ranks (launch with mpirun -np N or srun): rank 0 "
                                "writes the files, the others simulate; same files as a local run");
+  add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run_sweep(*o); });
 }
 

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/presets.hpp"
 #include "util/diagnostics.hpp"
+#include "util/output_path.hpp"
 #include "workload/model_spec.hpp"
 #include "workload/trace_generator.hpp"
 #include "workload/trace_import.hpp"
@@ -58,8 +60,8 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   auto g = std::make_shared<GenOptions>();
   auto* gen = sub.add_subcommand("gen", "generate a synthetic expert-load trace (log-normal popularity, AR(1) drift, bursts)");
   gen->add_option("--model", g->model, "model YAML file, or M for models/M.yaml or the bundled preset M")->required();
-  gen->add_option("--sources", g->sources, "token sources (GPUs)")->required()->check(CLI::Range(1, 1 << 20));
-  gen->add_option("--iterations", g->iterations, "records to generate")->check(CLI::Range(1, 1 << 24));
+  gen->add_option("--sources", g->sources, "token sources (GPUs)")->required()->check(in_range(1, 1 << 20));
+  gen->add_option("--iterations", g->iterations, "records to generate")->check(in_range(1, 1 << 24));
   gen->add_option("--preset", g->preset, "uniform | aux_loss | aux_free | concentrated | collapsed");
   gen->add_option("--param", g->params, "override a generator parameter, e.g. --param sigma=0.5 (repeatable)");
   gen->add_option("--set", g->sets, "override a model field, e.g. --set experts=32 (repeatable; as in run, sweep and tune)");
@@ -67,6 +69,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   gen->add_flag("--global", g->global, "write global counts (axes [layer, expert], summed over sources): smaller files");
   gen->add_option("-o,--out", g->out, "output file (.json or .json.gz), written atomically")->required();
   gen->callback([g, &exit_code] {
+    check_output_path(g->out, "--out");  // before anything is generated
     auto params = workload::GeneratorParams::preset(g->preset);
     if (!params)
       throw InputError({"--preset", 0, 0}, g->preset,
@@ -133,7 +136,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
 
   struct ImportCli {
     std::string format, src, out, preset;
-    int top_k = 2, stride = 1, experts = 0, sources = 0;
+    int top_k = 0, stride = 1, experts = 0, sources = 0;  // top_k 0: not given
     bool sum_micro_batches = false;
   };
   auto im = std::make_shared<ImportCli>();
@@ -144,17 +147,20 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   imp->add_option("SRC", im->src,
                   "smartmoe: the moe_trace/ folder; megatron: router-trace JSONL; csv: iter,layer,source,expert,count")
       ->required();
-  imp->add_option("--experts", im->experts, "expert count (megatron, csv; default: largest id + 1)")->check(CLI::Range(1, 1 << 20));
+  imp->add_option("--experts", im->experts, "expert count (megatron, csv; default: largest id + 1)")->check(in_range(1, 1 << 20));
   imp->add_option("-o,--out", im->out, "output trace (.json or .json.gz), written atomically")->required();
-  imp->add_option("--top-k", im->top_k, "experts per token of the recorded model (default 2)")->check(CLI::Range(1, 1024));
-  imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(CLI::Range(1, 1 << 30));
+  imp->add_option("--top-k", im->top_k,
+                  "experts per token of the recorded model (smartmoe: default 2; megatron: read from the data; csv: "
+                  "required unless the counts allow one value only)")->check(in_range(1, 1024));
+  imp->add_option("--stride", im->stride, "keep every k-th iteration found (default 1)")->check(in_range(1, 1 << 30));
   imp->add_option("--model-preset", im->preset, "model preset name to record in the trace");
   imp->add_option("--sources", im->sources, "re-bin to this many sources, proportionally (sources x tokens must divide evenly)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(in_range(1, 1 << 20));
   imp->add_flag("--sum-micro-batches", im->sum_micro_batches,
                 "sum each iteration's micro-batches (a v1.0 trace without the micro_batch axis, as earlier versions wrote)");
   imp->callback([im, &exit_code] {
-    workload::ImportOptions opt{im->top_k, im->stride, im->preset};
+    check_output_path(im->out, "--out");  // before anything is read
+    workload::ImportOptions opt{im->top_k > 0 || im->format != "smartmoe" ? im->top_k : 2, im->stride, im->preset};
     auto t = im->format == "smartmoe"   ? workload::import_smartmoe(im->src, opt)
              : im->format == "megatron" ? workload::import_megatron(im->src, opt, im->experts)
                                         : workload::import_csv(im->src, opt, im->experts);
@@ -168,9 +174,9 @@ void setup_trace(CLI::App& sub, int& exit_code) {
       workload::drop_micro_batches(t);
     }
     workload::write_trace(t, im->out);
-    fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, {} sources x {} tokens{}\n",
+    fmt::print(stderr, "{}: {} records (iterations {}..{}, stride {}), {} MoE layers, {} experts, top-{}, {} sources x {} tokens{}\n",
                im->out, t.records.size(), t.records.front().iter, t.records.back().iter, im->stride, t.moe_layers,
-               t.experts, t.sources, t.tokens_per_source,
+               t.experts, t.top_k, t.sources, t.tokens_per_source,
                t.per_micro_batch() ? fmt::format(" in {} micro-batches", t.micro_batches) : "");
     exit_code = 0;
   });
@@ -183,7 +189,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   auto* stats = sub.add_subcommand("stats", "imbalance and stability statistics of a trace, per layer and overall");
   stats->add_option("FILE", st->file, "trace")->required();
   stats->add_option("--ep-size", st->ep_size, "GPUs for the GPU-level max/mean (default: the trace's sources)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(in_range(1, 1 << 20));
   stats->add_option("--format", st->format, "table | json")->check(CLI::IsMember({"table", "json"}));
   stats->callback([st, &exit_code] {
     auto t = workload::read_trace(st->file);

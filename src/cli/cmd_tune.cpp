@@ -9,15 +9,20 @@
 #include <chrono>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/point_eval.hpp"
+#include "cli/progress_options.hpp"
 #include "strategy/strategy.hpp"
 #include "sweep/parallel_map.hpp"
 #include "sweep/tune.hpp"
 #include "util/atomic_file.hpp"
+#include "util/output_path.hpp"
+#include "util/progress.hpp"
 #include "util/units.hpp"
 
 namespace hs::cli {
@@ -31,7 +36,7 @@ struct TuneOptions {
   std::vector<std::string> sets;
   int iterations = 0, budget = 0, jobs = 0;
   uint64_t seed = 1;
-  bool allow_oom = false;
+  bool allow_oom = false, quiet = false;
 };
 
 int run_tune(const TuneOptions& o) {
@@ -71,6 +76,11 @@ int run_tune(const TuneOptions& o) {
     if (c.size() > 1) axes.push_back({k.name, c});
   }
   if (axes.empty()) throw InputError({"--strategy", 0, 0}, o.strategy, "no knob left to tune");
+  // Outputs that cannot be written fail now, before any input is loaded or setting evaluated.
+  if (!o.out.empty()) {
+    check_output_path(o.out + ".jsonl", "--out");
+    check_output_path(o.out + ".csv", "--out");
+  }
 
   sweep::SweepPoint base;
   base.topology = o.topology;
@@ -103,6 +113,12 @@ int run_tune(const TuneOptions& o) {
                                                                     : sweep::Objective::kMeanTime;
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   int index = 0;
+  Progress progress("tune", "evaluations", o.budget > 0 ? static_cast<size_t>(o.budget) : 0, progress_settings(o.quiet));
+  std::optional<sweep::Row> best;
+  auto best_note = [&] {
+    return best ? fmt::format("best so far {:.6g} {} {}", sweep::objective_display(*best, obj), sweep::objective_unit(obj), best->spec)
+                : std::string("no feasible setting yet");
+  };
   auto eval = [&](const std::vector<sweep::Setting>& batch) {
     std::vector<sweep::SweepPoint> pts;
     for (const auto& s : batch) {
@@ -116,13 +132,15 @@ int run_tune(const TuneOptions& o) {
     sweep::parallel_map_ordered<sweep::Row>(
         pts.size(), jobs, [&](size_t i) { return evaluate(pts[i], cache, c); },
         [&](size_t, sweep::Row&& r) {
-          fmt::print(stderr, "tune: {} {} {:.6g} {}{}\n", r.index + 1, r.spec, sweep::objective_display(r, obj),
-                     sweep::objective_unit(obj), r.status != "ok" ? " (" + r.error + ")" : r.feasible ? "" : " (infeasible)");
+          if (r.feasible && (!best || sweep::objective_value(r, obj) < sweep::objective_value(*best, obj))) best = r;
+          progress.update(static_cast<size_t>(r.index + 1), best_note());
           rows.push_back(std::move(r));
         });
+    progress.step(fmt::format("{} evaluations, {}", index, best_note()));
     return rows;
   };
   sweep::TuneOutcome t = sweep::coordinate_descent(axes, start, obj, o.budget, eval);
+  progress.finish();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.out.empty()) {
     std::vector<std::string> cols;
@@ -170,9 +188,9 @@ void setup_tune(CLI::App& sub, int& exit_code) {
       ->required();
   sub.add_option("--knobs", o->knobs, "comma-separated knobs to tune (default: every knob with candidate values)");
   sub.add_option("--budget", o->budget, "at most this many evaluations (default: until no single-knob move improves)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--jobs", o->jobs, "threads (default: every core); the result is the same for any number")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--objective", o->objective, "mean_iteration_time | p99_iteration_time | tokens_per_second")
       ->check(CLI::IsMember({"mean_iteration_time", "p99_iteration_time", "tokens_per_second"}));
   sub.add_option("--peak-memory", o->peak_memory, "constraint: peak memory per GPU at most SIZE (e.g. 60GiB)");
@@ -182,10 +200,11 @@ void setup_tune(CLI::App& sub, int& exit_code) {
   sub.add_option("--calibration", o->calibration, "calibration file from `hecate-sim calibrate`");
   sub.add_option("--layout", o->layout, "parallel layout [PRESET,]KEY=VALUE,... as run takes it (README, Parallel layouts)");
   sub.add_option("--iterations", o->iterations, "iterations per evaluation (default: the trace's records)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--seed", o->seed, "random seed (default 1)");
   sub.add_option("--network", o->network, "analytic | flow")->check(CLI::IsMember({"analytic", "flow"}));
   sub.add_option("--out", o->out, "write every evaluation to PREFIX.jsonl and PREFIX.csv");
+  add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run_tune(*o); });
 }
 

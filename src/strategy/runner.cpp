@@ -25,7 +25,7 @@ IterationCounts iteration_counts(const IterationLoads& loads, int record, CountB
 }
 
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
-                        double gpu_memory_bytes, TimelineSink* timeline) {
+                        double gpu_memory_bytes, TimelineSink* timeline, const IterationProgress& progress) {
   RunSummary out;
   out.name = name;
   CountBuffers buf;
@@ -64,6 +64,7 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
     if (r.memory_rematerialized &&
         (!out.peak_memory_rematerialized || r.memory_rematerialized->total() > out.peak_memory_rematerialized->total()))
       out.peak_memory_rematerialized = r.memory_rematerialized;
+    if (progress) progress(i + 1, iterations);
   }
   double sum = 0;
   for (double t : out.times) sum += t;

@@ -1,6 +1,7 @@
 // Runs a strategy over a number of iterations of a trace and summarizes the results.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,8 +45,13 @@ struct CountBuffers {
 // micro-batch vectors too). Valid while `loads` and `buf` are.
 IterationCounts iteration_counts(const IterationLoads& loads, int record, CountBuffers& buf);
 
+// Called after each iteration with the iterations done so far and the total (progress reports; it
+// must not change what is simulated).
+using IterationProgress = std::function<void(int done, int iterations)>;
+
 // With a timeline sink, the last iteration is simulated afresh and reported to it.
 RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoads& loads, int iterations,
-                        double gpu_memory_bytes, TimelineSink* timeline = nullptr);
+                        double gpu_memory_bytes, TimelineSink* timeline = nullptr,
+                        const IterationProgress& progress = {});
 
 }  // namespace hs::strategy

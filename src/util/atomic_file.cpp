@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -53,6 +54,10 @@ void write_file_atomically(const std::string& path, std::string_view content) {
 }
 
 std::string read_file(const std::string& path) {
+  // fopen opens a directory and the first read fails (EISDIR): say what is wrong before that.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError(SourceLocation{path, 0, 0}, "", "is a directory, expected a file");
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   std::string out;
   if (gz) {
@@ -74,9 +79,10 @@ std::string read_file(const std::string& path) {
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  bool err = std::ferror(f);
+  const int why = errno;
+  const bool err = std::ferror(f);
   std::fclose(f);
-  if (err) throw InputError(SourceLocation{path, 0, 0}, "", "read error");
+  if (err) throw InputError(SourceLocation{path, 0, 0}, "", fmt::format("read error: {}", std::strerror(why)));
   return out;
 }
 

@@ -222,14 +222,31 @@ struct Key {
 };
 struct Cell {
   uint64_t count = 0;
-  int line = 0;  // first input line that added to it
+  int line = 0;                     // first input line that added to it
+  int expert_col = 0, count_col = 0;  // on that line, where the input has columns (CSV); 0 = unknown
 };
 using CellMap = std::map<Key, Cell>;
 
-void add_cell(CellMap& m, const Key& k, uint64_t count, int line) {
+void add_cell(CellMap& m, const Key& k, uint64_t count, int line, int expert_col = 0, int count_col = 0) {
   Cell& c = m[k];
-  if (c.line == 0) c.line = line;
+  if (c.line == 0) c.line = line, c.expert_col = expert_col, c.count_col = count_col;
   c.count += count;
+}
+
+// The top-k values a per-source sum of `want` assignments allows when one cell holds `most`: k
+// divides the sum and no expert gets more than the tokens (a token picks an expert at most once).
+std::vector<int> allowed_top_k(uint64_t want, uint64_t most) {
+  std::vector<int> ks;
+  for (uint64_t k = 1; k <= std::min<uint64_t>(want, 1024); ++k)
+    if (want % k == 0 && most <= want / k) ks.push_back(static_cast<int>(k));
+  return ks;
+}
+
+std::string list_top_k(const std::vector<int>& ks) {
+  std::string s;
+  for (size_t i = 0; i < ks.size() && i < 12; ++i) s += fmt::format("{}{}", i ? ", " : "", ks[i]);
+  if (ks.size() > 12) s += ", ...";
+  return s;
 }
 
 Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptions& opt, const std::string& where,
@@ -244,7 +261,7 @@ Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptio
     M = std::max(M, k.micro_batch + 1);
     if (experts == 0) E = std::max(E, k.expert + 1);
     else if (k.expert >= experts)
-      throw InputError({where, c.line, 0}, "expert", fmt::format("expert id {} but --experts is {}", k.expert, experts));
+      throw InputError({where, c.line, c.expert_col}, "expert", fmt::format("expert id {} but --experts is {}", k.expert, experts));
     if (iters.empty() || iters.back() != k.iter) iters.push_back(k.iter);
     auto [it, fresh] = first_line.emplace(k.iter, c.line);
     if (!fresh) it->second = std::min(it->second, c.line);
@@ -253,7 +270,7 @@ Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptio
   t.model_preset = opt.model_preset;
   t.moe_layers = L;
   t.experts = E;
-  t.top_k = opt.top_k;
+  t.top_k = opt.top_k;  // 0 (from the data) is settled below, from the per-source sums
   t.sources = S;
   t.micro_batches = micro ? M : 0;
   t.axes = TraceAxes::kLayerSourceExpert;
@@ -266,17 +283,20 @@ Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptio
     t.records.push_back({iters[i], std::vector<uint32_t>(size * static_cast<size_t>(M), 0)});
   }
   // Per (iter, micro-batch, layer, source): the line its first row came from, for errors.
-  std::map<std::tuple<long long, int, int, int>, int> group_line;
+  std::map<std::tuple<long long, int, int, int>, const Cell*> group_cell;
+  const Cell* most = nullptr;  // the largest cell kept, with its key
+  Key most_key{};
   for (const auto& [k, c] : counts) {
     auto it = rec_of.find(k.iter);
     if (it == rec_of.end()) continue;
     if (c.count > UINT32_MAX)
-      throw InputError({where, c.line, 0}, fmt::format("iter {}, layer {}, source {}, expert {}", k.iter, k.layer, k.source, k.expert),
+      throw InputError({where, c.line, c.count_col}, fmt::format("iter {}, layer {}, source {}, expert {}", k.iter, k.layer, k.source, k.expert),
                        "a count exceeds 2^32 - 1");
+    if (!most || c.count > most->count) most = &c, most_key = k;
     t.records[it->second].counts[static_cast<size_t>(k.micro_batch) * size + (static_cast<size_t>(k.layer) * S + k.source) * E +
                                  k.expert] += static_cast<uint32_t>(c.count);
-    auto [g, fresh] = group_line.emplace(std::tuple{k.iter, k.micro_batch, k.layer, k.source}, c.line);
-    if (!fresh) g->second = std::min(g->second, c.line);
+    auto [g, fresh] = group_cell.emplace(std::tuple{k.iter, k.micro_batch, k.layer, k.source}, &c);
+    if (!fresh && c.line < g->second->line) g->second = &c;
   }
   uint64_t want = 0;
   for (const auto& r : t.records)
@@ -289,7 +309,7 @@ Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptio
           const std::string field = micro ? fmt::format("iter {}, micro_batch {}, layer {}, source {}", r.iter, mb, l, s)
                                           : fmt::format("iter {}, layer {}, source {}", r.iter, l, s);
           if (sum == 0)  // absent: located at the iteration's first row
-            throw InputError({where, first_line.at(r.iter), 0}, field,
+            throw InputError({where, first_line.at(r.iter), 1}, field,
                              micro ? fmt::format("no counts for this (iter, micro_batch, layer, source): every one of the "
                                                  "{} micro-batches x {} layers x {} sources must appear for every kept "
                                                  "iteration (the iteration starts on this line)",
@@ -297,19 +317,47 @@ Trace assemble(const CellMap& counts, bool micro, int experts, const ImportOptio
                                    : fmt::format("no counts for this (iter, layer, source): every one of the {} layers x {} "
                                                  "sources must appear for every kept iteration (the iteration starts on this line)",
                                                  L, S));
-          if (sum != want)
-            throw InputError({where, group_line.at({r.iter, mb, l, s}), 0}, field,
+          if (sum != want) {
+            const Cell& g = *group_cell.at({r.iter, mb, l, s});
+            throw InputError({where, g.line, g.count_col}, field,
                              fmt::format("counts sum to {} but other (iter, {}layer, source) to {}", sum,
                                          micro ? "micro_batch, " : "", want));
+          }
         }
-  if (want % static_cast<uint64_t>(opt.top_k) != 0)
-    throw InputError({where, 0, 0}, "--top-k", fmt::format("per-source sums ({}) are not a multiple of top_k {}", want, opt.top_k));
-  t.tokens_per_source = static_cast<int64_t>(want / static_cast<uint64_t>(opt.top_k) * static_cast<uint64_t>(M));
+  // Top-k: the sums are tokens x top_k and no expert gets more than the tokens. Given, it must fit
+  // the counts; not given (0), the counts must allow one value only, else the user is asked for it.
+  const std::vector<int> ks = allowed_top_k(want, most ? most->count : 0);
+  const std::string group = micro ? "(iter, micro_batch, layer, source)" : "(iter, layer, source)";
+  if (opt.top_k == 0) {
+    if (ks.size() != 1)
+      throw InputError({where, most ? most->line : 0, most ? most->count_col : 0}, "--top-k",
+                       fmt::format("the counts (each {} sums to {}) do not say how many experts each token picked: "
+                                   "pass --top-k K, the recorded model's experts per token (these counts allow K = {})",
+                                   group, want, list_top_k(ks)));
+    t.top_k = ks.front();
+  } else if (want % static_cast<uint64_t>(opt.top_k) != 0) {
+    const Cell& g = *group_cell.begin()->second;
+    throw InputError({where, g.line, g.count_col}, "--top-k",
+                     fmt::format("each {} sums to {}, not a multiple of --top-k {} (the sums are tokens x top-k); "
+                                 "pass the recorded model's --top-k (these counts allow K = {})",
+                                 group, want, opt.top_k, list_top_k(ks)));
+  } else if (most && most->count > want / static_cast<uint64_t>(opt.top_k)) {
+    const Key& k = most_key;
+    throw InputError({where, most->line, most->count_col},
+                     micro ? fmt::format("count of iter {}, micro_batch {}, layer {}, source {}, expert {}", k.iter, k.micro_batch,
+                                         k.layer, k.source, k.expert)
+                           : fmt::format("count of iter {}, layer {}, source {}, expert {}", k.iter, k.layer, k.source, k.expert),
+                     fmt::format("{} tokens picked this expert but the source has only {} tokens (its sum {} / --top-k {}), "
+                                 "and a token picks an expert at most once; pass the recorded model's --top-k (these "
+                                 "counts allow K = {})",
+                                 most->count, want / static_cast<uint64_t>(opt.top_k), want, opt.top_k, list_top_k(ks)));
+  }
+  t.tokens_per_source = static_cast<int64_t>(want / static_cast<uint64_t>(t.top_k) * static_cast<uint64_t>(M));
   if (micro)
     for (auto& r : t.records) {
       r.micro = std::move(r.counts);
       if (!sum_micro_batches(t, r))
-        throw InputError({where, first_line.at(r.iter), 0}, fmt::format("iter {}", r.iter),
+        throw InputError({where, first_line.at(r.iter), 1}, fmt::format("iter {}", r.iter),
                          "a count summed over the micro-batches exceeds 2^32 - 1");
     }
   Diagnostics d;
@@ -473,9 +521,11 @@ Trace import_csv(const std::string& path, const ImportOptions& opt, int experts)
     const char* names6[] = {"iter", "micro_batch", "layer", "source", "expert", "count"};
     const char** names = micro ? names6 : names5;
     long long v[6];
+    int col[6] = {};  // 1-based column where each field starts
     const char* p = line.data();
     const char* e = line.data() + line.size();
     for (int i = 0; i < n; ++i) {
+      col[i] = static_cast<int>(p - line.data()) + 1;
       auto [q, ec] = std::from_chars(p, e, v[i]);
       const bool index = i >= 1 && i <= n - 2;  // micro_batch, layer, source, expert
       if (ec != std::errc() || v[i] < 0 || (index && v[i] > (1 << 20)))
@@ -495,7 +545,7 @@ Trace import_csv(const std::string& path, const ImportOptions& opt, int experts)
     add_cell(counts,
              {v[0], micro ? static_cast<int>(v[1]) : 0, static_cast<int>(v[1 + o]), static_cast<int>(v[2 + o]),
               static_cast<int>(v[3 + o])},
-             static_cast<uint64_t>(v[4 + o]), line_no);
+             static_cast<uint64_t>(v[4 + o]), line_no, col[3 + o], col[4 + o]);
   }
   if (!header) throw InputError({path, 1, 1}, "header", "empty file: expected the header iter,layer,source,expert,count");
   return assemble(counts, micro, experts, opt, path, "csv");

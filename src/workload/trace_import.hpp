@@ -19,6 +19,8 @@
 namespace hs::workload {
 
 struct ImportOptions {
+  // Experts per token. megatron reads it from the data; csv takes 0 as "from the data", which works
+  // only when the counts allow one value (else an error asks for it); smartmoe needs it.
   int top_k = 2;
   int stride = 1;
   std::string model_preset;  // written into the trace's model.preset (may be empty)
@@ -60,7 +62,8 @@ Trace import_megatron(const std::string& path, const ImportOptions& opt, int exp
 
 // Plain CSV with the header `iter,layer,source,expert,count`, or `iter,micro_batch,layer,source,expert,count`
 // to keep micro-batches apart (0..M-1 for every iteration); missing rows are zero counts.
-// The sum of each (iter, [micro_batch,] layer, source) must be the same for all (tokens x top_k).
+// The sum of each (iter, [micro_batch,] layer, source) must be the same for all (tokens x top_k), and
+// no count may exceed the tokens. Errors name FILE:LINE:COLUMN and the field.
 Trace import_csv(const std::string& path, const ImportOptions& opt, int experts = 0);
 
 }  // namespace hs::workload

@@ -13,7 +13,7 @@ run=("$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yam
 # Good runs.
 expect 0 -- "${run[@]}"
 expect 0 -- "${run[@]}" --network flow --flow-precision 0
-expect 2 "flow-precision" "not in range" -- "${run[@]}" --network flow --flow-precision 7
+expect 2 "--flow-precision: must be at most 0.5 \(at least 0\), got 7" -- "${run[@]}" --network flow --flow-precision 7
 expect 0 -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" --topology dgx-h100-1node --model mixtral-8x7b
 expect 2 "expert_ffn" "measure with hecate-validate --d-model 1536" -- "$sim" validate "$root/validation/results/h100-sxm5-80gb/gpt-moe-s.json" --topology dgx-h100-1node --model gpt-moe-l
 printf '{"schema": "hecate-sim/measured@1", "expert_ffn": {"d_model": 4096, "d_ffn": 14336, "mats": 3, "rows": [{"tokens": -4}]}}' > "$tmp/badmeasured.json"
@@ -702,6 +702,89 @@ expect 2 "trace-deep-counts.json.gz:1:29: error: records\[0\].counts\[0\]\[0\]\[
 # A libFuzzer timeout that is no bug: 336 GPUs with PCIe switches load in 0.1 s here, 6 s under
 # ASan + UBSan + coverage, past the fuzzer's 10 s on a loaded machine (fuzz.sh now allows 30 s).
 expect 0 -- timeout 20 "$sim" topo validate "$reg/topology-336-gpus-slow.yaml"
+
+# Errors at the start (issue 34): an output that cannot be written fails before anything is loaded
+# or simulated (exit 2, the option, the path and why; each command below would run for minutes
+# otherwise, hence the timeouts); numeric options in words; a directory where a file is expected.
+t34="$tmp/issue34"; mkdir -p "$t34"
+nodir="$t34/no-such-dir"
+big=(h100-fattree-2to1-512node "$root/traces/gpt-moe-s-aux_loss.json.gz")
+expect 2 "--out: error: $nodir/x.json: directory $nodir does not exist" -- timeout 20 "$sim" run "${big[@]}" --network flow --out "$nodir/x.json"
+expect 2 "--timeline: error: $t34: is a directory, expected a file" -- timeout 20 "$sim" run "${big[@]}" --network flow --timeline "$t34"
+expect 2 "--report: error: $nodir/r.html: directory $nodir does not exist" -- timeout 20 "$sim" run "${big[@]}" --network flow --report "$nodir/r.html"
+printf 'x' > "$t34/afile"
+expect 2 "--out: error: $t34/afile/x.json: $t34/afile is not a directory" -- timeout 20 "$sim" run "${big[@]}" --network flow --out "$t34/afile/x.json"
+printf 'schema: hecate-sim/sweep@1\ntopologies: [h100-fattree-2to1-512node]\ntraces: [%s]\nstrategies: {ep: {}, fssdp: {}}\nnetwork: [flow]\n' \
+  "$root/traces/gpt-moe-s-aux_loss.json.gz" > "$t34/bigsweep.yaml"
+expect 2 "--out: error: $nodir/sw.jsonl: directory $nodir does not exist" -- timeout 20 "$sim" sweep "$t34/bigsweep.yaml" --out "$nodir/sw"
+expect 2 "--report: error: $nodir/sw.html: directory $nodir does not exist" -- timeout 20 "$sim" sweep "$t34/bigsweep.yaml" --out "$t34/bigsw" --report "$nodir/sw.html"
+[ ! -e "$t34/bigsw.jsonl" ] && echo "ok: sweep wrote nothing before failing" || { echo "FAIL: sweep wrote $t34/bigsw.jsonl"; fails=$((fails+1)); }
+expect 2 "--out: error: $nodir/t.jsonl: directory $nodir does not exist" -- timeout 20 "$sim" tune "${big[@]}" --strategy fssdp --network flow --out "$nodir/t"
+expect 2 "--out: error: $nodir/c.txt: directory $nodir does not exist" -- timeout 20 "$sim" collective h100-fattree-2to1-512node --op all_to_all -b 8 -e 8G --network flow --out "$nodir/c.txt"
+expect 2 "--out: error: $nodir/cal.yaml: directory $nodir does not exist" -- timeout 20 "$sim" calibrate --nccl-tests "$t34/not-read.log" --topology dgx-h100-1node -o "$nodir/cal.yaml"
+expect 2 "--out: error: $nodir/p.json: directory $nodir does not exist" -- timeout 20 "$sim" plan "${big[@]}" --strategy fssdp --iteration 0 -o "$nodir/p.json"
+expect 2 "--out: error: $nodir/g.json: directory $nodir does not exist" -- timeout 20 "$sim" trace gen --model gpt-moe-s --sources 4096 --iterations 100000 -o "$nodir/g.json"
+expect 2 "--out: error: $t34: is a directory, expected a file" -- "$sim" trace import csv "$fx/loads.csv" -o "$t34"
+if [ "$(id -u)" != 0 ]; then  # root writes anywhere
+  mkdir -p "$t34/ro" && chmod 500 "$t34/ro"
+  expect 2 "--out: error: $t34/ro/x.json: directory $t34/ro is not writable \(Permission denied\)" -- timeout 20 "$sim" run "${big[@]}" --network flow --out "$t34/ro/x.json"
+  chmod 700 "$t34/ro"
+fi
+expect 0 -- "${run[@]}" --strategy ep --out "$t34/afile"  # an existing file is replaced
+expect 2 "--iterations: must be at least 1, got 0" -- "${run[@]}" --iterations 0
+expect 2 "--budget: must be at least 1, got 0" -- "$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --strategy fssdp --budget 0
+expect 2 "--jobs: must be at least 1, got -2" -- "$sim" sweep "$tmp/sw.yaml" --jobs -2
+expect 2 "--sources: must be at least 1 \(at most 1048576\), got 0" -- "$sim" trace gen --model gpt-moe-s --sources 0 -o "$t34/g.json"
+expect 2 "--iterations: expected a number, got 'many'" -- "${run[@]}" --iterations many
+mkdir -p "$t34/adir"
+expect 2 "^$t34/adir: error: is a directory, expected a file$" -- "$sim" run dgx-h100-1node "$t34/adir" --model "$fx/tiny-model.yaml"
+expect 2 "^$t34/adir: error: is a directory, expected a file$" -- "$sim" run "$t34/adir" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
+expect 2 "^$t34/adir: error: is a directory, expected a file$" -- "${run[@]}" --calibration "$t34/adir"
+expect 2 "^$t34/adir: error: is a directory, expected a file$" -- "$sim" trace validate "$t34/adir"
+expect 2 "^$t34/adir: error: is a directory, expected a file$" -- "$sim" calibrate --nccl-tests "all_reduce=$t34/adir" --topology dgx-h100-1node -o "$t34/c.yaml"
+
+# CSV import: the fixture's counts are top-1 (one expert takes all 4 tokens of a source), so top-k
+# comes from the data; a wrong --top-k, or counts that allow several, name FILE:LINE:COLUMN.
+expect 0 "top-1, 2 sources x 4 tokens" -- "$sim" trace import csv "$fx/loads.csv" -o "$t34/csv1.json"
+expect 2 "loads.csv:6:9: error: count of iter 7, layer 0, source 0, expert 0: 4 tokens picked this expert but the source has only 2 tokens" "allow K = 1" -- \
+  "$sim" trace import csv "$fx/loads.csv" --top-k 2 -o "$t34/x.json"
+printf 'iter,layer,source,expert,count\n0,0,0,0,1\n0,0,0,1,1\n0,0,0,2,1\n0,0,0,3,1\n0,0,1,0,2\n0,0,1,1,1\n0,0,1,2,1\n' > "$t34/k.csv"
+expect 2 "k.csv:6:9: error: --top-k: the counts \(each \(iter, layer, source\) sums to 4\) do not say how many experts each token picked" "allow K = 1, 2\)" -- \
+  "$sim" trace import csv "$t34/k.csv" -o "$t34/x.json"
+expect 0 -- "$sim" trace import csv "$t34/k.csv" --top-k 1 -o "$t34/x.json"
+expect 2 "k.csv:2:9: error: --top-k: each \(iter, layer, source\) sums to 4, not a multiple of --top-k 3" -- "$sim" trace import csv "$t34/k.csv" --top-k 3 -o "$t34/x.json"
+printf 'iter,layer,source,expert,count\n0,0,0,0,2\n0,0,0,1,2\n0,0,1,0,2\n0,0,1,1,1\n' > "$t34/sum.csv"
+expect 2 "sum.csv:4:9: error: iter 0, layer 0, source 1: counts sum to 3" -- "$sim" trace import csv "$t34/sum.csv" --top-k 1 -o "$t34/x.json"
+expect 2 "loads.csv:2:7: error: expert: expert id 0 but|loads.csv:[0-9]+:7: error: expert: expert id 1 but --experts is 1" -- "$sim" trace import csv "$fx/loads.csv" --experts 1 -o "$t34/x.json"
+
+# Progress on stderr (issue 34): HECATE_SIM_PROGRESS_DELAY=0 shows it from the start (2 s by
+# default), --quiet silences it, stdout is the same either way.
+prog=("${run[@]}" --strategy ep,fssdp --iterations 20)
+HECATE_SIM_PROGRESS_DELAY=0 "${prog[@]}" > "$t34/p.out" 2> "$t34/p.err"
+HECATE_SIM_PROGRESS_DELAY=0 "${prog[@]}" --quiet > "$t34/q.out" 2> "$t34/q.err"
+"${prog[@]}" > "$t34/d.out" 2> /dev/null
+if grep -qE "^run: 20/40 iterations \(50%\), .* strategy ep \(1 of 2\), iteration 20 of 20$" "$t34/p.err" \
+   && grep -q "^run: strategy fssdp finished (2 of 2)$" "$t34/p.err" && [ "$(wc -l < "$t34/p.err")" -le 15 ] \
+   && [ ! -s "$t34/q.err" ] && cmp -s "$t34/p.out" "$t34/q.out" && cmp -s "$t34/p.out" "$t34/d.out" && ! grep -q "^run:" "$t34/p.out"; then
+  echo "ok: run progress when forced, none with --quiet, same stdout"; else echo "FAIL: run progress"; head -20 "$t34/p.err" "$t34/q.err"; fails=$((fails+1)); fi
+( cd "$t34" && HECATE_SIM_PROGRESS_DELAY=0 "$simabs" sweep ../sw.yaml --out prog > prog.out 2> prog.err \
+  && HECATE_SIM_PROGRESS_DELAY=0 "$simabs" sweep ../sw.yaml --out progq --quiet > progq.out 2> progq.err )
+if grep -qE "^sweep: 9/9 points \(100%\), .*best " "$t34/prog.err" && ! grep -q "^sweep: [0-9]" "$t34/progq.err" && ! grep -q "points/s" "$t34/prog.out"; then
+  echo "ok: sweep progress when forced, none with --quiet"; else echo "FAIL: sweep progress"; cat "$t34/prog.err" "$t34/progq.err"; fails=$((fails+1)); fi
+tun=("$sim" tune dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy fssdp --budget 6 --iterations 2)
+HECATE_SIM_PROGRESS_DELAY=0 "${tun[@]}" > "$t34/tp.out" 2> "$t34/tp.err"; HECATE_SIM_PROGRESS_DELAY=0 "${tun[@]}" -q > "$t34/tq.out" 2> "$t34/tq.err"
+if grep -qE "^tune: [0-9]+/6 evaluations" "$t34/tp.err" && grep -qE "^tune: [0-9]+ evaluations, best so far" "$t34/tp.err" && [ ! -s "$t34/tq.err" ] \
+   && ! grep -q "evaluations/s" "$t34/tp.out"; then
+  echo "ok: tune progress when forced, none with --quiet"; else echo "FAIL: tune progress"; cat "$t34/tp.err" "$t34/tq.err"; fails=$((fails+1)); fi
+col=("$sim" collective dgx-h100-1node --op all_reduce -b 1M -e 4M --network flow)
+HECATE_SIM_PROGRESS_DELAY=0 "${col[@]}" > "$t34/cp.out" 2> "$t34/cp.err"; HECATE_SIM_PROGRESS_DELAY=0 "${col[@]}" --quiet > "$t34/cq.out" 2> "$t34/cq.err"
+if grep -qE "^collective: 3/3 sizes \(100%\)" "$t34/cp.err" && [ ! -s "$t34/cq.err" ] && cmp -s "$t34/cp.out" "$t34/cq.out"; then
+  echo "ok: collective progress when forced, none with --quiet, same stdout"; else echo "FAIL: collective progress"; cat "$t34/cp.err" "$t34/cq.err"; fails=$((fails+1)); fi
+cal=("$sim" calibrate "$root/validation/results/h100-sxm5-80gb/mixtral-8x7b.json" --topology dgx-h100-1node)
+HECATE_SIM_PROGRESS_DELAY=0 "${cal[@]}" -o "$t34/calp.yaml" > "$t34/calp.out" 2> "$t34/calp.err"
+HECATE_SIM_PROGRESS_DELAY=0 "${cal[@]}" -o "$t34/calq.yaml" --quiet > /dev/null 2> "$t34/calq.err"
+if grep -qE "^calibrate: 3/3 steps \(100%\)" "$t34/calp.err" && [ ! -s "$t34/calq.err" ] && cmp -s "$t34/calp.yaml" "$t34/calq.yaml"; then
+  echo "ok: calibrate progress when forced, none with --quiet, same file"; else echo "FAIL: calibrate progress"; cat "$t34/calp.err" "$t34/calq.err"; fails=$((fails+1)); fi
 
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"

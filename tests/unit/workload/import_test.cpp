@@ -231,6 +231,23 @@ TEST_CASE("CSV importer") {
   CHECK(e.find("expert") != std::string::npos);
   e = error_of([&] { import_csv(write_scratch("hdr.csv", "iteration,layer,source,expert,count\n"), ImportOptions{}); });
   CHECK(e.find("hdr.csv:1:1") != std::string::npos);
+  // Top-k 0: from the data, which here allows top-1 only (one expert takes a source's 4 tokens).
+  CHECK(import_csv(fixture("loads.csv"), ImportOptions{0, 1, ""}).top_k == 1);
+  // A wrong top-k names the count's line and column, and what the counts allow.
+  e = error_of([&] { import_csv(fixture("loads.csv"), ImportOptions{2, 1, ""}); });
+  CHECK(e.find("loads.csv:6:9: error: count of iter 7, layer 0, source 0, expert 0: 4 tokens picked this expert but the "
+               "source has only 2 tokens") != std::string::npos);
+  CHECK(e.find("allow K = 1)") != std::string::npos);
+  // Counts that allow several top-k values: asked for, at the largest count.
+  const std::string two = write_scratch("two.csv", "iter,layer,source,expert,count\n0,0,0,0,1\n0,0,0,1,1\n0,0,0,2,1\n0,0,0,3,1\n"
+                                                   "0,0,1,0,2\n0,0,1,1,2\n");
+  e = error_of([&] { import_csv(two, ImportOptions{0, 1, ""}); });
+  CHECK(e.find("two.csv:6:9: error: --top-k:") != std::string::npos);
+  CHECK(e.find("allow K = 1, 2)") != std::string::npos);
+  CHECK(import_csv(two, ImportOptions{2, 1, ""}).tokens_per_source == 2);
+  // --experts too small: at the expert's column.
+  e = error_of([&] { import_csv(two, ImportOptions{2, 1, ""}, 2); });
+  CHECK(e.find("two.csv:4:7: error: expert: expert id 2 but --experts is 2") != std::string::npos);
 }
 
 TEST_CASE("re-binning sources: merge, split and proportional ratios keep every invariant") {
