@@ -78,7 +78,6 @@ int run(const RunOptions& o) {
     const SourceLocation where{"--layout", 0, 0};
     layout = workload::parse_parallel_layout(o.layout, where);
     workload::resolve_layout(*layout, topo.num_gpus(), topo.num_gpus() / topo.num_nodes(), model, where);
-    if (o.strategies.empty()) specs = {strategy::parse_strategy_spec("ep")};
   }
   // Build every strategy first so a bad knob fails before any simulation runs. Without --strategy,
   // a strategy that cannot apply to this model and cluster (e.g. SmartMoE with one expert per GPU) is
@@ -88,7 +87,7 @@ int run(const RunOptions& o) {
   std::vector<std::string> skipped;
   for (const auto& spec : specs) {
     try {
-      built.push_back(layout ? strategy::make_layout_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx));
+      built.push_back(layout ? strategy::make_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx));
       kept.push_back(spec);
     } catch (const InputError& e) {
       if (!o.strategies.empty()) throw;
@@ -168,7 +167,9 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "parallel layout [PRESET,]KEY=VALUE,...: tp, pp, dp (default: the GPUs left), ep, vpp, sp=on|off, "
                  "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full, overlap_grad_reduce=on|off, "
                  "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
-                 "tp-cp-ep-dp-pp order (TP fastest); see README, Parallel layouts (strategies built: ep, fssdp, fsdp; presets: deepseek-v3, mixtral-8x7b)");
+                 "tp-cp-ep-dp-pp order (TP fastest); every strategy runs under a layout; without one a run is "
+                 "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see README, Parallel "
+                 "layouts (presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(at_least(1));
   sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");

@@ -84,7 +84,7 @@ sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, cons
     std::optional<workload::ParallelLayout> layout;
     if (!p.layout.empty()) layout = point_layout(p, sc);
     const auto spec = strategy::parse_strategy_spec(p.spec());
-    auto s = layout ? strategy::make_layout_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx);
+    auto s = layout ? strategy::make_strategy(spec, ctx, *layout) : strategy::make_strategy(spec, ctx);
     const int iterations = p.iterations > 0 ? p.iterations : sc.loads->num_records();
     auto sum = strategy::run_strategy(*s, p.spec(), *sc.loads, iterations, sc.topo->gpu_model().memory.value());
     row.mean_ms = sum.mean * 1e3;

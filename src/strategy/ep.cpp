@@ -7,7 +7,7 @@
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
 
 namespace hs::strategy {
 
@@ -29,21 +29,6 @@ int resolve_ep_size(const Context& ctx, int requested, const std::string& spec) 
     throw InputError({"--strategy", 0, 0}, spec + ".ep_size",
                      fmt::format("ep_size {} exceeds the {} experts: use ep_size={} (experts replicated across groups)", ep, e, e));
   return ep;
-}
-
-MoeGraphOptions ep_graph_options(const Context& ctx, int ep) {
-  const auto params = cost::count_params(ctx.model);
-  const double local = static_cast<double>(ctx.model.experts) / ep;
-  MoeGraphOptions o;
-  o.ep_size = ep;
-  o.expert_grad_bytes_per_gpu_layer = params.per_expert * local * ctx.model.precision.grad_bytes;
-  o.optimizer_params_per_gpu = ep_owned_params(ctx, ep);
-  return o;
-}
-
-double ep_owned_params(const Context& ctx, int ep) {
-  const auto params = cost::count_params(ctx.model);
-  return params.dense + params.per_expert * static_cast<double>(ctx.model.experts) / ep * ctx.model.moe_layers();
 }
 
 namespace {
@@ -140,75 +125,6 @@ void balance_ep_layer(const double* layer, int n, int E, int ep, double token_by
     const int base = (g / ep) * ep;
     for (int d = 0; d < ep; ++d) p.dispatch_bytes[static_cast<size_t>(g) * n + base + d] = sent / ep * token_bytes;
   }
-}
-
-namespace {
-
-class ExpertParallel final : public Strategy {
- public:
-  ExpertParallel(const Context& ctx, int ep, bool balanced)
-      : ctx_(ctx), n_(ctx.topo.num_gpus()), ep_(ep), balanced_(balanced),
-        graph_(ctx, ep_graph_options(ctx, ep)), memory_(n_), all_gpus_(n_) {
-    std::iota(all_gpus_.begin(), all_gpus_.end(), 0);
-    static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
-    nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
-  }
-
-  IterationResult simulate(const IterationCounts& loads) override {
-    const auto& m = ctx_.model;
-    const int E = m.experts, L = m.moe_layers();
-    const double token_bytes = m.d_model * m.precision.activation_bytes;
-    // The iteration's routing and, with a micro-batch axis, each micro-batch's (same placement).
-    auto route = [&](std::span<const double> layer, LayerPlan& p) {
-      if (balanced_) balance_ep_layer(layer.data(), n_, E, ep_, token_bytes, all_gpus_, p);
-      else route_ep_layer(layer.data(), n_, E, ep_, token_bytes, {}, p);
-    };
-    // A layer at a time: its counts, its plan (one, re-used: no L x n x n of byte matrices to fill
-    // and read back from memory) and what the graph and the memory estimate take from it, in layer
-    // order as run() and set_worst_memory would.
-    graph_.begin();
-    memory_.begin();
-    for (int l = 0; l < L; ++l) {
-      route(loads.layer(l, n_, E), plan_);
-      route_micro_batches(loads, l, n_, E, plan_, route);
-      graph_.layer(l, plan_);
-      memory_.add(plan_);
-    }
-    IterationResult r = graph_.finish({}, take_timeline());
-    memory_.set_worst(r, m, [&](int g) {
-      cost::MemoryBreakdown b = static_;
-      b.nccl = nccl_[g];
-      return b;
-    });
-    return r;
-  }
-
-  std::vector<ResolvedSetting> resolved() const override {
-    return {resolved_value("ep_size", ep_), resolved_text("dense_allreduce", graph_.dense_allreduce_algo())};
-  }
-
- private:
-  const Context& ctx_;
-  int n_, ep_;
-  bool balanced_;
-  MoeIterationGraph graph_;
-  LayerPlan plan_;       // the layer being simulated (every layer in turn)
-  LayerMemory memory_;
-  cost::MemoryBreakdown static_;
-  std::vector<double> nccl_;  // per GPU
-  std::vector<int> all_gpus_;
-};
-
-}  // namespace
-
-std::unique_ptr<Strategy> make_ep(const Context& ctx, const std::map<std::string, std::string>& knobs) {
-  const int ep = static_cast<int>(knob_int(knobs, "ep", "ep_size", 0, 0, 1 << 20));
-  return std::make_unique<ExpertParallel>(ctx, resolve_ep_size(ctx, ep, "ep"), false);
-}
-
-std::unique_ptr<Strategy> make_oracle(const Context& ctx, const std::map<std::string, std::string>& knobs) {
-  const int ep = static_cast<int>(knob_int(knobs, "oracle", "ep_size", 0, 0, 1 << 20));
-  return std::make_unique<ExpertParallel>(ctx, resolve_ep_size(ctx, ep, "oracle"), true);
 }
 
 }  // namespace hs::strategy

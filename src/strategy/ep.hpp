@@ -17,14 +17,10 @@
 namespace hs::strategy {
 
 struct LayerPlan;
-struct MoeGraphOptions;
 
 // The EP group size for the knob value `requested` (0 = automatic, as above); InputError naming
 // `spec` when the experts cannot be spread over the GPUs that way.
 int resolve_ep_size(const Context& ctx, int requested, const std::string& spec);
-// The iteration graph's options and the parameters one GPU holds and updates under EP groups of `ep`.
-MoeGraphOptions ep_graph_options(const Context& ctx, int ep);
-double ep_owned_params(const Context& ctx, int ep);
 // Sizes `p` for EP groups of `ep` (E / ep experts per GPU) and routes one layer's counts[source][expert]
 // (n x E, row-major): a source's tokens for expert e go to GPU group_base + e / (E / ep) of its group.
 // `shadowed`, when not empty, is [group * E + expert]: such an expert's tokens stay on their source
@@ -38,11 +34,5 @@ void route_ep_layer(const double* counts, int n, int experts, int ep, double tok
 // nothing.
 void balance_ep_layer(const double* counts, int n, int experts, int ep, double token_bytes, std::span<const int> gpus,
                       LayerPlan& p);
-
-std::unique_ptr<Strategy> make_ep(const Context& ctx, const std::map<std::string, std::string>& knobs);
-// Balanced EP (`oracle`): EP with every GPU computing exactly the mean load and sending the mean
-// all-to-all: what EP would take without imbalance. Not a lower bound on every strategy: FSSDP's
-// copies keep tokens local and can beat it.
-std::unique_ptr<Strategy> make_oracle(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 }  // namespace hs::strategy

@@ -9,7 +9,7 @@
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/load_history.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
 #include "util/units.hpp"
 
 namespace hs::strategy {
@@ -137,92 +137,6 @@ std::vector<ResolvedSetting> ShadowPlanner::resolved_model() const {
 
 namespace {
 
-class FasterMoe final : public Strategy {
- public:
-  FasterMoe(const Context& ctx, FasterMoeKnobs k, int ep)
-      : ctx_(ctx), k_(k), n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts), ep_(ep),
-        graph_(ctx, options(ctx, ep, k.trigger)), plans_(L_),
-        shadows_(ctx, k, ep, static_cast<double>(ctx.model.tokens_per_micro_batch())) {
-    static_ = owned_state(ctx.model, ep_owned_params(ctx, ep));
-    // Shadows' broadcasts and reduces run as collectives on the EP group: its rings are connected
-    // when a group first shadows (NCCL_RUNTIME_CONNECT) and kept; counted in the iterations a group
-    // shadows, which the run's peak (the worst iteration) sees as well.
-    nccl_ = ep_nccl_bytes(ctx.topo, ep, false);
-    shadow_rings_ = ep_nccl_bytes(ctx.topo, ep, true);
-    for (int g = 0; g < n_; ++g) shadow_rings_[g] -= nccl_[g];
-    shadowed_.assign(L_, 0);
-    shadowed_max_.assign(L_, 0);
-  }
-
-  static MoeGraphOptions options(const Context& ctx, int ep, bool trigger) {
-    MoeGraphOptions o = ep_graph_options(ctx, ep);
-    o.shadow = trigger;  // without the trigger: EP's graph, task for task
-    return o;
-  }
-
-  IterationResult simulate(const IterationCounts& loads) override {
-    const auto& m = ctx_.model;
-    const int groups = n_ / ep_;
-    // FastMoE decides on every forward call, i.e. per micro-batch: from the iteration's counts /
-    // grad_accum (every micro-batch alike), or each micro-batch's own counts.
-    const int variants = loads.micro.empty() ? 1 : static_cast<int>(loads.micro.size());
-    // Shadow parameters a GPU of each group keeps from forward to backward (all layers), per variant.
-    std::vector<std::vector<double>> held(variants, std::vector<double>(groups, 0.0));
-    for (int l = 0; l < L_; ++l) {
-      LayerPlan& p = plans_[l];
-      if (loads.micro.empty()) {
-        shadowed_[l] = shadows_.plan(loads.layer(l, n_, E_), m.grad_accum, p, held[0]);
-        p.micro.clear();
-      } else {
-        p.micro.resize(variants);
-        for (int mb = 0; mb < variants; ++mb) {  // shadowed_ ends as the last micro-batch's
-          shadowed_[l] = shadows_.plan(layer_counts(loads.micro[mb], l, n_, E_), 1, p.micro[mb], held[mb]);
-          shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
-        }
-        shadows_.sum_routing(p);
-      }
-      shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
-    }
-    IterationResult r = graph_.run(plans_, {}, take_timeline());
-    // Shadow parameters a GPU of each group holds: the micro-batch that holds the most.
-    std::vector<double> most(groups, 0.0);
-    for (const auto& h : held)
-      for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);
-    set_worst_memory(r, plans_, n_, m, [&](int g) {
-      cost::MemoryBreakdown b = static_;
-      b.nccl = nccl_[g] + (most[g / ep_] > 0 ? shadow_rings_[g] : 0.0);
-      b.copy_params = most[g / ep_];
-      b.copy_grads = most[g / ep_] > 0 ? shadows_.grad_bytes() : 0.0;
-      return b;
-    });
-    return r;
-  }
-
-  std::vector<ResolvedSetting> resolved() const override {
-    std::vector<ResolvedSetting> r;
-    r.push_back(resolved_text("trigger", k_.trigger ? "on" : "off"));
-    r.push_back(resolved_value("ep_size", ep_));
-    for (auto& x : shadows_.resolved_model()) r.push_back(std::move(x));
-    if (k_.trigger) {
-      r.push_back(resolved_list("shadowed_per_layer", shadowed_));
-      r.push_back(resolved_list("shadowed_max_per_layer", shadowed_max_));
-    }
-    r.push_back(resolved_text("dense_allreduce", graph_.dense_allreduce_algo()));
-    return r;
-  }
-
- private:
-  const Context& ctx_;
-  FasterMoeKnobs k_;
-  int n_, L_, E_, ep_;
-  MoeIterationGraph graph_;
-  std::vector<LayerPlan> plans_;
-  ShadowPlanner shadows_;
-  cost::MemoryBreakdown static_;
-  std::vector<double> nccl_, shadow_rings_;  // per GPU: EP's NCCL buffers; the EP group's rings
-  std::vector<int> shadowed_, shadowed_max_;  // [layer] shadows summed over EP groups: last, most
-};
-
 // An optional quantity knob: -1 for auto (the registry has checked the text already).
 double quantity_knob(const std::map<std::string, std::string>& knobs, const std::string& name, Dimension d) {
   auto it = knobs.find(name);
@@ -246,11 +160,6 @@ FasterMoeKnobs parse_fastermoe_knobs(const std::map<std::string, std::string>& k
   auto a = knobs.find("alpha");
   if (a != knobs.end() && a->second != "auto") k.alpha = knob_double(knobs, "fastermoe", "alpha", 0, 1e-6, 1e6);
   return k;
-}
-
-std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs) {
-  const FasterMoeKnobs k = parse_fastermoe_knobs(knobs);
-  return std::make_unique<FasterMoe>(ctx, k, resolve_ep_size(ctx, k.ep_size, "fastermoe"));
 }
 
 }  // namespace hs::strategy

@@ -124,6 +124,5 @@ class ShadowPlanner {
   ShadowCostModel cost_;
 };
 
-std::unique_ptr<Strategy> make_fastermoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 }  // namespace hs::strategy

@@ -59,7 +59,6 @@
 
 namespace hs::strategy {
 
-std::unique_ptr<Strategy> make_flexmoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 // FlexMoE's knobs, with and without a layout (InputError naming the knob when out of range).
 struct FlexMoeKnobs {

@@ -63,6 +63,5 @@ struct FssdpKnobs {
 };
 FssdpKnobs parse_fssdp_knobs(const std::map<std::string, std::string>& knobs);
 
-std::unique_ptr<Strategy> make_fssdp(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 }  // namespace hs::strategy

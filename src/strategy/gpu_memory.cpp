@@ -7,14 +7,6 @@
 
 namespace hs::strategy {
 
-cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params) {
-  cost::MemoryBreakdown b;
-  b.params = params * m.precision.param_bytes;
-  b.grads = params * m.precision.grad_bytes;
-  b.optimizer = params * (m.precision.master_bytes + m.precision.optimizer_bytes());
-  b.reserve = cost::kRuntimeReserveBytes;
-  return b;
-}
 
 bool layer_moves_tokens(const LayerPlan& p, int gpus) {
   if (p.dispatch_bytes.empty()) return false;
@@ -86,46 +78,6 @@ std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus,
       for (int g = 0; g < gpus; ++g) most[g] = std::max(most[g], bytes[g]);
   for (double& b : most) b /= grad_accum;
   return most;
-}
-
-LayerMemory::LayerMemory(int gpus) : gpus_(gpus), bytes_(gpus) { begin(); }
-
-void LayerMemory::begin() {
-  recv_.assign(gpus_, 0.0);
-  a2a_.assign(gpus_, 0.0);
-}
-
-void LayerMemory::add(const LayerPlan& p) {
-  for (int g = 0; g < gpus_; ++g) recv_[g] += p.received_tokens[g];
-  if (layer_a2a_bytes(p, gpus_, bytes_))
-    for (int g = 0; g < gpus_; ++g) a2a_[g] = std::max(a2a_[g], bytes_[g]);
-}
-
-void LayerMemory::set_worst(IterationResult& r, const workload::ModelSpec& m,
-                            const std::function<cost::MemoryBreakdown(int)>& base) const {
-  double worst = -1;
-  for (int g = 0; g < gpus_; ++g) {
-    cost::MemoryBreakdown mb = base(g);
-    mb.activations = cost::activation_bytes(m, recv_[g] / m.grad_accum);
-    mb.comm_buffers = a2a_[g] / m.grad_accum;
-    if (mb.total() > worst) worst = mb.total(), r.memory = mb, r.memory_gpu = g;
-  }
-}
-
-void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
-                      const std::function<cost::MemoryBreakdown(int)>& base) {
-  LayerMemory acc(gpus);
-  for (const auto& p : plans) acc.add(p);
-  acc.set_worst(r, m, base);
-}
-
-void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
-                      const cost::MemoryBreakdown& owned, std::span<const double> nccl) {
-  set_worst_memory(r, plans, gpus, m, [&](int g) {
-    cost::MemoryBreakdown b = owned;
-    b.nccl = nccl[g];
-    return b;
-  });
 }
 
 cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<const int> group, int g, bool ring,

@@ -1,7 +1,6 @@
-// What a strategy's plan implies for the per-GPU memory model (cost/memory_model.hpp): the state a
-// GPU owns, its activations and all-to-all buffers from the tokens it sends and computes, and the
-// NCCL communicators a strategy opens. Every strategy fills IterationResult::memory through
-// set_worst_memory, so "peak memory" means the same GPU-by-GPU maximum everywhere.
+// What a strategy's plan implies for the per-GPU memory model (cost/memory_model.hpp): its
+// all-to-all buffers from the tokens it sends and computes, and the NCCL communicators a strategy
+// opens (the memory itself: cost/layout_memory.hpp, set_layout_memory in layout_strategy.hpp).
 //
 // NCCL communicators per strategy (one per process group, as PyTorch creates them):
 //   * EP-style (ep, oracle, smartmoe, flexmoe, fastermoe): the all-to-all over the GPU's EP group
@@ -19,13 +18,11 @@
 #include <vector>
 
 #include "cost/memory_model.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/strategy.hpp"
 #include "workload/parallel_layout.hpp"
 
 namespace hs::strategy {
-
-// Parameters, gradients and optimizer state of `params` parameters, plus the runtime reserve.
-cost::MemoryBreakdown owned_state(const workload::ModelSpec& m, double params);
 
 // All-to-all buffers of every GPU (cost/memory_model.hpp): per micro-batch, the largest over layers
 // of the bytes it sends plus the bytes it receives, its own chunk included (the dispatcher's buffers
@@ -34,33 +31,6 @@ std::vector<double> a2a_buffer_bytes(std::span<const LayerPlan> plans, int gpus,
 
 // Whether layer p's all-to-all moves any token between GPUs (else it is not issued: no buffers).
 bool layer_moves_tokens(const LayerPlan& p, int gpus);
-
-// Sets r.memory / r.memory_gpu to the GPU with the largest total: base(g) (owned state, copies,
-// NCCL) plus the activations of the routed tokens it computes and its all-to-all buffers. Ties:
-// the lowest GPU id.
-void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
-                      const std::function<cost::MemoryBreakdown(int)>& base);
-// The same with base(g) = `owned` (the same on every GPU) and NCCL buffers nccl[g].
-void set_worst_memory(IterationResult& r, std::span<const LayerPlan> plans, int gpus, const workload::ModelSpec& m,
-                      const cost::MemoryBreakdown& owned, std::span<const double> nccl);
-
-// What set_worst_memory reads from the plans, gathered a layer at a time (for a strategy that routes
-// one layer into a plan it re-uses, MoeIterationGraph::layer): per GPU the routed tokens summed over
-// layers in layer order and the largest all-to-all bytes, so set_worst() gives the same result as
-// set_worst_memory over every layer's plan.
-class LayerMemory {
- public:
-  explicit LayerMemory(int gpus);
-  void begin();                   // a new iteration
-  void add(const LayerPlan& p);   // the next layer's plan
-  // set_worst_memory's result for the layers added since begin().
-  void set_worst(IterationResult& r, const workload::ModelSpec& m,
-                 const std::function<cost::MemoryBreakdown(int)>& base) const;
-
- private:
-  int gpus_;
-  std::vector<double> recv_, a2a_, bytes_;  // routed tokens, all-to-all bytes (largest), scratch
-};
 
 // GPU g's view of a communicator over `group` (g must be in it).
 cost::NcclCommunicator nccl_communicator(const topology::Topology& t, std::span<const int> group, int g, bool ring,

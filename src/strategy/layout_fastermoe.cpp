@@ -19,7 +19,7 @@
 // micro-batch's forward to its backward: the micro-batch that holds the most, times the micro-batches
 // the stage keeps in flight (cost::in_flight_micro_batches), and one expert's gradient (copy_grads)
 // while a shadow's backward runs. NCCL buffers are not counted under a layout (as for every strategy).
-// Knobs as `fastermoe`'s; ep_size is refused (the group is the layout's ep).
+// Knobs as `fastermoe`'s; ep_size, when given, must be the layout's ep (the group).
 #include <fmt/format.h>
 
 #include "cost/layout_memory.hpp"
@@ -115,9 +115,7 @@ class LayoutFasterMoe final : public Strategy {
 
 std::unique_ptr<Strategy> make_layout_fastermoe(const StrategySpec& spec, const Context& ctx,
                                                 const workload::ParallelLayout& layout) {
-  if (spec.knobs.count("ep_size"))
-    throw InputError({"--strategy", 0, 0}, spec.full,
-                     "fastermoe:ep_size does not apply under --layout: the EP group is the layout's ep; drop the knob");
+  check_ep_size_knob(spec, layout);
   return std::make_unique<LayoutFasterMoe>(ctx, layout, parse_fastermoe_knobs(spec.knobs));
 }
 

@@ -9,7 +9,8 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/materialization.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/strategy.hpp"
 #include "workload/parallel_layout.hpp"
 
 namespace hs::strategy {

@@ -80,7 +80,7 @@
 #include "engine/task_graph.hpp"
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
 #include "strategy/path_breakdown.hpp"
 #include "workload/parallel_layout.hpp"
 

@@ -1,6 +1,7 @@
 #include "strategy/layout_strategy.hpp"
 
 #include <fmt/format.h>
+#include <string>
 
 #include "cost/layout_memory.hpp"
 #include "strategy/ep.hpp"
@@ -105,25 +106,27 @@ std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& lay
 
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout) {
-  // Names and values first, as without a layout: an unknown knob is an error here too, never ignored.
-  check_strategy_spec(spec);
-  if (spec.name == "fssdp") return make_layout_fssdp(spec, ctx, layout);
-  if (spec.name == "fsdp") return make_layout_fsdp(spec, ctx, layout);
-  if (spec.name == "smartmoe") return make_layout_smartmoe(spec, ctx, layout);
-  if (spec.name == "flexmoe") return make_layout_flexmoe(spec, ctx, layout);
-  if (spec.name == "fastermoe") return make_layout_fastermoe(spec, ctx, layout);
-  if (spec.name == "bound") {
-    if (!spec.knobs.empty())
-      throw InputError({"--strategy", 0, 0}, spec.full, "bound has no knobs");
-    return make_layout_bound(ctx, layout);
-  }
-  if (spec.name != "ep" && spec.name != "oracle")  // every strategy so far composes; a new one must be built here
-    throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("strategy {} does not run under --layout yet: not built (built: ep, oracle, fssdp, fsdp, smartmoe, flexmoe, fastermoe, bound)", spec.name));
-  if (!spec.knobs.empty())
-    throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("under --layout, {}'s group size is the layout's ep: drop the knobs", spec.name));
-  return std::make_unique<LayoutExpertParallel>(ctx, layout, spec.name == "oracle");
+  return make_strategy(spec, ctx, layout);
+}
+
+void check_ep_size_knob(const StrategySpec& spec, const workload::ParallelLayout& layout) {
+  auto it = spec.knobs.find("ep_size");
+  if (it == spec.knobs.end() || it->second == "0" || std::stoi(it->second) == layout.ep) return;
+  throw InputError({"--strategy", 0, 0}, spec.full + ".ep_size",
+                   fmt::format("ep_size {} differs from the layout's ep {}: the EP group is the layout's ep "
+                               "(drop ep_size or set ep in --layout)", it->second, layout.ep));
+}
+
+std::unique_ptr<Strategy> make_layout_ep(const StrategySpec& spec, const Context& ctx,
+                                         const workload::ParallelLayout& layout) {
+  check_ep_size_knob(spec, layout);
+  return std::make_unique<LayoutExpertParallel>(ctx, layout, false);
+}
+
+std::unique_ptr<Strategy> make_layout_oracle(const StrategySpec& spec, const Context& ctx,
+                                             const workload::ParallelLayout& layout) {
+  check_ep_size_knob(spec, layout);
+  return std::make_unique<LayoutExpertParallel>(ctx, layout, true);
 }
 
 }  // namespace hs::strategy

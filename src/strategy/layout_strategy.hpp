@@ -33,9 +33,20 @@ class LayoutStrategyBase : public Strategy {
   std::vector<double> nccl_;  // [gpu] NCCL buffer bytes: the layout's communicators, all-to-all on EP
 };
 
-// `layout` must be resolved (workload::resolve_layout) against ctx's topology and model.
+// `layout` must be resolved (workload::resolve_layout) against ctx's topology and model; the
+// registry's factory for spec's strategy (make_strategy).
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,
                                                const workload::ParallelLayout& layout);
+
+// An ep_size knob (ep, oracle, fastermoe) names the EP group: it must be the layout's ep (0 or
+// absent: whatever the layout says). InputError naming the knob otherwise.
+void check_ep_size_knob(const StrategySpec& spec, const workload::ParallelLayout& layout);
+
+// EP and the oracle (balanced EP) inside each stage's EP groups.
+std::unique_ptr<Strategy> make_layout_ep(const StrategySpec& spec, const Context& ctx,
+                                         const workload::ParallelLayout& layout);
+std::unique_ptr<Strategy> make_layout_oracle(const StrategySpec& spec, const Context& ctx,
+                                             const workload::ParallelLayout& layout);
 
 // FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; calibrate,
 // heterogeneous=true and reshard_every are refused (InputError naming the knob).
@@ -71,7 +82,8 @@ std::span<const double> stage_rows(const workload::ParallelLayout& layout, int s
 
 // The lower bound under the layout (layout_bound.cpp): the layout's graph with each stage's expert
 // compute at its floor (launch + the stage's summed per-expert GEMMs / its GPUs) and no all-to-all bytes.
-std::unique_ptr<Strategy> make_layout_bound(const Context& ctx, const workload::ParallelLayout& layout);
+std::unique_ptr<Strategy> make_layout_bound(const StrategySpec& spec, const Context& ctx,
+                                            const workload::ParallelLayout& layout);
 
 // The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;

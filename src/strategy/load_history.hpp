@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "strategy/materialization.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/strategy.hpp"
 #include "workload/model_spec.hpp"
 
 namespace hs::strategy {

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "strategy/bound.hpp"
 #include "strategy/ep.hpp"
-#include "strategy/fastermoe.hpp"
-#include "strategy/flexmoe.hpp"
-#include "strategy/fssdp.hpp"
-#include "strategy/smartmoe.hpp"
+#include "strategy/layout_strategy.hpp"
 #include "strategy/strategy.hpp"
 #include "util/diagnostics.hpp"
+#include "workload/parallel_layout.hpp"
 
 namespace hs::strategy {
 
@@ -52,9 +49,9 @@ ResolvedSetting resolved_text(const std::string& key, const std::string& value) 
 const std::vector<StrategyInfo>& registry() {
   static const std::vector<StrategyInfo> kTable = {
       {"ep", "expert parallelism: each expert on one GPU per EP group (Megatron-LM, DeepSpeed-MoE, FastMoE)",
-       {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E", KnobDomain::integer(0, 1 << 20)}}, make_ep},
+       {{"ep_size", "0", "GPUs per EP group; 0 = N if E % N == 0, else E", KnobDomain::integer(0, 1 << 20)}}, make_layout_ep},
       {"oracle", "balanced EP: EP with every GPU computing exactly the mean load and an even all-to-all (a reference, not a lower bound: strategies that keep tokens local can beat it)",
-       {{"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}}, make_oracle},
+       {{"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}}, make_layout_oracle},
       {"fssdp", "FSSDP (Hecate): sharded experts, sparse materialization with spAG/spRS, topology-aware dispatch",
        {{"window", "5", "iterations in the sliding-window load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})},
         {"overlap_degree", "auto", "experts whose transfer hides behind attention (auto: per layer, the largest t whose spAG as simulated fits in the attention forward)", KnobDomain::integer(0, 1 << 20, true).tuned({"auto", "0", "1", "2", "4", "8", "16", "64", "256"})},
@@ -66,30 +63,30 @@ const std::vector<StrategyInfo>& registry() {
         {"dispatch", "topology", "topology (local, same node, remote) or even", KnobDomain::choice({"topology", "even"})},
         {"broadcast", "chain", "spAG/spRS per expert: chain (pipelined, as NCCL broadcast) or direct (owner sends each copy)", KnobDomain::choice({"chain", "direct"})},
         {"comm_queue", "single", "single: spAG/spRS share the all-to-all's NCCL queue (the Hecate runtime); separate: their own stream", KnobDomain::choice({"single", "separate"})}},
-       make_fssdp},
+       make_layout_fssdp},
       {"smartmoe", "SmartMoE: EP with the placement re-planned every `period` iterations (migrations on the critical path)",
        {{"period", "10", "iterations between placement re-plans", KnobDomain::integer(1, 1 << 30).tuned({"1", "2", "5", "10", "20", "50"})},
         {"window", "5", "iterations in the load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})}},
-       make_smartmoe},
+       make_layout_smartmoe},
       {"flexmoe", "FlexMoE: EP with replicas of hot experts expanded, shrunk and migrated within reserved slots every `period` iterations (moves with optimizer state on the critical path, replicas' gradients all-reduced)",
        {{"reserve_slots", "2", "extra expert slots per GPU and MoE layer for replicas (memory for full copies: params, grads, optimizer state)", KnobDomain::integer(0, 1 << 20).tuned({"0", "1", "2", "4", "8"})},
         {"period", "10", "iterations between re-plans", KnobDomain::integer(1, 1 << 30).tuned({"1", "2", "5", "10", "20", "50"})},
         {"window", "5", "iterations in the load prediction", KnobDomain::integer(1, 100000).tuned({"1", "2", "5", "10", "20"})},
         {"trigger_pct", "10", "re-plan a layer only when its max GPU load exceeds the mean by more than this many percent (balance-ratio trigger)", KnobDomain::integer(0, 100000).tuned({"0", "5", "10", "25", "50"})},
         {"dispatch", "even", "even (an expert's tokens split over all its replicas) or topology (local, same node, remote)", KnobDomain::choice({"even", "topology"})}},
-       make_flexmoe},
+       make_layout_flexmoe},
       {"fsdp", "FSDP of experts: every expert all-gathered everywhere, gradients reduce-scattered (reference)",
        {{"rematerialize", "true", "gather again for backward (FSDP's reshard after forward)", KnobDomain::boolean()}},
-       make_fsdp},
+       make_layout_fsdp},
       {"fastermoe", "FasterMoE: EP with hot experts shadowed (broadcast to every GPU after the gate, computed locally, gradients reduced to the owner) by FastMoE's latency model",
        {{"trigger", "true", "shadowing on (FastMoE's FMOE_FASTER_SHADOW_ENABLE); false = plain EP", KnobDomain::boolean()},
         {"bandwidth", "auto", "network bandwidth in the policy's model (FMOE_FASTER_GLBPLC_NETBW; auto: the route a GPU's tokens leave through)", KnobDomain::quantity(Dimension::kBandwidth, true)},
         {"gemm_throughput", "auto", "GEMM FLOP/s in the policy's model (FMOE_FASTER_GLBPLC_GPUTP; auto: the cost model's expert GEMM at the balanced load)", KnobDomain::quantity(Dimension::kFlopRate, true)},
         {"alpha", "auto", "expert hidden size / d_model in the policy's model (FMOE_FASTER_GLBPLC_ALPHA; auto: d_ffn / d_model)", KnobDomain::number(1e-6, 1e6, true)},
         {"ep_size", "0", "as for ep", KnobDomain::integer(0, 1 << 20)}},
-       make_fastermoe},
+       make_layout_fastermoe},
       {"bound", "lower bound: the larger of a compute floor (every GPU computes the mean expert work, no token leaves its GPU) and a traffic floor (the least bytes any placement must move, at the fabric's full capacity); no strategy can be faster: how far each one is from the best possible",
-       {}, make_bound},
+       {}, make_layout_bound},
   };
   return kTable;
 }
@@ -146,8 +143,27 @@ const StrategyInfo& check_strategy_spec(const StrategySpec& spec) {
   return *info;
 }
 
+workload::ParallelLayout default_layout(const StrategySpec& spec, const Context& ctx) {
+  const StrategyInfo& info = check_strategy_spec(spec);
+  int requested = 0;
+  if (auto it = spec.knobs.find("ep_size"); it != spec.knobs.end()) requested = std::stoi(it->second);
+  const int ep = resolve_ep_size(ctx, requested, info.name);
+  const SourceLocation where{"--strategy", 0, 0};
+  // PyTorch DDP's gradient buckets: bucket_cap_mb = 25 (MiB of gradients) per bucket.
+  const auto bucket = static_cast<long long>(25.0 * 1024 * 1024 / ctx.model.precision.grad_bytes);
+  workload::ParallelLayout l = workload::parse_parallel_layout(
+      fmt::format("tp=1,pp=1,ep={},dist_opt=off,overlap_grad_reduce=on,bucket_size={}", ep, bucket), where);
+  workload::resolve_layout(l, ctx.topo.num_gpus(), ctx.topo.num_gpus() / ctx.topo.num_nodes(), ctx.model, where);
+  return l;
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx,
+                                        const workload::ParallelLayout& layout) {
+  return check_strategy_spec(spec).make(spec, ctx, layout);
+}
+
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx) {
-  return check_strategy_spec(spec).make(ctx, spec.knobs);
+  return make_strategy(spec, ctx, default_layout(spec, ctx));
 }
 
 }  // namespace hs::strategy

@@ -27,7 +27,5 @@ namespace hs::strategy {
 // time); ties go to GPUs in an order rotated by `rotate`. Returns [expert] -> GPU (0..gpus-1).
 std::vector<int> lpt_placement(const std::vector<double>& pred, int gpus, int slots, int rotate);
 
-std::unique_ptr<Strategy> make_smartmoe(const Context& ctx, const std::map<std::string, std::string>& knobs);
-std::unique_ptr<Strategy> make_fsdp(const Context& ctx, const std::map<std::string, std::string>& knobs);
 
 }  // namespace hs::strategy

@@ -27,6 +27,10 @@
 #include "strategy/timeline_sink.hpp"
 #include "workload/model_spec.hpp"
 
+namespace hs::workload {
+struct ParallelLayout;
+}
+
 namespace hs::strategy {
 
 // Where the time of an iteration went, along its critical path (sums to the iteration time).
@@ -212,11 +216,17 @@ class Strategy {
   TimelineSink* timeline_ = nullptr;
 };
 
+// Builds a strategy under a resolved parallel layout (workload::resolve_layout): its policy inside
+// every EP group of every pipeline stage, on the one iteration graph (strategy/layout_iteration.hpp).
+// The spec's knobs have been checked against the registry row (check_strategy_spec).
+using StrategyFactory = std::unique_ptr<Strategy> (*)(const StrategySpec& spec, const Context& ctx,
+                                                      const workload::ParallelLayout& layout);
+
 struct StrategyInfo {
   const char* name;
   const char* help;
   std::vector<Knob> knobs;  // defaults
-  std::unique_ptr<Strategy> (*make)(const Context&, const std::map<std::string, std::string>& knobs);
+  StrategyFactory make;
 };
 
 // The table of every implemented strategy (feeds --help and the default "run all").
@@ -226,8 +236,17 @@ const StrategyInfo* find_strategy(const std::string& name);
 // The registry row of spec's strategy after checking its name and every knob's name and value
 // against the registry (with and without a layout). Throws InputError on bad names or values.
 const StrategyInfo& check_strategy_spec(const StrategySpec& spec);
-// Validates knob names and values against the registry and builds the strategy. Throws InputError
-// on bad names or values.
+// The layout of a run without --layout: tp=1, pp=1, ep = the strategy's EP size (its ep_size knob,
+// or automatic: N if E % N == 0, else E if N % E == 0), dp = N, and data parallelism as PyTorch
+// DDP runs it (dist_opt=off: every rank keeps the whole optimizer state; overlap_grad_reduce=on:
+// gradient buckets all-reduced as the backward fills them, bucket_size = DDP's bucket_cap_mb of 25
+// MiB of gradients). Throws InputError naming the strategy when its experts cannot be spread over
+// the GPUs.
+workload::ParallelLayout default_layout(const StrategySpec& spec, const Context& ctx);
+// Validates knob names and values against the registry and builds the strategy under `layout`
+// (resolved), or under default_layout without one. Throws InputError on bad names or values.
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx,
+                                        const workload::ParallelLayout& layout);
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx);
 
 }  // namespace hs::strategy

@@ -1,5 +1,5 @@
 // The least communication any strategy needs for an iteration's routing, and the time it takes at
-// the fabric's full capacity: the traffic half of the lower bound (`bound`, strategy/bound.hpp).
+// the fabric's full capacity: the traffic half of the lower bound (`bound`, strategy/layout_bound.cpp).
 //
 // Units: GPUs, and (with 2+ nodes) nodes. For a unit u and expert e of a layer, c(u, e) is the
 // iteration's assignments from u's GPUs to e (all micro-batches), b the bytes of one token's

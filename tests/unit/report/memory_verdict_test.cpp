@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "support/make_named.hpp"
 #include "report/run_report.hpp"
 #include "strategy/fssdp.hpp"
 #include "support/test_platforms.hpp"
@@ -46,7 +47,7 @@ TEST_CASE("a configuration that fits only with re-materialization") {
   auto t = test::node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   strategy::Context ctx{t, m, cc, 1};
-  auto fs = strategy::make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "1TiB"}});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "1TiB"}});
   const auto r = fs->simulate(test::uniform_loads(4, 8, 8, 4096));
   REQUIRE(r.memory_rematerialized);
   CHECK(r.memory.copy_params + r.memory.copy_grads == 70 * MiB);

