@@ -1,5 +1,5 @@
 // hecate-sim collective TOPOLOGY --op OP [-b MIN] [-e MAX] [-f FACTOR] [--ranks N|R,R,...] [--algo A]
-//                       [--network analytic|flow] [--matrix FILE] [--compare NCCL_TESTS_LOG]
+//                       [--proto P] [--min-ctas N] [--max-ctas N] [--network analytic|flow] [--matrix FILE] [--compare NCCL_TESTS_LOG]
 //                       [--calibration FILE] [--format table|json|csv]
 //
 // One collective on its own, as nccl-tests would run it, timed by the simulator (the decompositions
@@ -45,10 +45,11 @@ namespace {
 constexpr size_t kMaxSizes = 4096;
 
 struct CollectiveOptions {
-  std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", network = "analytic", matrix, compare,
-                                 calibration, format = "table", out = "-";
+  std::string topology, op, min = "8", max = "128M", ranks, algo = "auto", proto = "auto", network = "analytic", matrix,
+      compare, calibration, format = "table", out = "-";
   double factor = 2;
   bool quiet = false;
+  int min_ctas = 0, max_ctas = 0;  // NCCL_MIN_CTAS / NCCL_MAX_CTAS (0: the topology's)
 };
 
 // nccl-tests sizes (8, 64K, 128M, 8G): the parser hecate-validate's -b/-e use (measure/size_sweep.hpp).
@@ -116,7 +117,7 @@ double flow_time(const topology::Topology& t, network::CoflowDrain& drain, colle
 
 struct Line {
   double bytes = 0, seconds = 0;
-  std::string algo;
+  std::string algo, proto;
   double measured_s = 0;  // 0: none; else the lower of the log's out-of-place and in-place times
   double out_of_place_s = 0, in_place_s = 0;  // as the log gives them (0: N/A)
   bool places_disagree = false;               // by more than 20%
@@ -131,7 +132,18 @@ int run_collective(const CollectiveOptions& o) {
     adj = calib::topology_adjust(calib::parse_calibration(read_file(o.calibration), o.calibration));
     cal_note = " | calibration " + o.calibration;
   }
-  const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source, o.calibration.empty() ? nullptr : &adj);
+  topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source, o.calibration.empty() ? nullptr : &adj);
+  {
+    // NCCL_MIN_CTAS / NCCL_MAX_CTAS over the topology's `nccl:` (collective/nccl_tuning.hpp).
+    topology::NcclConfig nc = topo.nccl();
+    if (o.min_ctas > 0) nc.min_ctas = o.min_ctas;
+    if (o.max_ctas > 0) nc.max_ctas = o.max_ctas;
+    if (nc.min_ctas > 0 && nc.max_ctas > 0 && nc.min_ctas > nc.max_ctas)
+      throw InputError({o.min_ctas > 0 ? "--min-ctas" : "--max-ctas", 0, 0},
+                       fmt::format("{}", o.min_ctas > 0 ? o.min_ctas : o.max_ctas),
+                       fmt::format("NCCL_MIN_CTAS {} is above NCCL_MAX_CTAS {}", nc.min_ctas, nc.max_ctas));
+    topo.set_nccl(nc);
+  }
   collective::AnalyticNetwork net(topo);
   const bool flow = o.network == "flow";
   network::CoflowDrain drain(topo, network::kDefaultFlowPrecision);
@@ -151,6 +163,7 @@ int run_collective(const CollectiveOptions& o) {
     Line l;
     l.bytes = total;
     l.algo = "p2p";
+    l.proto = "Simple";
     l.seconds = flow ? flow_time(topo, drain, std::move(c), extra) : net.alltoallv_time(m);
     lines.push_back(l);
   } else {
@@ -158,8 +171,13 @@ int run_collective(const CollectiveOptions& o) {
     if (!op)
       throw InputError({"--op", 0, 0}, o.op, "expected all_reduce, all_gather, reduce_scatter, all_to_all, all_to_all_v "
                                              "(with --matrix), broadcast, reduce or send_recv");
-    if (o.algo != "auto" && *op != collective::NcclOp::kAllReduce)
-      throw InputError({"--algo", 0, 0}, o.algo, "only all_reduce chooses among algorithms");
+    const bool tuned = *op == collective::NcclOp::kAllReduce || *op == collective::NcclOp::kAllGather ||
+                       *op == collective::NcclOp::kReduceScatter || *op == collective::NcclOp::kBroadcast ||
+                       *op == collective::NcclOp::kReduce;
+    if (o.algo != "auto" && !tuned)
+      throw InputError({"--algo", 0, 0}, o.algo, "all_to_all and send_recv run point-to-point: no algorithm to choose");
+    if (o.proto != "auto" && !tuned)
+      throw InputError({"--proto", 0, 0}, o.proto, "all_to_all and send_recv run point-to-point: no protocol to choose");
     op_name = collective::to_string(*op);
     std::vector<int> group;
     std::vector<double> sizes;
@@ -198,12 +216,20 @@ int run_collective(const CollectiveOptions& o) {
     Progress progress("collective", "sizes", sizes.size(), progress_settings(o.quiet));
     for (size_t i = 0; i < sizes.size(); ++i) {
       progress.update(i, fmt::format("{} of {:.0f} bytes on {}", op_name, sizes[i], o.network));
-      auto plan = collective::nccl_op_plan(net, *op, group, sizes[i], o.algo == "auto" ? "" : o.algo);
-      if (plan.flows.empty())
-        throw InputError({"--algo", 0, 0}, o.algo, fmt::format("{} cannot run on these ranks ({})", o.algo, group_note));
+      auto plan = collective::nccl_op_plan(net, *op, group, sizes[i], o.algo == "auto" ? "" : o.algo,
+                                           o.proto == "auto" ? "" : o.proto);
+      if (plan.flows.empty()) {
+        if (o.algo == "auto" && o.proto != "auto")
+          throw InputError({"--proto", 0, 0}, o.proto, fmt::format("no algorithm runs {} with {} on these ranks ({})",
+                                                                   op_name, o.proto, group_note));
+        throw InputError({"--algo", 0, 0}, o.algo,
+                         fmt::format("{}{} cannot run {} on these ranks ({})", o.algo,
+                                     o.proto == "auto" ? "" : " with " + o.proto, op_name, group_note));
+      }
       Line l;
       l.bytes = sizes[i];
       l.algo = plan.algo;
+      l.proto = plan.proto;
       l.seconds = flow ? flow_time(topo, drain, std::move(plan.flows), plan.extra_latency) : plan.analytic_s;
       if (!measured.empty()) {
         l.measured_s = measured[i].best_time_us() * 1e-6;
@@ -231,8 +257,8 @@ int run_collective(const CollectiveOptions& o) {
                    o.calibration.empty() ? std::string("null") : "\"" + json_escape(o.calibration) + "\"");
     for (size_t i = 0; i < lines.size(); ++i) {
       const auto& l = lines[i];
-      fmt::format_to(it, "  {{\"bytes\": {:.0f}, \"algo\": \"{}\", \"time_us\": {:.6g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}{}}}{}\n",
-                     l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9, l.bytes / l.seconds / 1e9 * factor,
+      fmt::format_to(it, "  {{\"bytes\": {:.0f}, \"algo\": \"{}\", \"proto\": \"{}\", \"time_us\": {:.6g}, \"algbw_GBps\": {:.6g}, \"busbw_GBps\": {:.6g}{}}}{}\n",
+                     l.bytes, l.algo, l.proto, l.seconds * 1e6, l.bytes / l.seconds / 1e9, l.bytes / l.seconds / 1e9 * factor,
                      l.measured_s > 0 ? fmt::format(", \"measured_us\": {:.6g}, \"measured_out_of_place_us\": {:.6g}, "
                                                     "\"measured_in_place_us\": {:.6g}", l.measured_s * 1e6,
                                                     l.out_of_place_s * 1e6, l.in_place_s * 1e6)
@@ -241,10 +267,11 @@ int run_collective(const CollectiveOptions& o) {
     }
     fmt::format_to(it, "]}}\n");
   } else if (o.format == "csv") {
-    fmt::format_to(it, "bytes,algo,time_us,algbw_GBps,busbw_GBps,measured_us\n");
+    fmt::format_to(it, "bytes,algo,time_us,algbw_GBps,busbw_GBps,measured_us,proto\n");
     for (const auto& l : lines)
-      fmt::format_to(it, "{:.0f},{},{:.6g},{:.6g},{:.6g},{}\n", l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9,
-                     l.bytes / l.seconds / 1e9 * factor, l.measured_s > 0 ? fmt::format("{:.6g}", l.measured_s * 1e6) : "");
+      fmt::format_to(it, "{:.0f},{},{:.6g},{:.6g},{:.6g},{},{}\n", l.bytes, l.algo, l.seconds * 1e6, l.bytes / l.seconds / 1e9,
+                     l.bytes / l.seconds / 1e9 * factor, l.measured_s > 0 ? fmt::format("{:.6g}", l.measured_s * 1e6) : "",
+                     l.proto);
   } else {
     fmt::format_to(it, "# hecate-sim collective {} on {} | {} | network {}{}\n# busbw = algbw x {:.4f} (nccl-tests' factor for {})\n",
                    op_name, topo.name(), group_note, o.network, cal_note, factor, op_name);
@@ -252,8 +279,9 @@ int run_collective(const CollectiveOptions& o) {
     if (cmp)
       fmt::format_to(it, "# measured: the lower of the log's out-of-place and in-place times; '!' marks sizes where they "
                          "differ by more than 20%\n");
-    fmt::format_to(it, "#{:>11} {:>13} {:>6} {:>10} {:>8} {:>8}{}\n", "size(B)", "count(float)", "algo", "time(us)", "algbw",
-                   "busbw", cmp ? fmt::format(" {:>12} {:>8} {:>8}", "measured(us)", "busbw", "error") : "");
+    // The protocol last (after the error where compared): the columns before it keep their places.
+    fmt::format_to(it, "#{:>11} {:>13} {:>9} {:>10} {:>8} {:>8}{} {:<6}\n", "size(B)", "count(float)", "algo", "time(us)", "algbw",
+                   "busbw", cmp ? fmt::format(" {:>12} {:>8} {:>8}", "measured(us)", "busbw", "error") : "", "proto");
     std::vector<double> errs;
     int disagree = 0;
     for (const auto& l : lines) {
@@ -263,10 +291,13 @@ int run_collective(const CollectiveOptions& o) {
         const double err = (l.seconds - l.measured_s) / l.measured_s;
         errs.push_back(std::abs(err));
         extra = fmt::format(" {:>12.2f} {:>8.2f} {:>7.1f}%", l.measured_s * 1e6, l.bytes / l.measured_s / 1e9 * factor, err * 100);
+      }
+      extra += fmt::format(" {:<6}", l.proto);
+      if (cmp) {
         if (l.places_disagree)
           ++disagree, extra += fmt::format("  ! out-of-place {:.2f} us, in-place {:.2f} us", l.out_of_place_s * 1e6, l.in_place_s * 1e6);
       }
-      fmt::format_to(it, "{:>12.0f} {:>13.0f} {:>6} {:>10.2f} {:>8.2f} {:>8.2f}{}\n", l.bytes, std::floor(l.bytes / count_div), l.algo,
+      fmt::format_to(it, "{:>12.0f} {:>13.0f} {:>9} {:>10.2f} {:>8.2f} {:>8.2f}{}\n", l.bytes, std::floor(l.bytes / count_div), l.algo,
                      l.seconds * 1e6, alg, alg * factor, extra);
     }
     if (!errs.empty()) {
@@ -295,8 +326,15 @@ void setup_collective(CLI::App& sub, int& exit_code) {
   sub.add_option("--ranks", o->ranks,
                  "a count (the first N GPUs, node by node) or a list of GPU ranks (default: all); with --compare, the ranks "
                  "of a log without '#  Rank' lines (must agree with the log's where it has them)");
-  sub.add_option("--algo", o->algo, "all_reduce algorithm: ring | tree | nvls | auto (the planner's choice)")
-      ->check(CLI::IsMember({"ring", "tree", "nvls", "auto"}));
+  sub.add_option("--algo", o->algo,
+                 "NCCL algorithm, as NCCL_ALGO: ring | tree | nvls | nvlstree | pat | auto (NCCL's tuner's choice)")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvlstree", "nvls_tree", "pat", "auto"}));
+  sub.add_option("--proto", o->proto, "NCCL protocol, as NCCL_PROTO: LL | LL128 | Simple | auto (the tuner's choice)")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}, CLI::ignore_case));
+  sub.add_option("--min-ctas", o->min_ctas, "NCCL_MIN_CTAS: at least this many channels (default: the topology's nccl:)")
+      ->check(CLI::Range(1, 64));
+  sub.add_option("--max-ctas", o->max_ctas, "NCCL_MAX_CTAS: at most this many channels (default: the topology's nccl:)")
+      ->check(CLI::Range(1, 64));
   sub.add_option("--network", o->network, "analytic | flow")->check(CLI::IsMember({"analytic", "flow"}));
   sub.add_option("--matrix", o->matrix, "all_to_all_v byte matrix: `src dst bytes` lines (# comments) or JSON {\"pairs\": [[s, d, b], ...]}");
   sub.add_option("--compare", o->compare, "an nccl-tests output for this op: its ranks and sizes, measured beside predicted");

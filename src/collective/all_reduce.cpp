@@ -1,37 +1,65 @@
 #include "collective/all_reduce.hpp"
 
+#include "collective/chain.hpp"
 #include "collective/nvls.hpp"
 #include "collective/ring.hpp"
 #include "collective/tree.hpp"
 
 namespace hs::collective {
 
-const char* to_string(AllReduceAlgo a) {
+namespace {
+
+// The algorithm's Simple-protocol transfers (empty where it cannot run on the group).
+Coflow algo_flows(const topology::Topology& topo, NcclColl coll, NcclAlgo a, std::span<const int> group, double bytes) {
+  double x = 0;
   switch (a) {
-    case AllReduceAlgo::kRing: return "ring";
-    case AllReduceAlgo::kTree: return "tree";
-    case AllReduceAlgo::kNvls: return "nvls";
+    case NcclAlgo::kRing:
+    case NcclAlgo::kPat:  // PAT moves what a ring moves per GPU with one GPU per node; its 0.75 is the protocol step's
+      switch (coll) {
+        case NcclColl::kAllReduce: return a == NcclAlgo::kRing ? ring_flows(topo, group, bytes, RingOp::kAllReduce, x) : Coflow{};
+        case NcclColl::kAllGather: return ring_flows(topo, group, bytes, RingOp::kAllGather, x);
+        case NcclColl::kReduceScatter: return ring_flows(topo, group, bytes, RingOp::kReduceScatter, x);
+        case NcclColl::kBroadcast: return broadcast_flows(topo, group, group[0], bytes, x);
+        case NcclColl::kReduce: return reduce_flows(topo, group, group[0], bytes, x);
+      }
+      return {};
+    case NcclAlgo::kTree: return tree_all_reduce_flows(topo, group, bytes, x);
+    case NcclAlgo::kNvls: return nvls_all_reduce_flows(topo, group, bytes, x);
+    case NcclAlgo::kNvlsTree: return nvls_tree_all_reduce_flows(topo, group, bytes, x);
   }
-  return "?";
+  return {};
+}
+
+}  // namespace
+
+NcclPlan plan_nccl(AnalyticNetwork& net, NcclColl coll, std::span<const int> group, double bytes,
+                   std::optional<NcclAlgo> algo, std::optional<NcclProto> proto) {
+  const auto& topo = net.topology();
+  NcclPlan best;
+  if (group.size() < 2 || bytes <= 0) return best;
+  const NcclTuning t = nccl_tuning(topo, group);
+  bool found = false;
+  for (NcclAlgo a : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat}) {
+    if (algo && a != *algo) continue;
+    Coflow base;
+    bool built = false;
+    for (NcclProto p : kNcclProtos) {
+      if (proto && p != *proto) continue;
+      if (!nccl_enabled(topo, t, coll, a, p)) continue;
+      if (!built) base = algo_flows(topo, coll, a, group, bytes), built = true;
+      if (base.empty()) break;
+      Coflow c = base;
+      double extra = 0;
+      apply_nccl_protocol(topo, t, coll, a, p, bytes, c, extra);
+      const double time = net.coflow_time(c) + extra;
+      if (!found || time < best.time) best = {a, p, std::move(c), extra, time}, found = true;
+    }
+  }
+  return best;
 }
 
 AllReducePlan plan_all_reduce(AnalyticNetwork& net, std::span<const int> group, double bytes) {
-  const auto& topo = net.topology();
-  AllReducePlan best;
-  if (group.size() < 2 || bytes <= 0) return best;
-  best.time = ring_time(net, group, bytes, RingOp::kAllReduce);
-  best.flows = ring_flows(topo, group, bytes, RingOp::kAllReduce, best.extra_latency);
-  auto consider = [&](AllReduceAlgo algo, Coflow flows, double extra) {
-    if (flows.empty()) return;
-    const double t = net.coflow_time(flows) + extra;
-    if (t < best.time) best = {algo, std::move(flows), extra, t};
-  };
-  double extra = 0;
-  auto tree = tree_all_reduce_flows(topo, group, bytes, extra);
-  consider(AllReduceAlgo::kTree, std::move(tree), extra);
-  auto nvls = nvls_all_reduce_flows(topo, group, bytes, extra);
-  consider(AllReduceAlgo::kNvls, std::move(nvls), extra);
-  return best;
+  return plan_nccl(net, NcclColl::kAllReduce, group, bytes);
 }
 
 }  // namespace hs::collective

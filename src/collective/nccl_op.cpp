@@ -6,10 +6,7 @@
 
 #include "collective/all_reduce.hpp"
 #include "collective/all_to_all.hpp"
-#include "collective/chain.hpp"
-#include "collective/nvls.hpp"
-#include "collective/ring.hpp"
-#include "collective/tree.hpp"
+#include "collective/p2p_channels.hpp"
 
 namespace hs::collective {
 
@@ -81,99 +78,86 @@ Coflow send_recv_flows(const topology::Topology& topo, std::span<const int> grou
 
 }  // namespace
 
+namespace {
+
+std::optional<NcclColl> nccl_coll(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return NcclColl::kAllReduce;
+    case NcclOp::kAllGather: return NcclColl::kAllGather;
+    case NcclOp::kReduceScatter: return NcclColl::kReduceScatter;
+    case NcclOp::kBroadcast: return NcclColl::kBroadcast;
+    case NcclOp::kReduce: return NcclColl::kReduce;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
 NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size) {
   NcclOpTime r;
   const int n = static_cast<int>(group.size());
   if (n < 2 || size <= 0) return r;
   const auto& topo = net.topology();
-  switch (op) {
-    case NcclOp::kAllReduce: {
-      r.seconds = plan_all_reduce(net, group, size).time;
-      break;
-    }
-    case NcclOp::kAllGather:
-      r.seconds = ring_time(net, group, size, RingOp::kAllGather);
-      break;
-    case NcclOp::kReduceScatter:
-      r.seconds = ring_time(net, group, size, RingOp::kReduceScatter);
-      break;
-    case NcclOp::kAllToAll: {
-      const int N = topo.num_gpus();
-      std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
-      for (int a : group)
-        for (int b : group)
-          if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
-      r.seconds = net.alltoallv_time(m);
-      r.bottleneck = net.last_bottleneck();
-      return r;
-    }
-    case NcclOp::kBroadcast:
-    case NcclOp::kReduce: {
-      double extra = 0;
-      Coflow c = op == NcclOp::kBroadcast ? broadcast_flows(topo, group, group[0], size, extra)
-                                          : reduce_flows(topo, group, group[0], size, extra);
-      r.seconds = net.coflow_time(c) + extra;
-      r.bottleneck = net.last_bottleneck();
-      return r;
-    }
-    case NcclOp::kSendRecv: {
-      const Coflow c = send_recv_flows(topo, group, size);
-      r.seconds = net.coflow_time(c);
-      r.bottleneck = net.last_bottleneck();
-      return r;
-    }
+  if (const auto coll = nccl_coll(op)) {
+    // As NCCL's tuner picks (collective/all_reduce.hpp); the bottleneck is the chosen transfers'.
+    const NcclPlan p = plan_nccl(net, *coll, group, size);
+    if (p.flows.empty()) return r;
+    r.seconds = p.time;
+    net.coflow_time(p.flows);
+    r.bottleneck = net.last_bottleneck();
+    return r;
   }
-  // Ring-type ops: the bottleneck of one ring step.
-  net.coflow_time(ring_step(topo, group, size, default_ring_channels(topo, group)));
+  if (op == NcclOp::kAllToAll) {
+    const int N = topo.num_gpus();
+    std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
+    for (int a : group)
+      for (int b : group)
+        if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
+    r.seconds = net.alltoallv_time(m);
+    r.bottleneck = net.last_bottleneck();
+    return r;
+  }
+  const Coflow c = send_recv_flows(topo, group, size);
+  r.seconds = net.coflow_time(c);
   r.bottleneck = net.last_bottleneck();
   return r;
 }
 
-NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size, const std::string& algo) {
+NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size, const std::string& algo,
+                        const std::string& proto) {
   NcclOpPlan p;
   const int n = static_cast<int>(group.size());
   if (n < 2 || size <= 0) return p;
   const auto& topo = net.topology();
-  switch (op) {
-    case NcclOp::kAllReduce:
-      if (algo.empty()) {
-        AllReducePlan a = plan_all_reduce(net, group, size);
-        p.flows = std::move(a.flows), p.extra_latency = a.extra_latency, p.algo = to_string(a.algo);
-      } else if (algo == "ring") {
-        p.flows = ring_flows(topo, group, size, RingOp::kAllReduce, p.extra_latency), p.algo = "ring";
-      } else if (algo == "tree") {
-        p.flows = tree_all_reduce_flows(topo, group, size, p.extra_latency), p.algo = "tree";
-      } else if (algo == "nvls") {
-        p.flows = nvls_all_reduce_flows(topo, group, size, p.extra_latency), p.algo = "nvls";
-      }
-      break;
-    case NcclOp::kAllGather:
-    case NcclOp::kReduceScatter:
-      p.flows = ring_flows(topo, group, size, op == NcclOp::kAllGather ? RingOp::kAllGather : RingOp::kReduceScatter,
-                           p.extra_latency);
-      p.algo = "ring";
-      break;
-    case NcclOp::kAllToAll: {
-      const int N = topo.num_gpus();
-      std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
-      for (int a : group)
-        for (int b : group)
-          if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
-      p.flows = alltoallv_flows(topo, m, false, p.extra_latency);
-      p.algo = "p2p";
-      break;
+  if (const auto coll = nccl_coll(op)) {
+    std::optional<NcclAlgo> a;
+    std::optional<NcclProto> pr;
+    if (!algo.empty()) {
+      a = parse_nccl_algo(algo);
+      if (!a) return p;
     }
-    case NcclOp::kBroadcast:
-      p.flows = broadcast_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
-      break;
-    case NcclOp::kReduce:
-      p.flows = reduce_flows(topo, group, group[0], size, p.extra_latency), p.algo = "ring";
-      break;
-    case NcclOp::kSendRecv:
-      p.flows = send_recv_flows(topo, group, size);
-      p.algo = "p2p";
-      break;
+    if (!proto.empty()) {
+      pr = parse_nccl_proto(proto);
+      if (!pr) return p;
+    }
+    NcclPlan c = plan_nccl(net, *coll, group, size, a, pr);
+    if (c.flows.empty()) return p;
+    p.flows = std::move(c.flows), p.extra_latency = c.extra_latency, p.analytic_s = c.time;
+    p.algo = to_string(c.algo), p.proto = to_string(c.proto);
+    return p;
   }
+  if (op == NcclOp::kAllToAll) {
+    const int N = topo.num_gpus();
+    std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
+    for (int a : group)
+      for (int b : group)
+        if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
+    p.flows = alltoallv_flows(topo, m, false, p.extra_latency);
+  } else {
+    p.flows = send_recv_flows(topo, group, size);
+  }
+  p.algo = "p2p";
+  p.proto = "Simple";
   if (!p.flows.empty()) p.analytic_s = net.coflow_time(p.flows) + p.extra_latency;
   return p;
 }

@@ -1,7 +1,7 @@
 // The operations nccl-tests measures, timed by the analytic tier with the same decompositions the
-// simulator uses inside iterations (ring / tree / NVLS all-reduce as the planner picks, ring
-// all-gather and reduce-scatter, pipelined ring broadcast and reduce, all-to-all as one coflow,
-// send/receive to the next rank), in nccl-tests' conventions (NCCL 2.x nccl-tests, README
+// simulator uses inside iterations (all-reduce, all-gather, reduce-scatter, broadcast and reduce in
+// the algorithm and protocol NCCL's tuner would pick, collective/all_reduce.hpp; all-to-all as one
+// coflow, send/receive to the next rank), in nccl-tests' conventions (NCCL 2.x nccl-tests, README
 // "Performance"): `size` is the per-rank buffer of all-reduce, broadcast and reduce, the total
 // (gathered / scattered) buffer of all-gather and reduce-scatter, and the total each rank sends in
 // all-to-all; algbw = size / time; busbw = algbw x bus_factor (2(n-1)/n all-reduce; (n-1)/n
@@ -36,16 +36,18 @@ struct NcclOpTime {
 NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size);
 
 // The same operation as transfers for either tier: `flows` (the fluid form, as the flow tier runs it),
-// `extra_latency` beyond one route latency, and the analytic time. All-reduce takes `algo`
-// (ring | tree | nvls) or, empty, what the planner picks; `algo` reports what ran. An algorithm the
-// group cannot use (tree inside one node, NVLS across nodes) gives empty flows.
+// `extra_latency` beyond one route latency, and the analytic time. `algo` (ring | tree | nvls |
+// nvls_tree | pat) and `proto` (LL | LL128 | Simple) restrict NCCL's choice, empty = the tuner's
+// pick among what the topology's `nccl:` enables; `algo` and `proto` report what ran. A pair the group
+// or operation cannot use (tree inside one node, NVLS across nodes, LL on NVLS) gives empty flows.
 struct NcclOpPlan {
   Coflow flows;
   double extra_latency = 0;
   double analytic_s = 0;
   std::string algo;
+  std::string proto;
 };
 NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> group, double size,
-                        const std::string& algo = "");
+                        const std::string& algo = "", const std::string& proto = "");
 
 }  // namespace hs::collective

@@ -9,6 +9,7 @@ namespace hs::collective {
 
 int ring_steps(RingOp op, int n) { return op == RingOp::kAllReduce ? 2 * (n - 1) : n - 1; }
 
+
 namespace {
 
 // The group's GPUs node by node (in node order), keeping the given order inside each node.
@@ -38,8 +39,10 @@ int default_ring_channels(const topology::Topology& topo, std::span<const int> g
     if (topo.node_of(g) != node0) multi = true;
     if (topo.node_of(g) == node0) ++per_node;
   }
-  if (multi) return std::max(1, std::min(per_node, 8));
-  return std::max<int>(1, static_cast<int>(direct_rings(topo, group).size()));
+  int ch = multi ? std::max(1, std::min(per_node, 8)) : std::max<int>(1, static_cast<int>(direct_rings(topo, group).size()));
+  // NCCL_MAX_CTAS bounds the communicator's channels (src/init.cc), so the rings that spread over NICs.
+  if (topo.nccl().max_ctas > 0) ch = std::min(ch, topo.nccl().max_ctas);
+  return ch;
 }
 
 std::vector<std::vector<int>> ring_orders(const topology::Topology& topo, std::span<const int> group, int channels) {

@@ -28,12 +28,15 @@ std::vector<std::vector<int>> ring_orders(const topology::Topology& topo, std::s
 Coflow ring_step(const topology::Topology& topo, std::span<const int> group, double bytes, int channels);
 int ring_steps(RingOp op, int n);
 // Default channel count: the GPUs of a node (one per NIC rotation) capped at 8 when the group spans
-// nodes; inside one node, the rings found over direct GPU-GPU links, else 1.
+// nodes; inside one node, the rings found over direct GPU-GPU links, else 1; at most NCCL_MAX_CTAS
+// (NcclConfig::max_ctas) where set.
 int default_ring_channels(const topology::Topology& topo, std::span<const int> group);
 double ring_time(AnalyticNetwork& net, std::span<const int> group, double bytes, RingOp op);
 // The fluid form of a ring collective for the flow tier: every ring edge carries its total over all
 // steps at once (a pipelined ring keeps every edge busy), plus the latency of the steps beyond the
-// first (returned in extra_latency; the flow tier adds one route latency itself).
+// first (returned in extra_latency; the flow tier adds one route latency itself). These are the
+// Simple protocol's transfers with one route latency per step; NCCL's protocol choice and latency
+// formula are applied on top by collective/all_reduce.hpp (plan_nccl).
 Coflow ring_flows(const topology::Topology& topo, std::span<const int> group, double bytes, RingOp op,
                   double& extra_latency);
 // Several rings running at once, one per group (groups may share GPUs: EP replica sets, FlexMoE's

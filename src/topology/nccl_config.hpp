@@ -4,6 +4,9 @@
 // file may override them (`nccl:` in topologies/README.md), e.g. with NCCL_* variables a site sets.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "util/units.hpp"
 
 namespace hs::topology {
@@ -24,6 +27,19 @@ struct NcclConfig {
   // graph search tries for the GPU's architecture (src/graph/search.cc: speedArrayIntra 40 GB/s before
   // sm90, sm90SpeedArrayIntra 60 GB/s on Hopper, sm100SpeedArrayIntra 90 GB/s on Blackwell).
   Bandwidth nvlink_channel_bandwidth{0};
+
+  // Collective tuning knobs, as the NCCL variables of the same names (NCCL 2.30 src/graph/tuning.cc,
+  // src/init.cc). `algos` / `protos`: the algorithms (ring, tree, nvls, nvlstree, pat) and protocols
+  // (ll, ll128, simple) NCCL_ALGO / NCCL_PROTO leave enabled; empty = all that NCCL's rules allow.
+  // min_ctas / max_ctas: NCCL_MIN_CTAS / NCCL_MAX_CTAS, bounds on the communicator's channels (0 =
+  // unset). The collective model's use of them: collective/nccl_tuning.hpp.
+  std::vector<std::string> algos;
+  std::vector<std::string> protos;
+  int min_ctas = 0;
+  int max_ctas = 0;
+  // Not a key: the network path of a GPU goes through the host (no GPUDirect RDMA, or NICs on the
+  // host): NCCL's PATH_PHB or worse, which keeps LL128 off before Hopper (tuning.cc). Set by the loader.
+  bool net_via_host = false;
 };
 
 }  // namespace hs::topology

@@ -156,6 +156,9 @@ class Topology {
   bool nvls() const { return nvls_; }
   // NCCL's point-to-point configuration on this machine (topology/nccl_config.hpp).
   const NcclConfig& nccl() const { return nccl_; }
+  // Replaces the NCCL configuration (command-line NCCL knobs over the file's `nccl:`); call it
+  // before the topology is used (it does not change routes).
+  void set_nccl(const NcclConfig& c) { nccl_ = c; }
 
   // Route between two GPUs (src != dst). Precomputed, or composed from precomputed parts; O(1).
   Route route(int src_gpu, int dst_gpu) const {

@@ -183,6 +183,38 @@ NcclConfig read_nccl(MapReader& parent, YamlContext& ctx) {
       if (*b > 0) *out = Bandwidth(*b);
       else r.error(key, "must be a positive bandwidth (bytes/s of one channel)");
     }
+  // NCCL_ALGO / NCCL_PROTO (a comma list of what stays enabled) and NCCL_MIN_CTAS / NCCL_MAX_CTAS.
+  auto list = [&](const char* key, std::initializer_list<const char*> known, std::vector<std::string>& out) {
+    const auto v = r.str(key, false);
+    if (!v) return;
+    std::string item;
+    std::string all = *v + ",";
+    for (char ch : all) {
+      if (ch != ',') {
+        if (ch != ' ') item += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        continue;
+      }
+      bool ok = false;
+      for (const char* k : known) ok = ok || item == k;
+      if (!ok) {
+        std::string names;
+        for (const char* k : known) names += std::string(names.empty() ? "" : ", ") + k;
+        r.error(key, fmt::format("'{}' is not one of {} (a comma-separated list, as NCCL_{} takes)", item, names,
+                                 std::string(key) == "algo" ? "ALGO" : "PROTO"));
+        return;
+      }
+      out.push_back(item);
+      item.clear();
+    }
+  };
+  list("algo", {"ring", "tree", "nvls", "nvls_tree", "nvlstree", "pat"}, c.algos);
+  for (auto& a : c.algos)
+    if (a == "nvls_tree") a = "nvlstree";
+  list("proto", {"ll", "ll128", "simple"}, c.protos);
+  c.min_ctas = static_cast<int>(r.integer("min_ctas", false, 1, 64).value_or(0));
+  c.max_ctas = static_cast<int>(r.integer("max_ctas", false, 1, 64).value_or(0));
+  if (c.min_ctas > 0 && c.max_ctas > 0 && c.min_ctas > c.max_ctas)
+    r.error("min_ctas", fmt::format("{} is above max_ctas {}", c.min_ctas, c.max_ctas));
   r.finish();
   return c;
 }
@@ -279,6 +311,11 @@ Topology load_topology(const std::string& text, const std::string& file, const T
                                          "an equal block of GPUs)", s.gpus_per_node, s.nics_per_node));
   diags.throw_if_errors();
   s.name = name;
+  // NCCL's path type from a GPU to its NIC (collective/nccl_tuning.hpp): through the host without
+  // GPUDirect RDMA, or when the NIC sits on the host because its GPUs are behind several switches.
+  if (s.nodes > 1 && (!s.gpudirect_rdma || (s.gpus_per_pcie_switch > 0 &&
+                                            s.gpus_per_pcie_switch % std::max(1, s.gpus_per_node / std::max(1, s.nics_per_node)) != 0)))
+    s.nccl.net_via_host = true;
   Topology t = build_compact(s, r.where(), adjust);
   t.calibration_file = calibration;
   t.description = fmt::format("{} node(s) x {} GPUs, {} inside a node, {} NIC(s) per node, fabric {}", s.nodes,
