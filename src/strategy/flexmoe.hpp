@@ -28,7 +28,7 @@
 //   * Gradient synchronisation: every iteration each replicated expert's gradient is all-reduced
 //     among its holders (a ring per replica group, all groups of the layer at once), on the
 //     data-parallel stream after the block's dense gradient all-reduce, overlapping the rest of
-//     backward like any DP gradient reduction (moe_iteration.hpp). What it does not hide shows as
+//     backward like any DP gradient reduction (layout_iteration.hpp). What it does not hide shows as
 //     dense_allreduce.
 // With reserve_slots = 0 nothing can be replicated or moved and the iteration is EP's, exactly.
 // Applies when E % N == 0 (E/N own experts per GPU); else bad input, and `run` without --strategy

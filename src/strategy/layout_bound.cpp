@@ -63,7 +63,7 @@
 //   assignment count of one micro-batch in the stage. Proof that no strategy's slowest GPU of the
 //   stage is faster: under the layout the stage's tokens are computed by instances of e on the
 //   stage's GPUs (EP groups are carved from the stage; copies, replicas and moves stay in a group),
-//   whose counts split c_e; gemm is subadditive with gemm(0) = 0 (bound.hpp), so the stage's GPUs do
+//   whose counts split c_e; gemm is subadditive with gemm(0) = 0 (above), so the stage's GPUs do
 //   at least sum_e gemm(c_e) of expert work between them, plus one launch each, and the slowest does
 //   at least the mean, which is what every GPU of the bound does.
 // * All-to-all: zero bytes (every token computed where it is routed).

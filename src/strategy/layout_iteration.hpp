@@ -1,7 +1,8 @@
 // One training iteration under a parallel layout (workload/parallel_layout.hpp): tensor parallelism
 // with sequence parallelism, a pipeline of stages run by the 1F1B schedule, expert parallelism
 // inside each stage's EP groups and the distributed optimizer's data-parallel reduce-scatter and
-// all-gather. Like MoeIterationGraph it is a task graph on the engine; the pipeline bubble is not a
+// all-gather. It is the one iteration graph: a run without --layout is the layout tp=1, pp=1
+// (strategy::default_layout). A task graph on the engine; the pipeline bubble is not a
 // formula, it is the idle time the schedule's dependencies leave on each stage's streams.
 //
 // Streams per GPU: compute (kernels and, as in Megatron without --tp-comm-overlap, the TP

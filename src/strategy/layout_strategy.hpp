@@ -1,12 +1,12 @@
-// Strategies under a parallel layout (`--layout`): the layout's iteration graph
-// (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each stage's EP groups.
-// Built so far: EP (experts in contiguous blocks of E/ep over each EP group, as make_ep does), the
+// Strategies under a parallel layout (`--layout`, or without one strategy::default_layout): the
+// one iteration graph (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each
+// stage's EP groups. The registry (registry.cpp) has one factory per strategy, all of them here:
+// EP (experts in contiguous blocks of E/ep over each EP group, route_ep_layer), the
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
 // (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
 // strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp), FasterMoE
-// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp): every registered strategy. A
-// strategy added later is refused with a message naming --strategy (exit 2) until it composes.
+// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp).
 #pragma once
 
 #include <functional>
@@ -48,13 +48,12 @@ std::unique_ptr<Strategy> make_layout_ep(const StrategySpec& spec, const Context
 std::unique_ptr<Strategy> make_layout_oracle(const StrategySpec& spec, const Context& ctx,
                                              const workload::ParallelLayout& layout);
 
-// FSSDP inside each stage's EP groups (layout_fssdp.cpp). Knobs as fssdp's; calibrate,
-// heterogeneous=true and reshard_every are refused (InputError naming the knob).
+// FSSDP inside each stage's EP groups (layout_fssdp.cpp), every knob of the registry's row.
 std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout);
 // FSDP of experts inside each stage's EP groups (layout_fssdp.cpp): every expert gathered to every
-// GPU of its group per layer, gradients reduce-scattered back; rematerialize (default false here)
-// gathers them for every micro-batch's forward and backward.
+// GPU of its group per layer, gradients reduce-scattered back; rematerialize (default true, FSDP's
+// reshard after forward) gathers them for every micro-batch's forward and backward.
 std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
                                            const workload::ParallelLayout& layout);
 // The last iteration's per-MoE-layer plans of a strategy make_layout_fssdp built (null otherwise).
