@@ -137,28 +137,15 @@ std::vector<ResolvedSetting> ShadowPlanner::resolved_model() const {
 
 namespace {
 
-// An optional quantity knob: -1 for auto (the registry has checked the text already).
-double quantity_knob(const std::map<std::string, std::string>& knobs, const std::string& name, Dimension d) {
-  auto it = knobs.find(name);
-  if (it == knobs.end() || it->second == "auto") return -1;
-  auto v = parse_quantity(it->second, d);
-  if (!v || *v <= 0)
-    throw InputError({"--strategy", 0, 0}, "fastermoe:" + name,
-                     fmt::format("expected auto or a positive {} such as {}, got '{}'", dimension_name(d),
-                                 dimension_examples(d), it->second));
-  return *v;
-}
-
 }  // namespace
 
-FasterMoeKnobs parse_fastermoe_knobs(const std::map<std::string, std::string>& knobs) {
+FasterMoeKnobs parse_fastermoe_knobs(const KnobValues& v) {
   FasterMoeKnobs k;
-  k.trigger = knob_bool(knobs, "fastermoe", "trigger", true);
-  k.ep_size = static_cast<int>(knob_int(knobs, "fastermoe", "ep_size", 0, 0, 1 << 20));
-  k.bandwidth = quantity_knob(knobs, "bandwidth", Dimension::kBandwidth);
-  k.gemm_throughput = quantity_knob(knobs, "gemm_throughput", Dimension::kFlopRate);
-  auto a = knobs.find("alpha");
-  if (a != knobs.end() && a->second != "auto") k.alpha = knob_double(knobs, "fastermoe", "alpha", 0, 1e-6, 1e6);
+  k.trigger = v.boolean("trigger");
+  k.ep_size = static_cast<int>(v.integer("ep_size"));
+  if (!v.is_auto("bandwidth")) k.bandwidth = v.quantity("bandwidth", Dimension::kBandwidth);
+  if (!v.is_auto("gemm_throughput")) k.gemm_throughput = v.quantity("gemm_throughput", Dimension::kFlopRate);
+  if (!v.is_auto("alpha")) k.alpha = v.number("alpha");
   return k;
 }
 

@@ -63,6 +63,7 @@
 #include <string>
 #include <vector>
 
+#include "strategy/knobs.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
@@ -89,7 +90,7 @@ struct FasterMoeKnobs {
   double alpha = -1;            // d_ffn / d_model; -1 = auto
 };
 // The knobs above from `--strategy fastermoe:...` (InputError naming the knob).
-FasterMoeKnobs parse_fastermoe_knobs(const std::map<std::string, std::string>& knobs);
+FasterMoeKnobs parse_fastermoe_knobs(const KnobValues& knobs);
 
 // FasterMoE's shadowing of one MoE layer and micro-batch over EP groups of `ep` consecutive GPUs
 // (of all n; experts in EP's blocks of E / ep): the policy per group on the group's counts, EP

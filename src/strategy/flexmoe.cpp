@@ -22,15 +22,13 @@ std::vector<ResolvedSetting> flexmoe_resolved(int slots, const std::vector<int>&
           resolved_value("migrations", c.migrations),    resolved_value("experts_moved", c.moved)};
 }
 
-FlexMoeKnobs flexmoe_knobs(const std::map<std::string, std::string>& knobs) {
+FlexMoeKnobs flexmoe_knobs(const KnobValues& v) {
   FlexMoeKnobs k;
-  k.reserve_slots = static_cast<int>(knob_int(knobs, "flexmoe", "reserve_slots", 2, 0, 1 << 20));
-  k.period = static_cast<int>(knob_int(knobs, "flexmoe", "period", 10, 1, 1 << 30));
-  k.window = static_cast<int>(knob_int(knobs, "flexmoe", "window", 5, 1, 100000));
-  k.trigger_pct = static_cast<int>(knob_int(knobs, "flexmoe", "trigger_pct", 10, 0, 100000));
-  k.dispatch = knob_choice(knobs, "flexmoe", "dispatch", "even", {"even", "topology"}) == "topology"
-                   ? DispatchRule::kTopology
-                   : DispatchRule::kEven;
+  k.reserve_slots = static_cast<int>(v.integer("reserve_slots"));
+  k.period = static_cast<int>(v.integer("period"));
+  k.window = static_cast<int>(v.integer("window"));
+  k.trigger_pct = static_cast<int>(v.integer("trigger_pct"));
+  k.dispatch = v.text("dispatch") == "topology" ? DispatchRule::kTopology : DispatchRule::kEven;
   return k;
 }
 

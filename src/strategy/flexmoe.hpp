@@ -55,6 +55,7 @@
 #include "collective/analytic_network.hpp"
 #include "strategy/flexmoe_planner.hpp"
 #include "strategy/materialization.hpp"
+#include "strategy/knobs.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
@@ -68,7 +69,7 @@ struct FlexMoeKnobs {
   int trigger_pct = 10;
   DispatchRule dispatch = DispatchRule::kEven;
 };
-FlexMoeKnobs flexmoe_knobs(const std::map<std::string, std::string>& knobs);
+FlexMoeKnobs flexmoe_knobs(const KnobValues& knobs);
 
 // What FlexMoE's re-plans did, with and without a layout: layers re-planned (triggered), re-plans
 // that moved state, the planner's steps and the instances copied.

@@ -17,30 +17,18 @@
 
 namespace hs::strategy {
 
-FssdpKnobs parse_fssdp_knobs(const std::map<std::string, std::string>& knobs) {
+FssdpKnobs parse_fssdp_knobs(const KnobValues& v) {
   FssdpKnobs k;
-  k.window = static_cast<int>(knob_int(knobs, "fssdp", "window", 5, 1, 100000));
-  auto od = knobs.find("overlap_degree");
-  if (od != knobs.end() && od->second != "auto")
-    k.overlap_degree = static_cast<int>(knob_int(knobs, "fssdp", "overlap_degree", 0, 0, 1 << 20));
-  auto mb = knobs.find("memory_budget");
-  if (mb != knobs.end() && mb->second != "auto") {
-    auto v = parse_quantity(mb->second, Dimension::kBytes);
-    if (!v)
-      throw InputError({"--strategy", 0, 0}, "fssdp:memory_budget",
-                       fmt::format("expected auto or a size such as 8GiB, got '{}'", mb->second));
-    k.memory_budget = *v;
-  }
-  k.rematerialize = knob_bool(knobs, "fssdp", "rematerialize", false);
-  k.calibrate = knob_bool(knobs, "fssdp", "calibrate", false);
-  k.heterogeneous = knob_bool(knobs, "fssdp", "heterogeneous", true);
-  k.reshard_every = static_cast<int>(knob_int(knobs, "fssdp", "reshard_every", 100, 1, 1 << 30));
-  k.dispatch = knob_choice(knobs, "fssdp", "dispatch", "topology", {"topology", "even"}) == "even" ? DispatchRule::kEven
-                                                                                                   : DispatchRule::kTopology;
-  k.broadcast = knob_choice(knobs, "fssdp", "broadcast", "chain", {"chain", "direct"}) == "direct"
-                    ? collective::BroadcastAlgo::kDirect
-                    : collective::BroadcastAlgo::kChain;
-  k.single_queue = knob_choice(knobs, "fssdp", "comm_queue", "single", {"single", "separate"}) == "single";
+  k.window = static_cast<int>(v.integer("window"));
+  if (!v.is_auto("overlap_degree")) k.overlap_degree = static_cast<int>(v.integer("overlap_degree"));
+  if (!v.is_auto("memory_budget")) k.memory_budget = v.quantity("memory_budget", Dimension::kBytes);
+  k.rematerialize = v.boolean("rematerialize");
+  k.calibrate = v.boolean("calibrate");
+  k.heterogeneous = v.boolean("heterogeneous");
+  k.reshard_every = static_cast<int>(v.integer("reshard_every"));
+  k.dispatch = v.text("dispatch") == "even" ? DispatchRule::kEven : DispatchRule::kTopology;
+  k.broadcast = v.text("broadcast") == "direct" ? collective::BroadcastAlgo::kDirect : collective::BroadcastAlgo::kChain;
+  k.single_queue = v.text("comm_queue") == "single";
   return k;
 }
 

@@ -44,6 +44,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/materialization.hpp"
+#include "strategy/knobs.hpp"
 #include "strategy/strategy.hpp"
 
 namespace hs::strategy {
@@ -61,7 +62,8 @@ struct FssdpKnobs {
   collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
   bool single_queue = true;      // comm_queue=single: sparse collectives share the all-to-all's queue
 };
-FssdpKnobs parse_fssdp_knobs(const std::map<std::string, std::string>& knobs);
+// The registry row's knobs (defaults filled in) as FSSDP's settings.
+FssdpKnobs parse_fssdp_knobs(const KnobValues& knobs);
 
 
 }  // namespace hs::strategy

@@ -3,58 +3,66 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include "util/diagnostics.hpp"
 
 namespace hs::strategy {
 
+KnobValues::KnobValues(const StrategyInfo& row, const KnobMap& given) : strategy_(row.name) {
+  for (const Knob& k : row.knobs) values_[k.name] = k.value;
+  for (const auto& [name, value] : given) {
+    if (!values_.count(name))
+      throw std::logic_error(fmt::format("knob {}:{} is not declared in the registry", row.name, name));
+    values_[name] = value;
+  }
+}
+
+KnobValues::KnobValues(const StrategySpec& spec) : KnobValues(check_strategy_spec(spec), spec.knobs) {}
+
+const std::string& KnobValues::text(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::logic_error(fmt::format("knob {}:{} is not declared in the registry", strategy_, name));
+  return it->second;
+}
+
 namespace {
-[[noreturn]] void bad(const std::string& strategy, const std::string& name, const std::string& value,
-                      const std::string& expected) {
-  throw InputError({"--strategy", 0, 0}, fmt::format("{}:{}", strategy, name),
-                   fmt::format("expected {}, got '{}'", expected, value));
+// A value the domain accepted that does not parse as asked: the declaration and the reader disagree.
+[[noreturn]] void misread(const std::string& strategy, const std::string& name, const std::string& value,
+                           std::string_view as) {
+  throw std::logic_error(fmt::format("knob {}:{} = '{}' read as {}: its registry domain says otherwise", strategy,
+                                     name, value, as));
 }
 }  // namespace
 
-int64_t knob_int(const KnobMap& k, const std::string& strategy, const std::string& name, int64_t def, int64_t min,
-                 int64_t max) {
-  auto it = k.find(name);
-  if (it == k.end()) return def;
-  int64_t v = 0;
-  const auto& s = it->second;
+long long KnobValues::integer(const std::string& name) const {
+  const std::string& s = text(name);
+  long long v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max)
-    bad(strategy, name, s, fmt::format("an integer in [{}, {}]", min, max));
+  if (ec != std::errc() || p != s.data() + s.size()) misread(strategy_, name, s, "an integer");
   return v;
 }
 
-double knob_double(const KnobMap& k, const std::string& strategy, const std::string& name, double def, double min,
-                   double max) {
-  auto it = k.find(name);
-  if (it == k.end()) return def;
+double KnobValues::number(const std::string& name) const {
+  const std::string& s = text(name);
   double v = 0;
-  const auto& s = it->second;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v < min || v > max)
-    bad(strategy, name, s, fmt::format("a number in [{}, {}]", min, max));
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) misread(strategy_, name, s, "a number");
   return v;
 }
 
-bool knob_bool(const KnobMap& k, const std::string& strategy, const std::string& name, bool def) {
-  auto it = k.find(name);
-  if (it == k.end()) return def;
-  if (it->second == "true" || it->second == "1") return true;
-  if (it->second == "false" || it->second == "0") return false;
-  bad(strategy, name, it->second, "true or false");
+bool KnobValues::boolean(const std::string& name) const {
+  const std::string& s = text(name);
+  if (s == "true" || s == "1") return true;
+  if (s == "false" || s == "0") return false;
+  misread(strategy_, name, s, "true or false");
 }
 
-std::string knob_choice(const KnobMap& k, const std::string& strategy, const std::string& name, const std::string& def,
-                        std::initializer_list<const char*> allowed) {
-  auto it = k.find(name);
-  if (it == k.end()) return def;
-  for (const char* a : allowed)
-    if (it->second == a) return it->second;
-  bad(strategy, name, it->second, fmt::format("one of {}", fmt::join(allowed, ", ")));
+double KnobValues::quantity(const std::string& name, Dimension d) const {
+  const std::string& s = text(name);
+  auto v = parse_quantity(s, d);
+  if (!v) misread(strategy_, name, s, dimension_name(d));
+  return *v;
 }
 
 }  // namespace hs::strategy

@@ -116,7 +116,7 @@ class LayoutFasterMoe final : public Strategy {
 std::unique_ptr<Strategy> make_layout_fastermoe(const StrategySpec& spec, const Context& ctx,
                                                 const workload::ParallelLayout& layout) {
   check_ep_size_knob(spec, layout);
-  return std::make_unique<LayoutFasterMoe>(ctx, layout, parse_fastermoe_knobs(spec.knobs));
+  return std::make_unique<LayoutFasterMoe>(ctx, layout, parse_fastermoe_knobs(KnobValues(spec)));
 }
 
 }  // namespace hs::strategy

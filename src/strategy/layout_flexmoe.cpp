@@ -173,7 +173,7 @@ class LayoutFlexMoe final : public Strategy {
 
 std::unique_ptr<Strategy> make_layout_flexmoe(const StrategySpec& spec, const Context& ctx,
                                               const workload::ParallelLayout& layout) {
-  return std::make_unique<LayoutFlexMoe>(ctx, layout, flexmoe_knobs(spec.knobs));
+  return std::make_unique<LayoutFlexMoe>(ctx, layout, flexmoe_knobs(KnobValues(spec)));
 }
 
 }  // namespace hs::strategy

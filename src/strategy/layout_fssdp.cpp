@@ -690,7 +690,7 @@ class LayoutFssdp final : public Strategy {
 
 std::unique_ptr<Strategy> make_layout_fssdp(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout) {
-  return std::make_unique<LayoutFssdp>(ctx, layout, parse_fssdp_knobs(spec.knobs));
+  return std::make_unique<LayoutFssdp>(ctx, layout, parse_fssdp_knobs(KnobValues(spec)));
 }
 
 std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Context& ctx,
@@ -700,12 +700,12 @@ std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Conte
   // stream of its own. `rematerialize` is FSDP's reshard-after-forward (PyTorch FSDP's FULL_SHARD
   // default): the experts gathered again for every micro-batch's forward and backward, gradients
   // reduce-scattered after each.
-  const bool remat = knob_bool(spec.knobs, "fsdp", "rematerialize", true);
-  const FssdpKnobs k = parse_fssdp_knobs({{"overlap_degree", std::to_string(ctx.model.experts)},
-                                          {"memory_budget", "1000000TiB"},
-                                          {"heterogeneous", "false"},
-                                          {"comm_queue", "separate"},
-                                          {"rematerialize", remat ? "true" : "false"}});
+  FssdpKnobs k;
+  k.overlap_degree = ctx.model.experts;
+  k.memory_budget = 1e6 * 1024.0 * 1024 * 1024 * 1024;  // no memory limit (1,000,000 TiB)
+  k.heterogeneous = false;
+  k.single_queue = false;  // FSDP prefetches its all-gathers on a stream of their own
+  k.rematerialize = KnobValues(spec).boolean("rematerialize");
   return std::make_unique<LayoutFssdp>(ctx, layout, k);
 }
 

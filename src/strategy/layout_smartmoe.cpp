@@ -114,8 +114,9 @@ std::unique_ptr<Strategy> make_layout_smartmoe(const StrategySpec& spec, const C
     throw InputError({"--strategy", 0, 0}, spec.full,
                      fmt::format("SmartMoE swaps experts between the GPUs of an EP group and needs at least 2 experts "
                                  "per GPU: {} experts over ep {}", e, ep));
-  const int period = static_cast<int>(knob_int(spec.knobs, "smartmoe", "period", 10, 1, 1 << 30));
-  const int window = static_cast<int>(knob_int(spec.knobs, "smartmoe", "window", 5, 1, 100000));
+  const KnobValues knobs(spec);
+  const int period = static_cast<int>(knobs.integer("period"));
+  const int window = static_cast<int>(knobs.integer("window"));
   return std::make_unique<LayoutSmartMoe>(ctx, layout, period, window);
 }
 
