@@ -22,7 +22,7 @@
 #include "util/output_path.hpp"
 #include "util/progress.hpp"
 #include "workload/model_spec.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 #include "workload/trace_io.hpp"
 
 namespace hs::cli {

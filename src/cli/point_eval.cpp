@@ -6,7 +6,7 @@
 
 #include "strategy/layout_strategy.hpp"
 #include "strategy/runner.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::cli {
 

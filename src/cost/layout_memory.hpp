@@ -1,4 +1,4 @@
-// Per-GPU memory under a parallel layout (workload/parallel_layout.hpp), term by term as
+// Per-GPU memory under a parallel layout (layout/parallel_layout.hpp), term by term as
 // Megatron-Core allocates it; the terms are MemoryBreakdown's (cost/memory_model.hpp).
 //
 // State. A GPU of pipeline stage s holds its stage's blocks only: attention projections, dense
@@ -28,7 +28,7 @@
 #pragma once
 
 #include "cost/memory_model.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::cost {
 
@@ -42,7 +42,7 @@ struct StageParams {
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 
 // The same parameters by where their gradients come from, for the gradient buckets
-// (strategy/layout_iteration.hpp): one block's attention (projections, its norm), its MLP side
+// (strategy/graph/layout_iteration.hpp): one block's attention (projections, its norm), its MLP side
 // (the other norm and the dense FFN, or the router gate and shared experts) and its E/ep routed
 // experts; embedding_params: the word (and position) embeddings of the first stage
 // (`tied_copy` false) or the tied copy of the last stage when pp > 1 (`tied_copy` true).

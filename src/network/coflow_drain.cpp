@@ -34,7 +34,7 @@ class CoflowDrain::Impl {
   }
 
   // False when the transfer crosses more than four links that may bind.
-  bool add(const collective::Transfer& tr) {
+  bool add(const Transfer& tr) {
     if (tr.src == tr.dst || tr.bytes <= 0) return true;
     int32_t l[4] = {-1, -1, -1, -1};
     double c[4] = {0, 0, 0, 0};
@@ -531,14 +531,14 @@ class CoflowDrain::Impl {
 CoflowDrain::CoflowDrain(const topology::Topology& topo, double precision) : impl_(std::make_unique<Impl>(topo, precision)) {}
 CoflowDrain::~CoflowDrain() = default;
 
-std::optional<DrainResult> CoflowDrain::time(const collective::Coflow& coflow, double extra_latency) {
+std::optional<DrainResult> CoflowDrain::time(const Coflow& coflow, double extra_latency) {
   impl_->reset();
   for (const auto& tr : coflow)
     if (!impl_->add(tr)) return std::nullopt;
   return impl_->run(extra_latency);
 }
 
-std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const collective::Coflow& coflow, double extra_latency,
+std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const Coflow& coflow, double extra_latency,
                                         double precision) {
   return CoflowDrain(topo, precision).time(coflow, extra_latency);
 }

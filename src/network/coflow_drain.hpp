@@ -52,7 +52,7 @@
 #include <memory>
 #include <optional>
 
-#include "collective/transfer.hpp"
+#include "network/transfer.hpp"
 #include "network/flow_network.hpp"
 #include "topology/topology.hpp"
 
@@ -78,7 +78,7 @@ class CoflowDrain {
   CoflowDrain& operator=(const CoflowDrain&) = delete;
   // The coflow's time alone on the flow tier; nullopt when some transfer crosses more than four
   // links that may bind (host-staged routes between cube-mesh nodes): FlowNetwork times those.
-  std::optional<DrainResult> time(const collective::Coflow& coflow, double extra_latency = 0);
+  std::optional<DrainResult> time(const Coflow& coflow, double extra_latency = 0);
 
  private:
   class Impl;
@@ -86,7 +86,7 @@ class CoflowDrain {
 };
 
 // One coflow's time alone (a CoflowDrain used once).
-std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const collective::Coflow& coflow,
+std::optional<DrainResult> drain_coflow(const topology::Topology& topo, const Coflow& coflow,
                                         double extra_latency = 0, double precision = kDefaultFlowPrecision);
 
 }  // namespace hs::network

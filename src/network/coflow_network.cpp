@@ -21,10 +21,10 @@ CoflowNetwork::CoflowNetwork(const topology::Topology& topo) : topo_(topo) {
   for (size_t l = 0; l < topo.links().size(); ++l) solver_.add_link(1.0);
 }
 
-int CoflowNetwork::define(collective::CoflowLoads loads) {
+int CoflowNetwork::define(CoflowLoads loads) {
   Def d;
   auto& links = loads.links;
-  links.erase(std::remove_if(links.begin(), links.end(), [](const collective::LinkLoad& x) { return x.bytes <= 0; }),
+  links.erase(std::remove_if(links.begin(), links.end(), [](const LinkLoad& x) { return x.bytes <= 0; }),
               links.end());
   for (const auto& x : links) {
     const double t = x.bytes / topo_.links()[x.link].bandwidth.value();

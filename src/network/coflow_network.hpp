@@ -28,7 +28,7 @@
 
 #include <vector>
 
-#include "collective/transfer.hpp"
+#include "network/transfer.hpp"
 #include "engine/activity_model.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
@@ -39,7 +39,7 @@ class CoflowNetwork final : public engine::ActivityModel {
  public:
   explicit CoflowNetwork(const topology::Topology& topo);
   // Defines a coflow for this run; ids are valid until clear(). Links with no bytes are ignored.
-  int define(collective::CoflowLoads loads);
+  int define(CoflowLoads loads);
   // Task `t` runs coflow `id` when it starts (a task never assigned runs no bytes: 0 s).
   void assign(engine::TaskId t, int id);
   // Forgets every definition and assignment (before the next iteration's are made).
@@ -55,7 +55,7 @@ class CoflowNetwork final : public engine::ActivityModel {
 
  private:
   struct Def {
-    collective::CoflowLoads loads;
+    CoflowLoads loads;
     double drain = 0;  // D: seconds alone
     double phi = 1;    // progress per unit of solver rate (see the .cpp)
     bool floored = false;  // drain set by loads.floor (a capped transfer), not by a link

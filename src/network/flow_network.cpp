@@ -46,7 +46,7 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision, bool 
   }
 }
 
-void FlowNetwork::assign(engine::TaskId t, collective::Coflow transfers, double extra_latency) {
+void FlowNetwork::assign(engine::TaskId t, Coflow transfers, double extra_latency) {
   if (static_cast<size_t>(t) >= coflow_.size()) {
     coflow_.resize(t + 1);
     extra_.resize(t + 1, 0.0);
@@ -182,7 +182,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
 
 // Groups the transfers of `co` into classes, written to `p` (all but its key), adding their bytes to
 // link_bytes_ and stats.
-void FlowNetwork::group(const collective::Coflow& co, GroupPlan& p) {
+void FlowNetwork::group(const Coflow& co, GroupPlan& p) {
   p.alpha = 0;
   p.flows = 0;
   p.gid.assign(co.size(), -1);

@@ -55,7 +55,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collective/transfer.hpp"
+#include "network/transfer.hpp"
 #include "engine/activity_model.hpp"
 #include "network/group_plan.hpp"
 #include "network/pair_plan.hpp"
@@ -88,7 +88,7 @@ class FlowNetwork final : public engine::ActivityModel {
                        bool aggregate = true);
   // The transfers task `t` carries when it starts (replaces any previous assignment) and latency
   // added on top of its route latencies.
-  void assign(engine::TaskId t, collective::Coflow transfers, double extra_latency = 0);
+  void assign(engine::TaskId t, Coflow transfers, double extra_latency = 0);
 
   void reset(const engine::TaskGraph& g) override;
   void start(engine::TaskId t, double now) override;
@@ -158,7 +158,7 @@ class FlowNetwork final : public engine::ActivityModel {
   void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
   // start() when transfers may share a class, and no recent task had the same transfers: groups
   // them into `p` (classes, latency, count; not its key) and adds their bytes.
-  void group(const collective::Coflow& co, GroupPlan& p);
+  void group(const Coflow& co, GroupPlan& p);
   static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
   // The record of solver flow `id`: a live class of task t, members of sizes `size` then
   // members_[mnext, mend), each having carried `progress` bytes by `now`, rate to be solved.
@@ -183,7 +183,7 @@ class FlowNetwork final : public engine::ActivityModel {
   // GPU's egress (ingress) hops hold (one NIC per GPU), so equal binding elements mean equal pairs.
   bool pair_identified_ = false;
   solver::MaxMinSolver solver_;
-  std::vector<collective::Coflow> coflow_;
+  std::vector<Coflow> coflow_;
   std::vector<double> extra_;
   std::vector<double> alpha_;       // per task, at start
   std::vector<double> scale_;       // per task: max over links of its bytes / capacity

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collective/transfer.hpp"
+#include "network/transfer.hpp"
 #include "solver/max_min_solver.hpp"
 
 namespace hs::network {
@@ -37,11 +37,11 @@ struct GroupPlan {
   int flows = 0;
   uint64_t used = 0;  // when last matched or recorded (least recently used goes first)
 
-  static Key key_of(const collective::Transfer& tr) {
+  static Key key_of(const Transfer& tr) {
     if (tr.src == tr.dst || tr.bytes <= 0) return {tr.src, tr.dst, ~uint64_t{0}};
     return {tr.src, tr.dst, tr.rate_cap > 0 ? std::bit_cast<uint64_t>(tr.rate_cap) : 0};
   }
-  bool matches(const collective::Coflow& co) const {
+  bool matches(const Coflow& co) const {
     if (co.size() != key.size()) return false;
     for (size_t i = 0; i < co.size(); ++i)
       if (!(key_of(co[i]) == key[i])) return false;
@@ -56,7 +56,7 @@ class GroupPlans {
   static constexpr size_t kMaxTransfers = size_t{1} << 16;
   static constexpr size_t kPlans = 4;
 
-  const GroupPlan* find(const collective::Coflow& co) {
+  const GroupPlan* find(const Coflow& co) {
     for (auto& p : plans_)
       if (p.matches(co)) {
         p.used = ++clock_;

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "collective/transfer.hpp"
+#include "network/transfer.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
 
@@ -33,7 +33,7 @@ struct PairPlan {
     return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
   }
   // Whether `co`'s flow-making transfers list exactly `pairs`, in order.
-  bool matches(const collective::Coflow& co) const {
+  bool matches(const Coflow& co) const {
     if (!ready) return false;
     size_t k = 0;
     for (const auto& tr : co) {

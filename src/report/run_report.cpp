@@ -75,7 +75,7 @@ std::string render_table(const RunReport& r) {
                    s.p50 * 1e3, s.p99 * 1e3, speed, s.peak_memory.total() / (1024.0 * 1024 * 1024),
                    s.fits_memory ? "yes" : "NO", gpu_name(r, s.bottleneck_gpu));
   }
-  // How far each strategy is from the lower bound (strategy/layout_bound.cpp), when it ran.
+  // How far each strategy is from the lower bound (strategy/policy/bound/layout_bound.cpp), when it ran.
   for (const auto& b : r.strategies) {
     if (b.name != "bound" || b.mean <= 0) continue;
     fmt::format_to(it, "lower bound: {:.2f} ms; mean / bound:", b.mean * 1e3);

@@ -20,7 +20,7 @@
 #include "cost/memory_model.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/strategy.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
 

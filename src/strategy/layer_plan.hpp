@@ -1,4 +1,4 @@
-// The contract between a strategy's policy and the iteration graph (strategy/layout_iteration.hpp):
+// The contract between a strategy's policy and the iteration graph (strategy/graph/layout_iteration.hpp):
 // what the policy decided for one MoE layer in one iteration. A policy fills one LayerPlan per MoE
 // layer, for every GPU of the cluster (a GPU outside the layer's pipeline stage routes and computes
 // nothing); the graph times it. Whole-iteration token counts unless said otherwise.

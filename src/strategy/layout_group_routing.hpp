@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "collective/sparse_plan.hpp"
-#include "strategy/materialization.hpp"
+#include "strategy/policy/fssdp/materialization.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/strategy.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
 

@@ -4,9 +4,9 @@
 #include <string>
 
 #include "cost/layout_memory.hpp"
-#include "strategy/ep.hpp"
+#include "strategy/policy/ep/ep.hpp"
 #include "strategy/gpu_memory.hpp"
-#include "strategy/layout_iteration.hpp"
+#include "strategy/graph/layout_iteration.hpp"
 #include "strategy/load_history.hpp"
 
 namespace hs::strategy {

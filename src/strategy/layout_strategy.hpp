@@ -1,12 +1,12 @@
 // Strategies under a parallel layout (`--layout`, or without one strategy::default_layout): the
-// one iteration graph (strategy/layout_iteration.hpp) with a strategy's MoE policy inside each
+// one iteration graph (strategy/graph/layout_iteration.hpp) with a strategy's MoE policy inside each
 // stage's EP groups. The registry (registry.cpp) has one factory per strategy, all of them here:
 // EP (experts in contiguous blocks of E/ep over each EP group, route_ep_layer), the
 // oracle (EP with every GPU of a stage computing the stage's mean), FSSDP
-// (each EP group of a stage an FSSDP group: strategy/layout_fssdp.cpp), FSDP of experts (FSSDP
+// (each EP group of a stage an FSSDP group: strategy/policy/fssdp/layout_fssdp.cpp), FSDP of experts (FSSDP
 // with every expert materialized in the group), SmartMoE (each group re-plans its placement:
-// strategy/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/layout_flexmoe.cpp), FasterMoE
-// (each group shadows: strategy/layout_fastermoe.cpp) and the lower bound (strategy/layout_bound.cpp).
+// strategy/policy/smartmoe/layout_smartmoe.cpp), FlexMoE (replicas per group: strategy/policy/flexmoe/layout_flexmoe.cpp), FasterMoE
+// (each group shadows: strategy/policy/fastermoe/layout_fastermoe.cpp) and the lower bound (strategy/policy/bound/layout_bound.cpp).
 #pragma once
 
 #include <functional>
@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "strategy/layout_iteration.hpp"
+#include "strategy/graph/layout_iteration.hpp"
 #include "strategy/strategy.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "strategy/materialization.hpp"
+#include "strategy/policy/fssdp/materialization.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/strategy.hpp"
 #include "workload/model_spec.hpp"

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "strategy/ep.hpp"
+#include "strategy/policy/ep/ep.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/strategy.hpp"
 #include "util/diagnostics.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
 

@@ -217,7 +217,7 @@ class Strategy {
 };
 
 // Builds a strategy under a resolved parallel layout (workload::resolve_layout): its policy inside
-// every EP group of every pipeline stage, on the one iteration graph (strategy/layout_iteration.hpp).
+// every EP group of every pipeline stage, on the one iteration graph (strategy/graph/layout_iteration.hpp).
 // The spec's knobs have been checked against the registry row (check_strategy_spec).
 using StrategyFactory = std::unique_ptr<Strategy> (*)(const StrategySpec& spec, const Context& ctx,
                                                       const workload::ParallelLayout& layout);

@@ -4,7 +4,7 @@
 
 #include "strategy/strategy.hpp"
 #include "util/yaml_reader.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 namespace hs::sweep {
 

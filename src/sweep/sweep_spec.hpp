@@ -59,7 +59,7 @@ struct SweepSpec {
   std::vector<AxisValue> topologies, traces, networks;
   std::vector<AxisValue> models;  // model files or presets; one empty value = the trace's own
   std::vector<AxisValue> calibrations;  // calibration files; "" (written `none`) = none beyond the topology's own
-  // Parallel layouts (workload/parallel_layout.hpp), each parsed here (syntax, presets; errors at the
+  // Parallel layouts (layout/parallel_layout.hpp), each parsed here (syntax, presets; errors at the
   // value's file:line:col); "" (written `none`, or no `layout:`) = no layout. Resolved against each
   // point's topology and model when the scenarios are loaded (resolve_sweep_layouts in the CLI).
   std::vector<AxisValue> layouts;

@@ -4,7 +4,7 @@
 
 #include "support/make_named.hpp"
 #include "report/run_report.hpp"
-#include "strategy/fssdp.hpp"
+#include "strategy/policy/fssdp/fssdp.hpp"
 #include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"
 

@@ -11,7 +11,7 @@
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
 #include "util/diagnostics.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 #include "support/approx.hpp"
 
 using namespace hs;
@@ -198,7 +198,7 @@ std::unique_ptr<strategy::Strategy> make_under(const std::string& spec, const Pl
 
 TEST_CASE("bound under a layout: no strategy under the same layout is faster, over random loads and layouts") {
   // Strategies under a layout share the layout's TP / PP / DP tasks; the bound keeps them and puts
-  // each stage's expert work at its floor (see strategy/layout_bound.cpp), so it must be <= every
+  // each stage's expert work at its floor (see strategy/policy/bound/layout_bound.cpp), so it must be <= every
   // strategy built under the layout that computes the tokens' real experts (all but the oracle, a
   // reference that evens the experts' counts out: the next test), iteration by iteration.
   test::ClusterShape two_nodes;

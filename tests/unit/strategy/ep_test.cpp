@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "support/make_named.hpp"
-#include "strategy/ep.hpp"
+#include "strategy/policy/ep/ep.hpp"
 #include "strategy/runner.hpp"
 #include "topology/topology_builder.hpp"
 #include "support/test_platforms.hpp"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "support/make_named.hpp"
-#include "strategy/fssdp.hpp"
+#include "strategy/policy/fssdp/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"

@@ -1,11 +1,11 @@
-// The traffic half of the lower bound (strategy/traffic_floor.hpp), worked by hand.
+// The traffic half of the lower bound (strategy/policy/bound/traffic_floor.hpp), worked by hand.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "cost/memory_model.hpp"
-#include "strategy/traffic_floor.hpp"
+#include "strategy/policy/bound/traffic_floor.hpp"
 #include "support/test_platforms.hpp"
 
 using namespace hs;

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "support/test_platforms.hpp"
-#include "workload/parallel_layout.hpp"
+#include "layout/parallel_layout.hpp"
 
 using namespace hs;
 using workload::ParallelLayout;

@@ -1,0 +1,105 @@
+// The parallel layout of a training run: how its N GPUs split into tensor- (TP), pipeline- (PP),
+// data- (DP) and expert-parallel (EP) groups, given once per run (`--layout tp=8,pp=16,ep=64`).
+//
+// Rank-to-GPU mapping. Rank r is topology GPU r (GPUs are numbered node by node), and ranks are
+// assigned in Megatron-Core's default order "tp-cp-ep-dp-pp", TP fastest-varying (NVIDIA/Megatron-LM,
+// megatron/core/parallel_state.py, initialize_model_parallel: the decoder RankGenerator(tp, ep=1, dp,
+// pp, cp) with order "tp-cp-ep-dp-pp"; no context parallelism here, cp = 1):
+//   rank = tp_rank + tp * (dp_rank + dp * pp_rank)
+// so a TP group is tp consecutive GPUs (inside one node when tp divides the GPUs per node), a DP
+// group strides by tp, and pipeline stage s is the block of tp*dp consecutive GPUs starting at
+// s*tp*dp. Which groups share a NIC decides the result: TP's per-layer collectives stay on NVLink
+// only when the TP group stays in a node.
+//
+// Expert parallelism is carved out of the same ranks as Megatron-Core's expert RankGenerator does it
+// (same file: RankGenerator(tp=expert_tensor_parallel_size, ep, dp=world/(etp*ep*pp), pp), same
+// order, and it raises unless world % (etp*ep*pp) == 0). Experts here are never tensor-sliced
+// (etp = 1: every strategy moves whole experts, and DeepSeek-V3 runs no TP at all), so
+//   rank = ep_rank + ep * (edp_rank + edp * pp_rank),   edp = tp*dp / ep
+// An EP group is ep consecutive GPUs of one stage; ep must divide tp*dp (the ranks of a stage) and
+// the experts. The expert-data-parallel group (edp ranks holding the same experts) strides by ep.
+//
+// Values are parsed once (parse_parallel_layout: syntax, each field's type and range) and resolved
+// against the cluster and the model once (resolve_layout: dp derived, divisibility, TP inside a
+// node unless tp_span=any; overlap_param_gather needs dist_opt=on and overlap_grad_reduce=on, as
+// Megatron-LM's argument checks assert); both collect every problem before throwing InputError (exit 2), naming
+// the source ("--layout" or a sweep file) and the field ("layout.tp").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workload/model_spec.hpp"
+
+namespace hs::workload {
+
+// Activation recomputation (Korthikanti et al. 2022): none keeps every activation; selective drops
+// the attention core's s^2 tensors (recomputed in backward); full keeps only each layer's input.
+enum class Recompute { kNone, kSelective, kFull };
+const char* recompute_name(Recompute r);
+
+struct ParallelLayout {
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;  // 0 until resolved: N / (tp * pp)
+  int ep = 1;
+  int vpp = 1;  // virtual pipeline stages (model chunks) per stage: Megatron's interleaved 1F1B
+  bool sequence_parallel = true;       // sp=on|off (Megatron --sequence-parallel)
+  bool tp_across_nodes = false;        // tp_span=node (default) | any
+  bool distributed_optimizer = true;   // dist_opt=on|off (Megatron --use-distributed-optimizer)
+  Recompute recompute = Recompute::kNone;
+  // Megatron-Core's DistributedDataParallel (megatron/core/distributed): gradients and parameters
+  // live in buckets; with overlap_grad_reduce a bucket's reduce-scatter (all-reduce without the
+  // distributed optimizer) is issued as soon as the last micro-batch's backward has produced all its
+  // gradients; with overlap_param_gather the updated parameters' all-gathers run beside the next
+  // iteration's forward. Defaults as DistributedDataParallelConfig's: both off.
+  bool overlap_grad_reduce = false;    // overlap_grad_reduce=on|off (--overlap-grad-reduce)
+  bool overlap_param_gather = false;   // overlap_param_gather=on|off (--overlap-param-gather)
+  // Parameters per bucket (--ddp-bucket-size); 0 until resolved: Megatron-Core's default
+  // max(40,000,000, 1,000,000 x dp).
+  long long bucket_size = 0;
+  std::string text;                    // as given, for outputs
+
+  int stage_size() const { return tp * dp; }        // GPUs per pipeline stage
+  int world() const { return tp * dp * pp; }
+  int edp() const { return tp * dp / ep; }          // expert-data-parallel size
+  // Rank of the GPU at these coordinates, and back.
+  int rank(int tp_rank, int dp_rank, int pp_rank) const { return tp_rank + tp * (dp_rank + dp * pp_rank); }
+  int tp_rank(int r) const { return r % tp; }
+  int dp_rank(int r) const { return (r / tp) % dp; }
+  int pp_rank(int r) const { return r / (tp * dp); }
+  int ep_rank(int r) const { return (r % stage_size()) % ep; }
+  // Groups, each a sorted list of ranks, in order of their lowest rank.
+  std::vector<std::vector<int>> tp_groups() const;
+  std::vector<std::vector<int>> dp_groups() const;
+  std::vector<std::vector<int>> ep_groups() const;
+  std::vector<std::vector<int>> edp_groups() const;
+  std::vector<int> stage_gpus(int stage) const;
+  // Blocks [first, last) of virtual stage c (0 <= c < pp x vpp) for `layers` blocks: split as evenly
+  // as possible, the first layers % (pp x vpp) chunks taking one more (the last one also runs the LM
+  // head). Chunk k of stage s is virtual stage k x pp + s (Megatron's interleaved assignment: stage
+  // s holds chunks s, s + pp, s + 2pp, ...), so a micro-batch's forward visits stages 0..pp-1 vpp
+  // times. With vpp = 1, chunk s is stage s.
+  std::pair<int, int> chunk_blocks(int chunk, int layers) const;
+  std::pair<int, int> stage_blocks(int stage, int layers) const { return chunk_blocks(stage, layers); }  // vpp = 1
+  // Every block of stage s, in model order (its vpp chunks).
+  std::vector<int> stage_block_ids(int stage, int layers) const;
+  int stage_of_block(int block, int layers) const;
+};
+
+// Syntax "[PRESET,]KEY=VALUE[,KEY=VALUE...]" (a preset of layout/layout_presets.hpp, then
+// overrides: a later key wins), keys tp, pp, dp, ep, vpp (positive integers), sp (on|off),
+// tp_span (node|any), dist_opt (on|off), recompute (none|selective|full), overlap_grad_reduce and
+// overlap_param_gather (on|off), bucket_size (a positive integer: parameters per bucket). `source` names where the
+// text came from in diagnostics ("--layout", "sweep.yaml:12:3").
+ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source);
+
+// Checks the layout against the cluster (N GPUs, gpus_per_node) and the model and fills dp.
+// Every violated rule is reported, each naming its field.
+void resolve_layout(ParallelLayout& layout, int num_gpus, int gpus_per_node, const ModelSpec& model,
+                    const SourceLocation& source);
+
+// "tp=8,pp=16,dp=8,ep=64,sp=on,..." with every field resolved, for outputs.
+std::string describe(const ParallelLayout& layout);
+
+}  // namespace hs::workload

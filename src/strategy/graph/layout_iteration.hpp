@@ -1,0 +1,248 @@
+// One training iteration under a parallel layout (layout/parallel_layout.hpp): tensor parallelism
+// with sequence parallelism, a pipeline of stages run by the 1F1B schedule, expert parallelism
+// inside each stage's EP groups and the distributed optimizer's data-parallel reduce-scatter and
+// all-gather. It is the one iteration graph: a run without --layout is the layout tp=1, pp=1
+// (strategy::default_layout). A task graph on the engine; the pipeline bubble is not a
+// formula, it is the idle time the schedule's dependencies leave on each stage's streams.
+//
+// Streams per GPU: compute (kernels and, as in Megatron without --tp-comm-overlap, the TP
+// collectives that block them), a2a (dispatch / combine), dp (gradient reduce-scatter, parameter
+// all-gather), pp_fwd and pp_bwd (activations to the next stage, gradients to the previous one).
+// Every task keeps a label (what it is, its pass, micro-batch, block, bucket) from which the
+// timeline names it (layout_timeline.cpp); the engine sees only the tag.
+//
+// Stage s runs blocks [first, last) of the model (ParallelLayout::stage_blocks). One micro-batch's
+// forward on stage s, per block:
+//   sp on : all-gather(TP) -> attention / tp -> reduce-scatter(TP); dense block: all-gather ->
+//           FFN / tp -> reduce-scatter; MoE block: router (s*b/tp tokens) -> dispatch(EP, stage-wide
+//           task) -> experts (whole experts, E/ep per GPU) -> combine -> unpermute
+//   sp off: attention / tp -> all-reduce(TP) (and FFN / tp -> all-reduce)
+// Every TP collective carries the s x b x h activation (act_bytes each) of the TP group: ring
+// all-gather / reduce-scatter move (tp-1)/tp of it per GPU, an all-reduce twice that
+// (Korthikanti et al. 2022, §4.2.2: sequence parallelism replaces each all-reduce with a
+// reduce-scatter + all-gather of the same volume). Backward mirrors the forward (an all-gather's
+// gradient is a reduce-scatter and back) with the compute's backward costs; the last stage adds the
+// LM head (vocab-parallel, / tp) forward and backward.
+// Between stages: after a forward on stage s every GPU sends its s*b*h/tp activation shard to the
+// GPU with the same (tp, dp) coordinates on stage s+1 (one task spanning the stage's pp_fwd
+// streams); the backward sends the gradient of the same size to stage s-1 on pp_bwd.
+// 1F1B (Narayanan et al. 2021, PipeDream-Flush): stage s runs min(pp-s-1, m) warm-up forwards, then
+// alternates one forward and one backward, then drains the remaining backwards. With vpp > 1 the
+// stage holds vpp model chunks (virtual stages chunk x pp + s) and runs Megatron's interleaved
+// schedule (interleaved_1f1b): a micro-batch's activations leave stage pp-1's chunk k for stage 0's
+// chunk k+1, so each micro-batch crosses the pipeline vpp times and the bubble shrinks about vpp-fold.
+// Tasks are created in an order consistent with every dependency, stage by stage in rounds.
+// After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
+// expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
+// steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
+// all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
+// the whole state. The iteration ends when every stage has.
+// Overlap of the distributed optimizer's communication (Megatron-Core's DistributedDataParallel,
+// layout keys overlap_grad_reduce / overlap_param_gather, both off by default as in Megatron-Core):
+// each model chunk's parameters are in gradient buckets (dense over DP, experts over expert-DP;
+// bucket_size parameters, Megatron's default max(40M, 1M x dp); only stage 0's first chunk is split
+// into several, as Megatron does: every other chunk is one bucket per buffer). With
+// overlap_grad_reduce, during the last micro-batch's backward of a chunk, a bucket's reduce-scatter
+// is issued on dp as soon as the backward has produced its last gradients (the head, a block's
+// experts, MLP side, attention, the embeddings: see chunk_buckets), so it runs beside the backward
+// of earlier blocks and shares the links with the all-to-alls, TP and PP traffic; the optimizer
+// waits for every bucket. With overlap_param_gather the all-gathers of the updated parameters
+// leave the iteration's end: every bucket's all-gather starts at the iteration's start (the
+// previous step's parameters; Megatron-LM's align_param_gather issues all stages' at once), in the
+// order the forward uses the buckets, and the first micro-batch's first use of a bucket's
+// parameters (and a layer's spAG of its experts) waits for it.
+// Sparse collectives (FSSDP inside each stage's EP groups, LayoutSparse): an MoE layer whose plan
+// holds copies (spag_flows not empty) gathers them once per iteration, issued with the first
+// micro-batch's forward when the attention before the layer starts (one task for the stage, every
+// group's spAG at once, on the a2a stream with single_queue, else on a sparse stream of its own);
+// each GPU copies the arrived parameters into its expert buffer (compute, before the expert
+// forward; the dispatch does not wait for them). After the last micro-batch's expert backward each
+// GPU copies its copies' gradients out and the stage's spRS returns them to the owners (same
+// stream), which the expert-DP reduction of the stage waits for.
+// With re-materialization (LayoutSparse::rematerialize, as FSSDP's without a layout) every
+// micro-batch's forward gathers the layer's copies again (spAG from when the attention before the
+// layer starts), its backward gathers them once more (issued when the op starts for the chunk's
+// last block, else when the attention backward of the block above starts) and copies them in
+// before the expert backward (before the recomputed expert forward with recompute=full), and each
+// micro-batch's expert backward is followed by the gradient copy-out and spRS.
+// FasterMoE's shadows (LayoutSparse::shadow), per MoE layer and micro-batch: the shadows' broadcast
+// after the dispatch on the a2a stream, copy-in and shadow forward after the regular experts (the
+// combine waits for the regular experts only); backward, the shadows' backward and gradient copy-out
+// before the regular experts' backward, which waits for their reduce (on the sparse stream).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collective/analytic_network.hpp"
+#include "engine/simulation.hpp"
+#include "engine/task_graph.hpp"
+#include "network/coflow_network.hpp"
+#include "network/flow_network.hpp"
+#include "strategy/layer_plan.hpp"
+#include "strategy/graph/path_breakdown.hpp"
+#include "layout/parallel_layout.hpp"
+
+namespace hs::strategy {
+
+// Micro-batch order of one stage under 1F1B: (forward?, micro-batch, model chunk) triples.
+struct PipelineOp {
+  bool forward = true;
+  int mb = 0;
+  int chunk = 0;  // which of the stage's vpp model chunks (virtual stage chunk x pp + stage)
+};
+std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
+// Megatron's interleaved 1F1B with `chunks` (vpp) model chunks per stage (chunks = 1: one_f_one_b).
+// The k-th forward runs micro-batch (k / (pp vpp)) pp + k % pp through chunk (k % (pp vpp)) / pp, the
+// k-th backward the same micro-batch through chunk vpp - 1 - (k % (pp vpp)) / pp; stage s warms up
+// with (pp - s - 1) x 2 + (vpp - 1) x pp forwards (all of them when m == pp), then alternates one
+// forward and one backward. Needs m % pp == 0 (resolve_layout checks it).
+std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
+
+// Per transformer block, forward (backward moves the same): the TP collectives one GPU runs, each on
+// `payload` bytes (the s x b x h activation), and the bytes it sends in them on a ring.
+struct TpTraffic {
+  int collectives = 0;
+  bool all_reduce = false;  // sp off: all-reduces; sp on: all-gathers and reduce-scatters
+  double payload = 0;
+  double sent_per_gpu = 0;
+};
+TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool moe_block);
+
+// What the last iteration's critical path spent on each kind of layout communication, and the
+// bubble that emerged.
+struct LayoutStats {
+  double tp_comm = 0;      // seconds of TP collectives on the critical path
+  double pp_comm = 0;      // of stage-to-stage sends
+  double dp_comm = 0;      // of DP reduce-scatter / all-gather (or all-reduce): the exposed part
+  double dp_comm_total = 0;  // every DP collective's time, overlapped or not (the largest stage's)
+  int dense_buckets = 1;   // gradient buckets of stage 0's first chunk (1 each without overlap_grad_reduce)
+  int expert_buckets = 1;
+  double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
+};
+
+struct LayoutSparse {
+  bool single_queue = true;  // spAG / spRS on the all-to-all's stream (one NCCL queue)
+  // Re-materialization: copies freed after every micro-batch's forward, gathered again for its
+  // backward, their gradients returned (spRS) after every micro-batch's expert backward.
+  bool rematerialize = false;
+  // FasterMoE's shadows (layout_fastermoe.cpp), per MoE layer and micro-batch from the plan's
+  // micro-batch variant: after the dispatch the shadows' broadcast (spag_flows) on the all-to-all
+  // stream, beside the owners' expert forward; each GPU then copies the parameters in (copy_bytes)
+  // and computes its own tokens of the shadowed experts (shadow_tokens), the combine waiting only for
+  // the regular experts. Backward: the shadows' backward and gradient copy-out first, their reduce to
+  // the owners (sprs_flows) on the sparse stream, which the regular experts' backward waits for.
+  // spag_flows then never gather FSSDP copies.
+  bool shadow = false;
+};
+
+class LayoutIterationGraph {
+ public:
+  LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout, LayoutSparse sparse = {});
+  // plans: one per MoE layer, routed over all GPUs (only the GPUs of the layer's stage route
+  // tokens); spag/sprs flows and copy_bytes where the layer materializes copies; expert seconds per
+  // micro-batch from expert_fwd/bwd_seconds where set (the bound), else the cost model on
+  // expert_tokens / grad_accum. A plan with `micro` (grad_accum entries: a trace with a micro-batch
+  // axis) gives micro-batch mb its own expert seconds / tokens and all-to-all bytes, micro[mb]'s
+  // (not divided); the copies stay the iteration plan's. Fills time and breakdown (TP, PP and DP communication are charged to dense_allreduce,
+  // the component of non-MoE communication); the caller fills memory.
+  // `migrations`, when not empty (SmartMoE's moves of experts with their optimizer state), run as one
+  // coflow on every GPU's a2a stream before the iteration's first forward, charged to
+  // reshard_migration.
+  // A plan with replica_grad_flows (FlexMoE's replicated experts inside the stage's EP groups) has
+  // them all-reduced once per iteration, after the stage's last micro-batch's backward of the layer
+  // (one task for the stage, every group's rings at once, on dp beside the expert-DP reduction,
+  // which waits for it; charged to dense_allreduce where exposed, as without a layout).
+  // `extra_step_params`, when not empty, adds per GPU parameters to its optimizer step (FlexMoE's
+  // replica instances).
+  // The graph is built once and kept while its shape stays (which MoE layers gather copies, whether
+  // there are migrations): later iterations only set the expert and copy durations and bind the
+  // all-to-alls, spAG / spRS and migrations to this iteration's bytes. A changed shape rebuilds it.
+  // With `timeline`, the iteration's tasks are reported to it (layout_timeline.cpp: which GPUs, the
+  // names and args).
+  IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {},
+                      std::span<const double> extra_step_params = {}, TimelineSink* timeline = nullptr);
+  const LayoutStats& stats() const { return stats_; }
+  // How often run() built the graph (tests: once while the shape stays).
+  int builds() const { return builds_; }
+
+ private:
+  // A communication pattern that no load changes (TP collectives, stage-to-stage sends, the DP
+  // reductions): its transfers and, once computed, its link loads on the analytic tier.
+  struct FixedComm {
+    collective::Coflow flows;
+    double extra = 0;
+    collective::CoflowLoads loads;
+    bool loaded = false;
+  };
+  // What a communication task carries, in the order the build bound them (coflow ids follow it).
+  enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration, kReplica, kCalibration };
+  struct Binding {
+    engine::TaskId task;
+    Bind what;
+    int index;  // FixedComm index or MoE layer
+    int mb;     // the micro-batch whose tasks it belongs to (a layer's all-to-alls per micro-batch)
+  };
+  // A task whose duration depends on the loads: an expert forward / backward, a copy of the
+  // layer's copies (in: parameters, before the expert forward; out: gradients, after the last
+  // backward) or FasterMoE's shadows' forward / backward.
+  // kOptimizer: a GPU's optimizer step (its stage's step_ plus the run's extra parameters).
+  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd };
+  struct VarTask {
+    engine::TaskId task;
+    Var what;
+    int layer, gpu;  // layer: the stage for kOptimizer
+    int mb;
+  };
+  // What a task is, for the timeline: the operation, the pass and micro-batch it belongs to, the
+  // block (-1: none), the virtual stage (chunk x pp + stage) and, for DP collectives, the buffer
+  // (dense or expert) and gradient bucket (-1: the stage's whole buffer).
+  enum class Op : uint8_t {
+    kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
+    kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
+    kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
+    kDpAllGather, kMigration, kCalibration
+  };
+  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute };
+  struct Label {
+    Op op;
+    Pass pass;
+    bool expert;
+    int16_t block, mb, chunk, bucket;
+  };
+  void build(const std::vector<char>& shape);
+  // Reports the simulated iteration's tasks (layout_timeline.cpp).
+  void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
+                     const collective::Coflow& migrations, TimelineSink& sink) const;
+  std::string task_name(const Label& l) const;
+
+  const Context& ctx_;
+  workload::ParallelLayout layout_;
+  LayoutSparse sparse_;
+  collective::AnalyticNetwork net_;
+  LayoutStats stats_;
+  // The built graph and what run() sets on it.
+  // [MoE layer] gathers copies, then: migrations, [MoE layer] replica all-reduces, [MoE layer]
+  // calibration spAG.
+  std::vector<char> shape_;
+  int builds_ = 0;
+  engine::TaskGraph g_;
+  std::vector<Component> comp_;  // per task tag
+  std::vector<Label> labels_;    // per task tag
+  std::vector<uint8_t> cls_;
+  std::vector<double> mean_;     // expert tasks: the stage's mean, for the straggler split
+  std::vector<FixedComm> fixed_;
+  std::vector<Binding> bindings_;
+  std::vector<VarTask> vars_;
+  StreamPredecessors prev_;  // of the built graph, for the breakdown walk
+  std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
+  std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
+  std::vector<double> step_;  // [stage] parameters each GPU's optimizer steps
+  int dense_buckets_ = 1, expert_buckets_ = 1;
+ public:
+  collective::AnalyticNetwork& network() { return net_; }
+};
+
+}  // namespace hs::strategy

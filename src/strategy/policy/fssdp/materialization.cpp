@@ -1,0 +1,248 @@
+#include "strategy/policy/fssdp/materialization.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace hs::strategy {
+
+namespace {
+
+std::vector<int> ranked(const std::vector<double>& load) {
+  std::vector<int> order(load.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+  return order;
+}
+
+bool holds(const collective::SparsePlacement& p, int e, int g) {
+  return p.owner[e] == g || std::binary_search(p.replicas[e].begin(), p.replicas[e].end(), g);
+}
+
+// Places up to `copies` copies of expert e, node-first, within free slots. Returns copies placed.
+int place_copies(collective::SparsePlacement& p, int e, int copies, const std::vector<int>& node_of,
+                 std::vector<int>& free_slots) {
+  const int n = static_cast<int>(node_of.size());
+  const int nodes = n == 0 ? 0 : *std::max_element(node_of.begin(), node_of.end()) + 1;
+  int placed = 0;
+  for (; placed < copies; ++placed) {
+    std::vector<char> node_has(nodes, 0);
+    std::vector<int> node_free(nodes, 0);
+    for (int g = 0; g < n; ++g) {
+      if (holds(p, e, g)) node_has[node_of[g]] = 1;
+      else node_free[node_of[g]] += free_slots[g];
+    }
+    // Node-first: a node without e and with free slots (most free slots, lowest id).
+    int best_node = -1;
+    for (int k = 0; k < nodes; ++k)
+      if (!node_has[k] && node_free[k] > 0 && (best_node < 0 || node_free[k] > node_free[best_node])) best_node = k;
+    int best = -1;
+    for (int g = 0; g < n; ++g) {
+      if (holds(p, e, g) || free_slots[g] <= 0) continue;
+      if (best_node >= 0 && node_of[g] != best_node) continue;
+      if (best < 0 || free_slots[g] > free_slots[best]) best = g;
+    }
+    if (best < 0) break;
+    auto& r = p.replicas[e];
+    r.insert(std::upper_bound(r.begin(), r.end(), best), best);
+    --free_slots[best];
+  }
+  return placed;
+}
+
+// Replica counts for the top experts out of `slots`, proportional to load, at most cap each.
+std::vector<int> proportional_counts(const std::vector<double>& load, const std::vector<int>& top, int slots, int cap) {
+  std::vector<int> count(top.size(), 0);
+  double total = 0;
+  for (int e : top) total += load[e];
+  if (slots <= 0 || top.empty()) return count;
+  std::vector<std::pair<double, int>> rem;
+  int used = 0;
+  for (size_t i = 0; i < top.size(); ++i) {
+    const double share = total > 0 ? slots * load[top[i]] / total : static_cast<double>(slots) / top.size();
+    count[i] = std::min(cap, static_cast<int>(std::floor(share)));
+    used += count[i];
+    rem.push_back({share - std::floor(share), static_cast<int>(i)});
+  }
+  std::stable_sort(rem.begin(), rem.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  // Largest remainder first, then round-robin in load order while slots and caps allow.
+  bool progress = true;
+  while (used < slots && progress) {
+    progress = false;
+    for (auto& [r, i] : rem) {
+      if (used >= slots) break;
+      if (count[i] < cap) {
+        ++count[i];
+        ++used;
+        progress = true;
+      }
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
+                                        const std::vector<int>& node_of, int t, int m) {
+  return materialize(load, owner, node_of, t, std::vector<int>(node_of.size(), m));
+}
+
+collective::SparsePlacement materialize(const std::vector<double>& load, const std::vector<int>& owner,
+                                        const std::vector<int>& node_of, int t, std::span<const int> slots) {
+  const int E = static_cast<int>(load.size());
+  const int n = static_cast<int>(node_of.size());
+  collective::SparsePlacement p{owner, std::vector<std::vector<int>>(E)};
+  t = std::clamp(t, 0, E);
+  if (t == 0 || n < 2) return p;
+  const auto order = ranked(load);
+  // need[g]: top-t experts GPU g does not own.
+  std::vector<int> need(n, t), free_slots(n);
+  for (int i = 0; i < t; ++i) --need[owner[order[i]]];
+  bool everywhere = true, any = false;
+  for (int g = 0; g < n; ++g) {
+    free_slots[g] = std::clamp(slots[g], 0, t);
+    everywhere = everywhere && free_slots[g] >= need[g];
+    any = any || free_slots[g] > 0;
+  }
+  if (!any) return p;
+  if (everywhere) {
+    for (int i = 0; i < t; ++i) {
+      const int e = order[i];
+      for (int g = 0; g < n; ++g)
+        if (g != owner[e]) p.replicas[e].push_back(g);
+    }
+    return p;
+  }
+  extend_placement(p, load, node_of, t, free_slots);
+  return p;
+}
+
+int extend_placement(collective::SparsePlacement& p, const std::vector<double>& load, const std::vector<int>& node_of,
+                     int t, std::vector<int>& free_slots) {
+  const int E = static_cast<int>(load.size());
+  const int n = static_cast<int>(node_of.size());
+  t = std::clamp(t, 0, E);
+  const auto order = ranked(load);
+  std::vector<int> top(order.begin(), order.begin() + t);
+  int slots = 0;
+  for (int f : free_slots) slots += std::max(0, f);
+  auto counts = proportional_counts(load, top, slots, n - 1);
+  int added = 0;
+  for (size_t i = 0; i < top.size(); ++i) {
+    const int e = top[i];
+    const int have = static_cast<int>(p.replicas[e].size());
+    const int want = std::max(0, counts[i] - have);
+    added += place_copies(p, e, want, node_of, free_slots);
+  }
+  return added;
+}
+
+void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out) {
+  const int E = static_cast<int>(p.owner.size());
+  // Instance slots: per GPU, one per expert it holds (owned or copy), in expert order.
+  std::vector<std::vector<int>> slot_of(E);  // [e] -> slot index on each holder, parallel to holders
+  std::vector<std::vector<int>> holders(E);
+  std::vector<int> per_gpu(n, 0);
+  for (int e = 0; e < E; ++e) {
+    holders[e].push_back(p.owner[e]);
+    for (int g : p.replicas[e])
+      if (g != p.owner[e]) holders[e].push_back(g);
+    std::sort(holders[e].begin(), holders[e].end());
+    for (int g : holders[e]) slot_of[e].push_back(per_gpu[g]++);
+  }
+  out.expert_tokens.assign(n, {});
+  for (int g = 0; g < n; ++g) out.expert_tokens[g].assign(per_gpu[g], 0.0);
+  out.bytes.assign(static_cast<size_t>(n) * n, 0.0);
+  out.received.assign(n, 0.0);
+  std::vector<int> chosen;
+  for (int s = 0; s < n; ++s) {
+    const double* row = counts.data() + static_cast<size_t>(s) * E;
+    for (int e = 0; e < E; ++e) {
+      const double c = row[e];
+      if (c == 0) continue;
+      const auto& h = holders[e];
+      chosen.clear();
+      if (rule == DispatchRule::kTopology) {
+        for (size_t k = 0; k < h.size(); ++k)
+          if (h[k] == s) chosen.push_back(static_cast<int>(k));
+        if (chosen.empty())
+          for (size_t k = 0; k < h.size(); ++k)
+            if (node_of[h[k]] == node_of[s]) chosen.push_back(static_cast<int>(k));
+      }
+      if (chosen.empty())
+        for (size_t k = 0; k < h.size(); ++k) chosen.push_back(static_cast<int>(k));
+      const double share = c / static_cast<double>(chosen.size());
+      for (int k : chosen) {
+        const int g = h[k];
+        out.expert_tokens[g][slot_of[e][k]] += share;
+        out.received[g] += share;
+        out.bytes[static_cast<size_t>(s) * n + g] += share * token_bytes;
+      }
+    }
+  }
+}
+
+namespace {
+
+// The largest t in [0, E] with fits(t), assuming fits is monotone; fits(0) holds without a test.
+template <class Fits>
+int overlap_search(int E, const Fits& fits) {
+  int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
+                        collective::AnalyticNetwork& net, double window) {
+  const int channels = collective::chain_channels(net.topology());
+  auto fits = [&](int t) {
+    if (t == 0) return true;
+    const auto p = materialize(load, owner, node_of, t, slots);
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo, channels)) <= window;
+  };
+  return overlap_search(static_cast<int>(load.size()), fits);
+}
+
+collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus) {
+  collective::SparsePlacement out{std::vector<int>(p.owner.size()), std::vector<std::vector<int>>(p.replicas.size())};
+  for (size_t e = 0; e < p.owner.size(); ++e) {
+    out.owner[e] = gpus[p.owner[e]];
+    for (int g : p.replicas[e]) out.replicas[e].push_back(gpus[g]);
+    std::sort(out.replicas[e].begin(), out.replicas[e].end());
+  }
+  return out;
+}
+
+int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
+                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
+                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window) {
+  const auto& topo = net.topology();
+  std::vector<int> node_of, world_node_of;
+  for (int g : gpus) node_of.push_back(topo.node_of(g));
+  for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
+  const int channels = collective::chain_channels(topo);
+  auto fits = [&](int t) {
+    if (t == 0) return true;
+    const auto p = on_gpus(materialize(load, owner, node_of, t, slots), gpus);
+    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, world_node_of, algo, channels)) <= window;
+  };
+  return overlap_search(static_cast<int>(load.size()), fits);
+}
+
+int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
+                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
+                        double window) {
+  return plan_overlap_degree(load, owner, node_of, std::vector<int>(node_of.size(), m), expert_bytes, algo, net, window);
+}
+
+}  // namespace hs::strategy
