@@ -22,7 +22,7 @@
 #include "calib/nccl_tests_ranks.hpp"
 #include "calib/overlap_fit.hpp"
 #include "cli/command.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "cli/progress_options.hpp"
 #include "report/run_report.hpp"
 #include "topology/topology_loader.hpp"

@@ -21,7 +21,7 @@
 #include "calib/nccl_tests_log.hpp"
 #include "calib/nccl_tests_ranks.hpp"
 #include "cli/command.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "cli/progress_options.hpp"
 #include "collective/all_to_all.hpp"
 #include "collective/byte_matrix.hpp"

@@ -15,7 +15,7 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/scenario.hpp"
+#include "app/scenario.hpp"
 #include "report/run_report.hpp"
 #include "transport/plan_file.hpp"
 #include "util/atomic_file.hpp"

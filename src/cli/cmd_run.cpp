@@ -7,9 +7,9 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "cli/progress_options.hpp"
-#include "cli/scenario.hpp"
+#include "app/scenario.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/html_report.hpp"

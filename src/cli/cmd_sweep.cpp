@@ -18,9 +18,9 @@
 #include <thread>
 
 #include "cli/command.hpp"
-#include "cli/mpi_sweep.hpp"
+#include "app/mpi_sweep.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/point_eval.hpp"
+#include "app/point_eval.hpp"
 #include "cli/progress_options.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"

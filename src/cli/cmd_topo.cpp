@@ -8,7 +8,7 @@
 
 #include "collective/p2p_channels.hpp"
 #include "cli/command.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "topology/topology_loader.hpp"
 
 namespace hs::cli {

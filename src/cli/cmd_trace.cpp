@@ -10,7 +10,7 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "util/diagnostics.hpp"
 #include "util/output_path.hpp"
 #include "workload/model_spec.hpp"

@@ -15,7 +15,7 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/point_eval.hpp"
+#include "app/point_eval.hpp"
 #include "cli/progress_options.hpp"
 #include "strategy/strategy.hpp"
 #include "sweep/parallel_map.hpp"

@@ -25,7 +25,7 @@
 #include "calib/measured.hpp"
 #include "calib/rank_agreement.hpp"
 #include "cli/command.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "collective/all_to_all.hpp"
 #include "collective/analytic_network.hpp"
 #include "collective/byte_matrix.hpp"

@@ -9,7 +9,13 @@ namespace CLI {
 class App;
 }
 
+namespace hs::app {}  // scenario loading, point evaluation, sweep coordination (src/app/)
+
 namespace hs::cli {
+
+// The commands parse arguments, call the app library and print.
+using namespace hs::app;
+
 
 struct Command {
   const char* name;

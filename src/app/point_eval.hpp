@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/scenario.hpp"
+#include "app/scenario.hpp"
 #include "sweep/sweep_points.hpp"
 #include "sweep/sweep_results.hpp"
 #include "sweep/sweep_spec.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 class ScenarioCache {
  public:
@@ -49,4 +49,4 @@ void check_layouts(const std::vector<sweep::SweepPoint>& points, const ScenarioC
 // setting gives a row with status "error".
 sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c);
 
-}  // namespace hs::cli
+}  // namespace hs::app

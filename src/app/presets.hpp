@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace hs::cli {
+namespace hs::app {
 
 struct Preset {
   const char* kind;  // "models" or "topologies"
@@ -25,4 +25,4 @@ struct ResolvedInput {
 // the presets when neither exists.
 ResolvedInput resolve_input(const std::string& arg, const std::string& kind);
 
-}  // namespace hs::cli
+}  // namespace hs::app

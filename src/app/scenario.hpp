@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "calib/calibration.hpp"
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 #include "cost/compute_cost.hpp"
 #include "strategy/iteration_loads.hpp"
 #include "strategy/strategy.hpp"
@@ -17,7 +17,7 @@
 #include "workload/model_spec.hpp"
 #include "workload/trace.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 struct ScenarioArgs {
   std::string topology, trace, model;  // model: file or preset; empty = the trace's model.preset
@@ -45,4 +45,4 @@ struct Scenario {
 // Throws InputError naming the file, line and field of any bad input.
 std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a);
 
-}  // namespace hs::cli
+}  // namespace hs::app

@@ -10,7 +10,7 @@
 
 #include "sweep/sweep_results.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 class MpiSession {
  public:
@@ -31,4 +31,4 @@ void mpi_coordinate(const std::vector<int>& points, const std::function<sweep::R
 // Ranks > 0: evaluates the points rank 0 sends until it says stop.
 void mpi_work(const std::function<sweep::Row(int)>& eval);
 
-}  // namespace hs::cli
+}  // namespace hs::app

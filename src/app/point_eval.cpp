@@ -1,4 +1,4 @@
-#include "cli/point_eval.hpp"
+#include "app/point_eval.hpp"
 
 #include <fmt/format.h>
 #include <map>
@@ -8,7 +8,7 @@
 #include "strategy/runner.hpp"
 #include "layout/parallel_layout.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 std::string ScenarioCache::id(const sweep::SweepPoint& p) {
   return p.topology + "\n" + p.trace + "\n" + p.model_file + "\n" + p.model_sets() + "\n" + p.calibration;
@@ -107,4 +107,4 @@ sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, cons
   return row;
 }
 
-}  // namespace hs::cli
+}  // namespace hs::app

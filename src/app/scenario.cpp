@@ -1,4 +1,4 @@
-#include "cli/scenario.hpp"
+#include "app/scenario.hpp"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include "util/atomic_file.hpp"
 #include "workload/trace_io.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
   auto s = std::make_unique<Scenario>();
@@ -66,4 +66,4 @@ strategy::Context Scenario::context(bool flow_network, double flow_precision) co
   return ctx;
 }
 
-}  // namespace hs::cli
+}  // namespace hs::app

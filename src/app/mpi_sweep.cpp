@@ -1,4 +1,4 @@
-#include "cli/mpi_sweep.hpp"
+#include "app/mpi_sweep.hpp"
 
 #include <map>
 #include <stdexcept>
@@ -8,7 +8,7 @@
 #include <mpi.h>
 #endif
 
-namespace hs::cli {
+namespace hs::app {
 
 #ifdef HS_HAVE_MPI
 
@@ -103,4 +103,4 @@ void mpi_work(const std::function<sweep::Row(int)>&) {}
 
 #endif
 
-}  // namespace hs::cli
+}  // namespace hs::app

@@ -1,4 +1,4 @@
-#include "cli/presets.hpp"
+#include "app/presets.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -6,7 +6,7 @@
 #include "util/atomic_file.hpp"
 #include "util/diagnostics.hpp"
 
-namespace hs::cli {
+namespace hs::app {
 
 ResolvedInput resolve_input(const std::string& arg, const std::string& kind) {
   struct stat st {};
@@ -22,4 +22,4 @@ ResolvedInput resolve_input(const std::string& arg, const std::string& kind) {
                                kind == "models" ? "model" : "topology", fmt::join(names, ", ")));
 }
 
-}  // namespace hs::cli
+}  // namespace hs::app
