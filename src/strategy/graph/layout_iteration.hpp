@@ -177,6 +177,11 @@ class LayoutIterationGraph {
     collective::CoflowLoads loads;
     bool loaded = false;
   };
+  class Builder;  // iteration_builder.cpp: the graph's construction, step by step
+  friend class Builder;
+  // What a task is, for the breakdown's statistics: a model chunk's compute, a TP collective, a
+  // stage-to-stage send, a DP collective, an all-to-all, a sparse collective, anything else.
+  enum Cls : uint8_t { kChunk, kTp, kPp, kDp, kA2a, kSparse, kOther };
   // What a communication task carries, in the order the build bound them (coflow ids follow it).
   enum class Bind : uint8_t { kFixed, kDispatch, kCombine, kSpag, kSprs, kMigration, kReplica, kCalibration };
   struct Binding {

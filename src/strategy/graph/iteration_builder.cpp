@@ -1,0 +1,694 @@
+// The construction of LayoutIterationGraph's task graph (strategy/graph/layout_iteration.hpp says
+// what the graph is), as a class with named steps: the streams of every GPU, the TP groups and the
+// stage-to-stage sends, the compute durations, the data-parallel groups and gradient buckets, and
+// then the schedule, op by op (pipeline_op: a micro-batch's forward or backward through one model
+// chunk of a stage), each op made of the named steps tp_sublayer (attention or a dense FFN between
+// its TP collectives), moe_layer (router, dispatch, experts, combine; FSSDP's copies and FasterMoE's
+// shadows), sparse_gather (an MoE layer's spAG), the pipeline sends and, after a stage's last op,
+// its data-parallel reduction and optimizer step. Tasks are created in an order consistent with
+// every dependency; the graph's task ids, and so the simulation, follow that order.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "collective/ring.hpp"
+#include "cost/layout_memory.hpp"
+#include "strategy/graph/layout_iteration.hpp"
+
+namespace hs::strategy {
+
+namespace {
+
+// Gradient buckets of one model chunk (virtual stage), as Megatron-Core's _ParamAndGradBuffer forms
+// them: the chunk's parameters in reverse order (the order backward produces their gradients),
+// dense and expert parameters in separate buffers (DP and expert-DP groups), a bucket closed as soon
+// as it holds `cap` parameters or more. Parameters are grouped into pieces whose gradients are
+// complete at the same point of the backward: the LM head's tied embedding copy (after the head's
+// backward), per block from the last one its routed experts (after the expert backward), its MLP
+// side (after the MoE layer's or FFN's backward) and its attention (after the attention backward),
+// then the embeddings (the end of the first chunk's backward). A piece is not split across buckets
+// (Megatron splits at parameter boundaries: a block's pieces are few parameters each).
+enum class Part : uint8_t { kHead, kExperts, kMlp, kAttention, kEmbedding };
+struct GradPiece {
+  int block;  // -1: the embeddings or the head's tied copy
+  Part part;
+  bool expert;
+  double params;
+  int bucket;   // in its buffer; bucket 0 is the first the backward fills
+  bool closes;  // the bucket's last piece in backward order: its gradients are then complete
+};
+struct ChunkBuckets {
+  std::vector<GradPiece> pieces;      // backward order
+  std::vector<double> dense, expert;  // parameters per bucket
+  const GradPiece* find(int block, Part part) const {
+    for (const GradPiece& p : pieces)
+      if (p.block == block && p.part == part) return &p;
+    return nullptr;
+  }
+};
+
+ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, double cap) {
+  ChunkBuckets cb;
+  const int VS = L.pp * L.vpp;
+  const auto [first, last] = L.chunk_blocks(v, m.layers);
+  auto piece = [&](int block, Part part, bool expert, double params) {
+    if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
+  };
+  if (v == VS - 1 && L.pp > 1) piece(-1, Part::kHead, false, cost::embedding_params(m, L, true));
+  for (int b = last - 1; b >= first; --b) {
+    const auto p = cost::block_params(m, L, b);
+    piece(b, Part::kExperts, true, p.experts);
+    piece(b, Part::kMlp, false, p.mlp);
+    piece(b, Part::kAttention, false, p.attention);
+  }
+  if (v == 0) piece(-1, Part::kEmbedding, false, cost::embedding_params(m, L, false));
+  for (bool expert : {false, true}) {
+    std::vector<double>& sizes = expert ? cb.expert : cb.dense;
+    double open = 0;
+    GradPiece* prev = nullptr;
+    for (GradPiece& p : cb.pieces) {
+      if (p.expert != expert) continue;
+      p.bucket = static_cast<int>(sizes.size());
+      open += p.params;
+      prev = &p;
+      if (open >= cap) sizes.push_back(open), open = 0, p.closes = true;
+    }
+    if (open > 0) sizes.push_back(open), prev->closes = true;
+  }
+  return cb;
+}
+
+}  // namespace
+
+class LayoutIterationGraph::Builder {
+ public:
+  Builder(LayoutIterationGraph& graph, const std::vector<char>& shape)
+      : m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
+        P(L.pp), M(m.grad_accum), V(L.vpp), VS(P * V), S(L.stage_size()), LM(m.moe_layers()), t(L.tp),
+        shape(shape), g(graph.g_), sparse_(graph.sparse_), comp_(graph.comp_), labels_(graph.labels_),
+        cls_(graph.cls_), mean_(graph.mean_), fixed_(graph.fixed_), bindings_(graph.bindings_), vars_(graph.vars_),
+        first_compute_(graph.first_compute_), dp_tasks_(graph.dp_tasks_), step_(graph.step_),
+        dense_buckets_(graph.dense_buckets_), expert_buckets_(graph.expert_buckets_), pr(m.precision) {}
+
+  // Every step, in the order their tasks are created.
+  void build() {
+    streams();
+    groups_and_sends();
+    durations();
+    data_parallel();
+    parameter_gathers();
+    migrations();
+    schedule();
+  }
+
+ private:
+  // Per GPU: compute (kernels and the TP collectives that block them), a2a, dp, pp_fwd, pp_bwd and,
+  // with sparse collectives on a queue of their own, sparse.
+  void streams() {
+    for (auto* r : {&compute, &a2a, &dp, &ppf, &ppb, &sparse}) r->assign(n, 0);
+    bool any_sparse = sparse_.shadow;
+    for (int l = 0; l < LM; ++l) any_sparse = any_sparse || shape[l];
+    for (int i = 0; i < n; ++i) {
+      compute[i] = g.add_resource(fmt::format("gpu{}.compute", i), i);
+      a2a[i] = g.add_resource(fmt::format("gpu{}.a2a", i), i);
+      dp[i] = g.add_resource(fmt::format("gpu{}.dp", i), i);
+      ppf[i] = g.add_resource(fmt::format("gpu{}.pp_fwd", i), i);
+      ppb[i] = g.add_resource(fmt::format("gpu{}.pp_bwd", i), i);
+      sparse[i] = any_sparse && !sparse_.single_queue ? g.add_resource(fmt::format("gpu{}.sparse", i), i) : a2a[i];
+    }
+  }
+
+  // TP groups and their collectives, each stage's GPUs and streams, the sends between virtual stages.
+  void groups_and_sends() {
+    act = static_cast<double>(m.seq_len) * m.micro_batch * m.d_model * m.precision.activation_bytes;
+    tp_groups = L.tp_groups();  // index p * dp + d
+    tp_gather.assign(tp_groups.size(), -1), tp_reduce.assign(tp_groups.size(), -1);  // FixedComm indices
+    tp_res.assign(tp_groups.size(), {});
+    for (size_t i = 0; i < tp_groups.size(); ++i) tp_res[i] = slice(compute, tp_groups[i]);
+    stage_gpus.assign(P, {});
+    for (auto* r : {&st_a2a, &st_dp, &st_ppf, &st_ppb, &st_sparse}) r->assign(P, {});
+    first_compute_.assign(P, 0);
+    // Sends between virtual stages (v = chunk x P + stage; without interleaving v is the stage): the
+    // forward of v goes to v + 1 (stage P - 1's chunk k to stage 0's chunk k + 1), its backward to v - 1.
+    send_fwd.assign(VS, 0), send_bwd.assign(VS, 0);
+    const double shard = act / t;  // sequence-parallel activation shard each GPU sends to the next stage
+    for (int s = 0; s < P; ++s) {
+      stage_gpus[s] = L.stage_gpus(s);
+      st_a2a[s] = slice(a2a, stage_gpus[s]);
+      st_dp[s] = slice(dp, stage_gpus[s]);
+      st_ppf[s] = slice(ppf, stage_gpus[s]);
+      st_ppb[s] = slice(ppb, stage_gpus[s]);
+      st_sparse[s] = slice(sparse, stage_gpus[s]);
+      first_compute_[s] = compute[stage_gpus[s].front()];
+    }
+    for (int v = 0; v < VS; ++v) {
+      const int s = v % P;
+      collective::Coflow f, b;
+      for (int x : stage_gpus[s]) {
+        if (v + 1 < VS) f.push_back({x, x + ((v + 1) % P - s) * S, shard});
+        if (v > 0) b.push_back({x, x + ((v - 1) % P - s) * S, shard});
+      }
+      send_fwd[v] = fixed(std::move(f), 0.0);
+      send_bwd[v] = fixed(std::move(b), 0.0);
+    }
+    moe_index.assign(m.layers, -1);
+    for (int i = 0; i < LM; ++i) moe_index[m.moe_layer_ids[i]] = i;
+  }
+
+  // Durations that no load changes (per micro-batch, / tp), and every GPU's dependencies state.
+  void durations() {
+    attn_f = cc.attention_forward().value() / t, attn_b = cc.attention_backward().value() / t;
+    ffn_f = cc.dense_ffn_forward().value() / t, ffn_b = cc.dense_ffn_backward().value() / t;
+    const double tokens = static_cast<double>(m.tokens_per_micro_batch()) / t;
+    router = cc.router_and_permute(tokens).value(), unperm = cc.unpermute(tokens).value();
+    head_f = cc.head_forward().value() / t, head_b = cc.head_backward().value() / t;
+    need.assign(n, engine::kNoTask), last.assign(n, engine::kNoTask);
+    also.assign(n, {});
+  }
+
+    // Data parallelism: each stage's DP and expert-DP groups, and with overlap_grad_reduce the
+    // gradient buckets of every model chunk (virtual stage). Megatron-Core's DistributedDataParallel
+    // buckets only the first pipeline stage's first model chunk ("data-parallel communication on
+    // these stages is not on the critical path"); every other chunk is one bucket per buffer.
+  void data_parallel() {
+    og = L.overlap_grad_reduce, opg = og && L.overlap_param_gather && L.distributed_optimizer;
+    reduce_op = L.distributed_optimizer ? collective::RingOp::kReduceScatter : collective::RingOp::kAllReduce;
+    dgroups.assign(P, {}), egroups.assign(P, {});
+    for (const auto& grp : L.dp_groups()) dgroups[L.pp_rank(grp.front())].push_back(grp);
+    for (const auto& grp : L.edp_groups()) egroups[L.pp_rank(grp.front())].push_back(grp);
+    buckets.assign(og ? VS : 0, {});
+    for (int v = 0; v < static_cast<int>(buckets.size()); ++v) {
+      const bool bucketed = v == 0;  // stage 0's first chunk
+      buckets[v] = chunk_buckets(m, L, v, bucketed ? static_cast<double>(L.bucket_size) : 1e300);
+    }
+    dense_buckets_ = og ? static_cast<int>(buckets[0].dense.size()) : 1;
+    expert_buckets_ = og ? static_cast<int>(buckets[0].expert.size()) : 1;
+    ag_d.assign(VS, {}), ag_e.assign(VS, {});  // [virtual stage][bucket] parameter all-gathers
+    waited_d.assign(VS, {}), waited_e.assign(VS, {});
+    stage_rs.assign(P, {}), sprs_of.assign(LM, {});
+    dp_tasks_.clear();
+    step_.assign(P, 0.0);
+    pending_spag.assign(LM, engine::kNoTask);
+    stage_sprs.assign(P, {});
+    sent_f.assign(VS, std::vector<engine::TaskId>(M, engine::kNoTask));
+    sent_b = sent_f;
+  }
+
+    // overlap_param_gather: the parameters the previous iteration's optimizer updated are all-gathered
+    // from the iteration's start (Megatron-LM's default align_param_gather launches every stage's
+    // all-gathers at once), every bucket of every chunk in the order the forward uses them, back to
+    // back on the DP stream; use() makes each bucket's first forward use wait for its all-gather. The
+    // iteration then ends with the optimizer step: in steady state the same period as an iteration
+    // from the first forward to the last all-gather.
+  void parameter_gathers() {
+    if (opg)
+      for (int s = 0; s < P; ++s)
+        for (int k = 0; k < V; ++k) {
+          const int v = k * P + s;
+          cur_v = v;
+          const ChunkBuckets& cb = buckets[v];
+          ag_d[v].assign(cb.dense.size(), engine::kNoTask);
+          ag_e[v].assign(cb.expert.size(), engine::kNoTask);
+          waited_d[v].assign(cb.dense.size(), 0);
+          waited_e[v].assign(cb.expert.size(), 0);
+          for (auto p = cb.pieces.rbegin(); p != cb.pieces.rend(); ++p) {
+            engine::TaskId& ag = (p->expert ? ag_e : ag_d)[v][p->bucket];
+            if (ag != engine::kNoTask) continue;
+            const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
+            ag = dp_collective(s, p->expert, params * pr.param_bytes, collective::RingOp::kAllGather, false, p->bucket);
+          }
+        }
+  }
+
+    // Migrations before anything computes (each GPU's first compute task waits for them).
+  void migrations() {
+    if (shape[LM]) {
+      const engine::TaskId id = add(a2a, 0.0, Component::kReshard, kOther, true, Op::kMigration);
+      bind(id, Bind::kMigration, 0);
+      for (int x = 0; x < n; ++x) need[x] = id;
+    }
+  }
+
+    // Create every stage's ops in 1F1B order, in rounds: an op waits for the send it receives.
+  void schedule() {
+    std::vector<std::vector<PipelineOp>> ops(P);
+    for (int s = 0; s < P; ++s) ops[s] = interleaved_1f1b(P, s, M, V);
+    std::vector<size_t> next(P, 0);
+    // Per op: whether it is the last backward of its model chunk on the stage (where the chunk's
+    // gradients become complete).
+    std::vector<std::vector<char>> chunk_done(P);
+    for (int s = 0; s < P; ++s) {
+      chunk_done[s].assign(ops[s].size(), 0);
+      std::vector<char> seen(V, 0);
+      for (size_t i = ops[s].size(); i-- > 0;)
+        if (!ops[s][i].forward && !seen[ops[s][i].chunk]) seen[ops[s][i].chunk] = 1, chunk_done[s][i] = 1;
+    }
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < P; ++s)
+        while (next[s] < ops[s].size()) {
+          const PipelineOp op = ops[s][next[s]];
+          const int v = op.chunk * P + s;
+          engine::TaskId recv = engine::kNoTask;
+          if (op.forward && v > 0 && (recv = sent_f[v - 1][op.mb]) == engine::kNoTask) break;
+          if (!op.forward && v + 1 < VS && (recv = sent_b[v + 1][op.mb]) == engine::kNoTask) break;
+          pipeline_op(s, op, recv, next[s] + 1 == ops[s].size(), chunk_done[s][next[s]]);
+          ++next[s];
+          progress = true;
+        }
+    }
+    for (int s = 0; s < P; ++s)
+      if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
+  }
+
+  // A task on `res` (its label from where the build is); run() binds communication to bytes.
+  engine::TaskId add(std::span<const engine::ResourceId> res, double dur, Component c, Cls k, bool communication,
+                     Op op) {
+    const auto tag = static_cast<uint32_t>(comp_.size());
+    comp_.push_back(c);
+    labels_.push_back({op, cur_pass, cur_expert, static_cast<int16_t>(cur_block), static_cast<int16_t>(cur_mb),
+                       static_cast<int16_t>(cur_v), static_cast<int16_t>(cur_bucket)});
+    cls_.push_back(k);
+    mean_.push_back(-1);
+    const engine::TaskId id = g.add_task(res, Seconds(dur), tag, communication ? comm : engine::kFixedModel);
+    g.set_activity(id, communication ? engine::Activity::kCommunication : engine::Activity::kCompute);
+    return id;
+  }
+
+  int fixed(collective::Coflow flows, double extra) {
+    fixed_.push_back({std::move(flows), extra, {}, false});
+    return static_cast<int>(fixed_.size()) - 1;
+  }
+
+  void bind(engine::TaskId task, Bind what, int index) { bindings_.push_back({task, what, index, cur_mb}); }
+
+  static std::vector<engine::ResourceId> slice(const std::vector<engine::ResourceId>& all, std::span<const int> gpus) {
+    std::vector<engine::ResourceId> out;
+    for (int x : gpus) out.push_back(all[x]);
+    return out;
+  }
+
+  int tp_def(size_t i, bool all_reduce) {
+    int& d = all_reduce ? tp_reduce[i] : tp_gather[i];
+    if (d < 0) {
+      double extra = 0;
+      auto flows = collective::ring_flows(topo, tp_groups[i], act,
+                                          all_reduce ? collective::RingOp::kAllReduce : collective::RingOp::kAllGather, extra);
+      d = fixed(std::move(flows), extra);
+    }
+    return d;
+  }
+
+  // Dependencies on several tasks, each once (a TP collective is the last task of all its GPUs).
+  void depend(std::vector<engine::TaskId>& preds, engine::TaskId id) {
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (engine::TaskId p : preds)
+      if (p != engine::kNoTask) g.add_dependency(p, id);
+  }
+
+  engine::TaskId compute_task(int x, double d, Component c, Op op, Cls k = kChunk) {
+    const engine::TaskId id = add({&compute[x], 1}, d, c, k, false, op);
+    if (need[x] != engine::kNoTask) g.add_dependency(need[x], id), need[x] = engine::kNoTask;
+    for (engine::TaskId p : also[x]) g.add_dependency(p, id);
+    also[x].clear();
+    last[x] = id;
+    return id;
+  }
+
+  // A task whose duration run() sets from the loads.
+  void var_task(int x, Var what, int l, Component c) {
+    const Op op = what == Var::kCopyIn                                   ? Op::kCopyIn
+                  : what == Var::kCopyOut                                ? Op::kCopyOut
+                  : what == Var::kShadowFwd || what == Var::kShadowBwd ? Op::kShadowExperts
+                                                                         : Op::kExperts;
+    const engine::TaskId id = compute_task(x, 0.0, c, op);
+    vars_.push_back({id, what, l, x, cur_mb});
+  }
+
+  void tp_collective(int s, bool all_reduce, Op op) {
+    if (L.tp == 1) return;
+    for (int d = 0; d < L.dp; ++d) {
+      const size_t i = static_cast<size_t>(s) * L.dp + d;
+      const engine::TaskId id = add(tp_res[i], 0.0, Component::kDenseAllReduce, kTp, true, op);
+      std::vector<engine::TaskId> preds;
+      for (int x : tp_groups[i]) {
+        if (need[x] != engine::kNoTask) preds.push_back(need[x]), need[x] = engine::kNoTask;
+        preds.insert(preds.end(), also[x].begin(), also[x].end());
+        also[x].clear();
+        last[x] = id;
+      }
+      depend(preds, id);
+      bind(id, Bind::kFixed, tp_def(i, all_reduce));
+    }
+  }
+
+  // One TP-split sublayer: with sp, all-gather -> compute -> reduce-scatter; else compute -> all-reduce.
+  void tp_sublayer(int s, double d, Component c, Op op) {
+    if (L.sequence_parallel) tp_collective(s, false, Op::kTpAllGather);
+    for (int x : stage_gpus[s]) compute_task(x, d, c, op);
+    tp_collective(s, !L.sequence_parallel, L.sequence_parallel ? Op::kTpReduceScatter : Op::kTpAllReduce);
+  }
+
+  // A collective of stage s after the stage's GPUs' last tasks (or after `preds` when given).
+  engine::TaskId collective_after(int s, const std::vector<engine::ResourceId>& res, Component c, Cls k, Op op,
+                                  std::vector<engine::TaskId> preds = {}) {
+    const engine::TaskId id = add(res, 0.0, c, k, true, op);
+    if (preds.empty())
+      for (int x : stage_gpus[s]) preds.push_back(last[x]);
+    depend(preds, id);
+    return id;
+  }
+
+  engine::TaskId dp_collective(int s, bool expert, double bytes, collective::RingOp op, bool after, int bucket) {
+    double extra = 0;
+    auto flows = collective::concurrent_ring_flows(topo, expert ? egroups[s] : dgroups[s], bytes, op, extra);
+    const Op label = op == collective::RingOp::kReduceScatter ? Op::kDpReduceScatter
+                     : op == collective::RingOp::kAllGather   ? Op::kDpAllGather
+                                                              : Op::kDpAllReduce;
+    const int outer = cur_block;
+    cur_expert = expert, cur_bucket = bucket, cur_block = -1;
+    const engine::TaskId id = after ? collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, label)
+                                    : add(st_dp[s], 0.0, Component::kDenseAllReduce, kDp, true, label);
+    cur_expert = false, cur_bucket = -1, cur_block = outer;
+    bind(id, Bind::kFixed, fixed(std::move(flows), extra));
+    dp_tasks_.push_back({id, s});
+    return id;
+  }
+
+  // overlap_param_gather: the first forward use of a bucket's parameters waits for its all-gather.
+  void use(int block, Part part) {
+    if (!opg) return;
+    const GradPiece* p = buckets[cur_v].find(block, part);
+    if (p == nullptr) return;
+    char& w = (p->expert ? waited_e : waited_d)[cur_v][p->bucket];
+    if (w) return;
+    w = 1;
+    const engine::TaskId ag = (p->expert ? ag_e : ag_d)[cur_v][p->bucket];
+    for (int x : stage_gpus[cur_v % P]) also[x].push_back(ag);
+  }
+
+  // overlap_grad_reduce: when the last micro-batch's backward has produced a bucket's last
+  // gradients, the bucket's reduce-scatter starts (after the stage's GPUs got there, on dp).
+  void ready(int block, Part part) {
+    if (!og || !sync) return;
+    const ChunkBuckets& cb = buckets[cur_v];
+    const GradPiece* p = cb.find(block, part);
+    if (p == nullptr || !p->closes) return;
+    const int s = cur_v % P;
+    const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
+    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true, p->bucket);
+    if (p->expert)  // FSSDP: the copies' gradients have reached their owners (spRS) first
+      for (const GradPiece& q : cb.pieces)
+        if (q.expert && q.bucket == p->bucket)
+          for (engine::TaskId r : sprs_of[moe_index[q.block]]) g.add_dependency(r, id);
+    stage_rs[s].push_back(id);
+  }
+
+  void moe_layer(int s, int l, bool forward) {
+    for (int x : stage_gpus[s])
+      compute_task(x, forward ? router : unperm, Component::kRouting, forward ? Op::kRouter : Op::kUnpermute);
+    // FSSDP's calibration stage: the extra copies it settled after the gate of the first micro-batch
+    // (on the sparse stream: before the dispatch with one queue); the expert GEMMs wait for them.
+    engine::TaskId calib = engine::kNoTask;
+    if (forward && cur_mb == 0 && shape[2 * LM + 1 + l]) {
+      calib = collective_after(s, st_sparse[s], Component::kCalibrationSpag, kSparse, Op::kCalibration);
+      bind(calib, Bind::kCalibration, l);
+    }
+    const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kDispatch : Op::kCombine);
+    // Dispatch, or in backward the combine's gradient, which travels the same way.
+    bind(a, Bind::kDispatch, l);
+    // FasterMoE: the shadows' broadcast follows the dispatch on its stream; backward, the shadows'
+    // backward and gradient copy-out come first and their reduce gates the regular experts' backward.
+    const bool shadows = sparse_.shadow;
+    engine::TaskId bcast = engine::kNoTask, reduce = engine::kNoTask;
+    if (shadows && forward) {
+      bcast = collective_after(s, st_a2a[s], Component::kExposedSpag, kSparse, Op::kShadowBcast);
+      bind(bcast, Bind::kSpag, l);
+    }
+    if (shadows && !forward) {
+      for (int x : stage_gpus[s]) {
+        var_task(x, Var::kShadowBwd, l, Component::kExpertCompute);
+        var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
+      }
+      reduce = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kShadowReduce);
+      bind(reduce, Bind::kSprs, l);
+    }
+    // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
+    const engine::TaskId gathered = pending_spag[l];
+    const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
+    const bool replicas = !forward && shape[LM + 1 + l] && cur_mb + 1 == M;
+    if (forward) use(m.moe_layer_ids[l], Part::kExperts);
+    for (int x : stage_gpus[s]) {
+      if (gathered != engine::kNoTask || calib != engine::kNoTask) {
+        // Arrived copies (and calibration copies) into the expert buffer; the dispatch is not needed.
+        var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
+        if (gathered != engine::kNoTask) g.add_dependency(gathered, last[x]);
+        if (calib != engine::kNoTask) g.add_dependency(calib, last[x]);
+      }
+      need[x] = a;
+      if (reduce != engine::kNoTask) also[x].push_back(reduce);
+      var_task(x, forward ? Var::kExpertFwd : Var::kExpertBwd, l, Component::kExpertCompute);
+      if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
+    }
+    pending_spag[l] = engine::kNoTask;
+    std::vector<engine::TaskId> experts_done;  // what the combine waits for (the regular experts)
+    if (bcast != engine::kNoTask) {
+      for (int x : stage_gpus[s]) experts_done.push_back(last[x]);
+      for (int x : stage_gpus[s]) {
+        var_task(x, Var::kCopyIn, l, Component::kMaterializeCopy);
+        g.add_dependency(bcast, last[x]);
+        var_task(x, Var::kShadowFwd, l, Component::kExpertCompute);
+      }
+    }
+    if (returns) {
+      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
+      bind(r, Bind::kSprs, l);
+      stage_sprs[s].push_back(r);
+      sprs_of[l].push_back(r);
+    }
+    if (replicas) {  // FlexMoE: the replicated experts' gradients, all-reduced among their holders
+      const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kReplicaAllReduce);
+      bind(r, Bind::kReplica, l);
+      dp_tasks_.push_back({r, s});
+      stage_sprs[s].push_back(r);
+      sprs_of[l].push_back(r);
+    }
+    if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
+    const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kCombine : Op::kDispatch,
+                                              std::move(experts_done));
+    bind(c, Bind::kCombine, l);
+    for (int x : stage_gpus[s]) {
+      need[x] = c;
+      compute_task(x, forward ? unperm : router, Component::kRouting, forward ? Op::kUnpermute : Op::kRouter);
+    }
+  }
+
+  // The spAG of block b's copies, issued when the stage's GPUs reach it (the attention before the
+  // layer, forward; the block above's attention backward or the op's start, backward).
+  void sparse_gather(int s, int b) {
+    const int outer = cur_block;
+    cur_block = b;
+    const engine::TaskId id = add(st_sparse[s], 0.0, Component::kExposedSpag, kSparse, true, Op::kSpag);
+    cur_block = outer;
+    std::vector<engine::TaskId> preds;
+    for (int x : stage_gpus[s]) preds.push_back(last[x]), preds.push_back(need[x]);
+    if (opg)  // the owners' experts must have been all-gathered after their update
+      if (const GradPiece* p = buckets[cur_v].find(b, Part::kExperts)) preds.push_back(ag_e[cur_v][p->bucket]);
+    depend(preds, id);
+    bind(id, Bind::kSpag, moe_index[b]);
+    pending_spag[moe_index[b]] = id;
+  }
+
+  bool gathers(int b) { return moe_index[b] >= 0 && shape[moe_index[b]]; }
+
+  // One op of stage s: a micro-batch's forward or backward through one of its chunks; `final` is the
+  // stage's last op, after which it reduces its gradients.
+  void pipeline_op(int s, PipelineOp op, engine::TaskId recv, bool final, bool chunk_done) {
+    for (int x : stage_gpus[s])
+      if (recv != engine::kNoTask) need[x] = recv;
+    cur_mb = op.mb;
+    const int v = op.chunk * P + s;
+    cur_v = v;
+    cur_pass = op.forward ? Pass::kForward : Pass::kBackward;
+    cur_block = -1;
+    sync = chunk_done;
+    if (op.forward) {
+      forward_chunk(s, v, op.mb);
+      if (v + 1 < VS) pp_send(s, v, op.mb, true);
+      return;
+    }
+    backward_chunk(s, v);
+    if (v > 0) pp_send(s, v, op.mb, false);
+    if (final) dp_reduction(s);
+  }
+
+  // A micro-batch's forward through virtual stage v (stage s): each block's attention and MoE layer
+  // or dense FFN, the LM head on the last one.
+  void forward_chunk(int s, int v, int mb) {
+    const auto [first, lastb] = L.chunk_blocks(v, m.layers);
+    use(-1, Part::kEmbedding);
+    for (int b = first; b < lastb; ++b) {
+      // The layer's copies are gathered once per iteration (every micro-batch with
+      // re-materialization), from when the attention before its forward starts (and its input
+      // has arrived).
+      if ((mb == 0 || sparse_.rematerialize) && gathers(b)) sparse_gather(s, b);
+      cur_block = b;
+      use(b, Part::kAttention);
+      tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
+      use(b, Part::kMlp);
+      if (moe_index[b] >= 0) moe_layer(s, moe_index[b], true);
+      else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
+    }
+    cur_block = -1;
+    use(-1, Part::kHead);
+    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention, Op::kHead);
+  }
+
+  // A micro-batch's backward through virtual stage v (stage s), blocks in reverse, with
+  // recomputation and, on the chunk's last backward, the gradient buckets as they fill.
+  void backward_chunk(int s, int v) {
+    const auto [first, lastb] = L.chunk_blocks(v, m.layers);
+    const bool regather = sparse_.rematerialize;
+    if (regather && gathers(lastb - 1)) sparse_gather(s, lastb - 1);
+    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention, Op::kHead);
+    ready(-1, Part::kHead);
+    for (int b = lastb - 1; b >= first; --b) {
+      cur_block = b;
+      // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
+      // the block's forward again from its saved input, MoE dispatch and combine included; with
+      // `selective` only the core attention is recomputed, which unfused (standard) attention pays
+      // here as its forward (projections included: an upper side); FlashAttention's backward
+      // recomputes its scores by design, already in attention_backward, so selective adds nothing.
+      cur_pass = Pass::kRecompute;
+      if (L.recompute == workload::Recompute::kFull) {
+        tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
+        if (moe_index[b] >= 0) moe_layer(s, moe_index[b], true);
+        else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
+      } else if (L.recompute == workload::Recompute::kSelective && m.attention == workload::AttentionImpl::kStandard) {
+        for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention, Op::kAttention);
+      }
+      cur_pass = Pass::kBackward;
+      if (moe_index[b] >= 0) moe_layer(s, moe_index[b], false);
+      else tp_sublayer(s, ffn_b, Component::kAttention, Op::kDenseFfn);
+      ready(b, Part::kMlp);
+      if (regather && b > first && gathers(b - 1)) sparse_gather(s, b - 1);  // beside this attention backward
+      tp_sublayer(s, attn_b, Component::kAttention, Op::kAttention);
+      ready(b, Part::kAttention);
+    }
+    cur_block = -1;
+    ready(-1, Part::kEmbedding);
+  }
+
+  // The activations (forward) or their gradients (backward) of micro-batch mb to the next (previous)
+  // virtual stage, on the stage's pp_fwd (pp_bwd) streams.
+  void pp_send(int s, int v, int mb, bool forward) {
+    engine::TaskId& sent = forward ? sent_f[v][mb] : sent_b[v][mb];
+    sent = collective_after(s, forward ? st_ppf[s] : st_ppb[s], Component::kDenseAllReduce, kPp, Op::kPpSend);
+    bind(sent, Bind::kFixed, forward ? send_fwd[v] : send_bwd[v]);
+  }
+
+  // After stage s's last op: its gradients reduce-scattered (distributed optimizer) or all-reduced
+  // over (expert-)DP, all at the end without overlap_grad_reduce (with it, ready() issued them
+  // bucket by bucket), the optimizer step once every reduction has finished (finish_grad_sync), and
+  // the updated parameters all-gathered (or, with overlap_param_gather, at the next iteration's
+  // start, beside its forward).
+  void dp_reduction(int s) {
+    const auto params = cost::stage_params(m, L, s);
+    if (!og) {
+      const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true, -1);
+      const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true, -1);
+      for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
+      stage_rs[s] = {rs_e, rs_d};
+    }
+    const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
+    for (int x : stage_gpus[s]) {
+      if (!stage_rs[s].empty()) {
+        need[x] = stage_rs[s].front();
+        also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
+      }
+      compute_task(x, 0.0, Component::kOptimizer, Op::kOptimizer, kOther);
+      vars_.push_back({last[x], Var::kOptimizer, s, x, cur_mb});  // + the GPU's extra instances (run)
+    }
+    step_[s] = step;
+    if (L.distributed_optimizer && !opg) {
+      dp_collective(s, false, params.dense * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
+      dp_collective(s, true, params.experts * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
+    }
+  }
+
+  const workload::ModelSpec& m;
+  const cost::ComputeCost& cc;
+  const workload::ParallelLayout& L;
+  const topology::Topology& topo;
+  const int n, P, M, V, VS, S, LM;
+  const double t;
+  const std::vector<char>& shape;  // the graph's shape (LayoutIterationGraph::run)
+  engine::TaskGraph& g;
+  // The graph's members the build fills.
+  const LayoutSparse& sparse_;
+  std::vector<Component>& comp_;
+  std::vector<Label>& labels_;
+  std::vector<uint8_t>& cls_;
+  std::vector<double>& mean_;
+  std::vector<FixedComm>& fixed_;
+  std::vector<Binding>& bindings_;
+  std::vector<VarTask>& vars_;
+  std::vector<engine::ResourceId>& first_compute_;
+  std::vector<std::pair<engine::TaskId, int>>& dp_tasks_;
+  std::vector<double>& step_;
+  int& dense_buckets_;
+  int& expert_buckets_;
+  const workload::Precision& pr;
+  static constexpr engine::ModelId comm = 1;  // the id Simulation::add_model gives the network
+
+  std::vector<engine::ResourceId> compute, a2a, dp, ppf, ppb, sparse;  // [gpu] streams
+  // Where the build is, for the tasks' labels.
+  int cur_mb = 0;     // the micro-batch being emitted
+  int cur_v = 0;      // the virtual stage being emitted
+  int cur_block = -1, cur_bucket = -1;
+  bool cur_expert = false;
+  Pass cur_pass = Pass::kNone;
+  double act = 0;  // the s x b x h activation of a micro-batch
+  std::vector<std::vector<int>> tp_groups;
+  std::vector<int> tp_gather, tp_reduce;  // [TP group] FixedComm indices, -1 until defined
+  std::vector<std::vector<engine::ResourceId>> tp_res;
+  std::vector<std::vector<int>> stage_gpus;
+  std::vector<std::vector<engine::ResourceId>> st_a2a, st_dp, st_ppf, st_ppb, st_sparse;  // [stage] streams
+  std::vector<int> send_fwd, send_bwd;  // [virtual stage] FixedComm indices
+  std::vector<int> moe_index;           // [block] -> MoE layer, -1
+  double attn_f = 0, attn_b = 0, ffn_f = 0, ffn_b = 0, router = 0, unperm = 0, head_f = 0, head_b = 0;
+  // Per GPU: a task the next compute task must wait for (a received activation or gradient), its
+  // last task, and more tasks to wait for (parameter all-gathers, reductions).
+  std::vector<engine::TaskId> need, last;
+  std::vector<std::vector<engine::TaskId>> also;
+  bool og = false, opg = false;  // overlap_grad_reduce; overlap_param_gather (with dist_opt)
+  collective::RingOp reduce_op = collective::RingOp::kAllReduce;
+  std::vector<std::vector<std::vector<int>>> dgroups, egroups;  // [stage] DP, expert-DP groups
+  std::vector<ChunkBuckets> buckets;                             // [virtual stage]
+  std::vector<std::vector<engine::TaskId>> ag_d, ag_e;           // [virtual stage][bucket] parameter all-gathers
+  std::vector<std::vector<char>> waited_d, waited_e;
+  std::vector<std::vector<engine::TaskId>> stage_rs, sprs_of;    // [stage] reductions; [MoE layer] spRS
+  bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
+  // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
+  // tasks (the expert-DP reduction waits for them).
+  std::vector<engine::TaskId> pending_spag;
+  std::vector<std::vector<engine::TaskId>> stage_sprs;
+  std::vector<std::vector<engine::TaskId>> sent_f, sent_b;  // [virtual stage][micro-batch] sends
+};
+
+void LayoutIterationGraph::build(const std::vector<char>& shape) {
+  ++builds_;
+  g_ = engine::TaskGraph();
+  comp_.clear();
+  labels_.clear();
+  cls_.clear();
+  mean_.clear();
+  fixed_.clear();
+  bindings_.clear();
+  vars_.clear();
+  Builder(*this, shape).build();
+  g_.seal();
+  prev_.build(g_);
+}
+
+}  // namespace hs::strategy
