@@ -157,9 +157,10 @@ std::string render_html(const RunReport& r) {
                    r.topo ? r.topo->num_nodes() : 0, esc(r.inputs.model_name), r.inputs.iterations, r.inputs.network, r.inputs.seed);
   o += fmt::format("<p>inputs: {} (fnv1a64 {}), {} (fnv1a64 {})</p>\n", esc(r.inputs.topology_file), r.inputs.topology_hash,
                    esc(r.inputs.trace_file), r.inputs.trace_hash);
-  if (!r.inputs.warnings.empty()) {
+  if (!r.inputs.warnings.empty() || !r.notes.empty()) {
     o += "<pre>";
     for (const auto& w : r.inputs.warnings) o += esc(w) + "\n";
+    for (const auto& w : r.notes) o += esc(w) + "\n";
     o += "</pre>\n";
   }
   const strategy::RunSummary* ep = nullptr;
