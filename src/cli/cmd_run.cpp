@@ -13,6 +13,7 @@
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/html_report.hpp"
+#include "report/run_notes.hpp"
 #include "report/run_report.hpp"
 #include "strategy/iteration_loads.hpp"
 #include "strategy/layout_strategy.hpp"
@@ -37,6 +38,7 @@ struct RunOptions {
   int iterations = 0;
   uint64_t seed = 1;
   bool quiet = false;
+  bool split_given = false, seed_given = false;  // on the command line (for the notes)
 };
 
 std::vector<std::string> split_specs(const std::string& s) {
@@ -135,6 +137,17 @@ int run(const RunOptions& o) {
     progress.step(fmt::format("strategy {} finished ({} of {})", specs[i].full, i + 1, built.size()));
   }
   progress.finish();
+  // Notes on what silently decided the result: under the table, in the JSON's warnings, on stderr
+  // when no table shows them.
+  report::NoteInputs notes_in;
+  notes_in.experts = model.experts;
+  notes_in.capacity_factor = model.capacity_factor;
+  notes_in.trace_per_source = sc->trace->per_source();
+  notes_in.split_given = o.split_given;
+  notes_in.seed_given = o.seed_given;
+  rep.notes = report::run_notes(rep, notes_in);
+  if (o.format != "table")
+    for (const auto& n : rep.notes) fmt::print(stderr, "{}\n", n);
   if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
   if (!o.html.empty()) write_file_atomically(o.html, report::render_html(rep));
 
@@ -155,8 +168,10 @@ void setup_run(CLI::App& sub, int& exit_code) {
   sub.add_option("--set", o->sets, "override a model field, e.g. --set experts=32 (repeatable)");
   sub.add_option("--calibration", o->calibration,
                  "calibration file from `hecate-sim calibrate` (default: the one the topology names, if any)");
-  std::string names;
+  std::string names, all;
   for (const auto& info : strategy::registry()) {
+    all += all.empty() ? "" : ", ";
+    all += info.name;
     names += fmt::format("\n    {:<9} {}", info.name, info.help);
     for (const auto& k : info.knobs)  // every knob with its default and domain, as checked
       names += fmt::format("\n        :{}={}  ({}) {}", k.name, k.value, k.domain.describe(), k.help);
@@ -167,14 +182,15 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "parallel layout [PRESET,]KEY=VALUE,...: tp, pp, dp (default: the GPUs left), ep, vpp, sp=on|off, "
                  "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full, overlap_grad_reduce=on|off, "
                  "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
-                 "tp-cp-ep-dp-pp order (TP fastest); every strategy runs under a layout; without one a run is "
+                 "tp-cp-ep-dp-pp order (TP fastest); every strategy runs under a layout (" + all + "); without one a run is "
                  "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see README, Parallel "
                  "layouts (presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(at_least(1));
-  sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");
-  sub.add_option("--split", o->split, "how a global-count trace is split over GPUs: multinomial (seeded) | even")
-      ->check(CLI::IsMember({"multinomial", "even"}));
+  CLI::Option* seed = sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");
+  CLI::Option* split =
+      sub.add_option("--split", o->split, "how a global-count trace is split over GPUs: multinomial (seeded) | even")
+          ->check(CLI::IsMember({"multinomial", "even"}));
   sub.add_option("--format", o->format, "table | json | csv")->check(CLI::IsMember({"table", "json", "csv"}));
   sub.add_option("--out", o->out, "write the result to FILE (atomically) instead of stdout");
   sub.add_option("--timeline", o->timeline,
@@ -190,7 +206,11 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "by about twice this)")
       ->check(in_range(0.0, 0.5));
   add_quiet_flag(sub, o->quiet);
-  sub.callback([o, &exit_code] { exit_code = run(*o); });
+  sub.callback([o, seed, split, &exit_code] {
+    o->seed_given = seed->count() > 0;
+    o->split_given = split->count() > 0;
+    exit_code = run(*o);
+  });
 }
 
 }  // namespace hs::cli

@@ -4,6 +4,7 @@
 #include <array>
 #include <fmt/format.h>
 
+#include "report/palette.hpp"
 #include "util/hecate_version.hpp"
 #include "util/text_escape.hpp"
 
@@ -11,44 +12,61 @@ namespace hs::report {
 
 namespace {
 
-constexpr std::array<const char*, 11> kColors = {"#4e79a7", "#9c755f", "#59a14f", "#e15759", "#f28e2b", "#76b7b2",
-                                                 "#bab0ac", "#edc948", "#b07aa1", "#ff9da7", "#8cd17d"};
+constexpr const auto& kColors = kSeriesColors;
 
 std::string esc(const std::string& s) { return html_escape(s); }
 
+// Room left of a bar chart for its row labels (the strategies' names, right-aligned): at least 210
+// px, more for long knob lists (7.5 px a character at 12 px).
+double label_room(const RunReport& r) {
+  size_t longest = 0;
+  for (const auto& s : r.strategies) longest = std::max(longest, s.name.size());
+  return std::max(210.0, 7.5 * static_cast<double>(longest) + 16);
+}
+
 std::string breakdown_chart(const RunReport& r) {
   const int rows = static_cast<int>(r.strategies.size());
-  const double w = 720, left = 210, bar_h = 22, gap = 10, top = 10;
+  const double w = 720, left = label_room(r), bar_h = 22, gap = 10, top = 10, width = w + left + 90;
   double max_t = 0;
   for (const auto& s : r.strategies) max_t = std::max(max_t, s.mean);
   if (max_t <= 0) max_t = 1;
-  const double h = top + rows * (bar_h + gap) + 60;
-  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 90, h);
+  // The legend: every component in a grid of equal columns as wide as the longest name (7.5 px a
+  // character at 12 px, generous for sans-serif), as many as fit the chart's width; the chart is
+  // as tall as its last row, so no row is clipped.
+  size_t longest = 0;
+  for (int c = 0; c < strategy::kNumComponents; ++c)
+    longest = std::max(longest, std::string(strategy::component_name(static_cast<strategy::Component>(c))).size());
+  const double col_w = 14 + 7.5 * static_cast<double>(longest) + 16, legend_x = 10, row_h = 18;
+  const int cols = std::max(1, static_cast<int>((width - 2 * legend_x) / col_w));
+  const int legend_rows = (strategy::kNumComponents + cols - 1) / cols;
+  const double legend_top = top + rows * (bar_h + gap) + 14;
+  const double h = legend_top + legend_rows * row_h + 8;
+  std::string o = fmt::format("<svg class=\"chart\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">",
+                              width, h);
   for (int i = 0; i < rows; ++i) {
     const auto& s = r.strategies[i];
     const double y = top + i * (bar_h + gap);
-    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(s.name));
+    o += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(s.name));
     double x = left;
     for (int c = 0; c < strategy::kNumComponents; ++c) {
       const double bw = s.breakdown[c] / max_t * w;
       if (bw <= 0) continue;
+      const auto comp = static_cast<strategy::Component>(c);
       o += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"><title>{}: {:.3f} ms</title></rect>",
-                       x, y, bw, bar_h, kColors[c % kColors.size()],
-                       strategy::component_name(static_cast<strategy::Component>(c)), s.breakdown[c] * 1e3);
+                       x, y, bw, bar_h, component_color(comp), strategy::component_name(comp), s.breakdown[c] * 1e3);
       x += bw;
     }
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.2f} ms</text>", x + 4, y + bar_h * 0.7, s.mean * 1e3);
   }
-  // Legend.
-  double lx = left, ly = top + rows * (bar_h + gap) + 20;
+  o += "<g class=\"legend\">";
   for (int c = 0; c < strategy::kNumComponents; ++c) {
-    const char* name = strategy::component_name(static_cast<strategy::Component>(c));
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", lx,
-                     ly, kColors[c % kColors.size()], lx + 14, ly + 9, name);
-    lx += 14 + 7.0 * std::string(name).size() + 16;
-    if (lx > left + w - 120) lx = left, ly += 16;
+    const auto comp = static_cast<strategy::Component>(c);
+    const double lx = legend_x + (c % cols) * col_w, ly = legend_top + (c / cols) * row_h;
+    o += fmt::format("<g class=\"legend-item\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+                     "<text x=\"{}\" y=\"{}\">{}</text></g>",
+                     lx, ly, component_color(comp), lx + 14, ly + 9, strategy::component_name(comp));
   }
-  return o + "</svg>";
+  return o + "</g></svg>";
 }
 
 std::string time_chart(const RunReport& r) {
@@ -60,7 +78,14 @@ std::string time_chart(const RunReport& r) {
     n = std::max(n, s.times.size());
   }
   if (max_t <= 0 || n == 0) return "";
-  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 180, h + bottom + 10);
+  // The legend (one row per strategy, right of the plot) fits: as wide as the longest name (7.5 px a
+  // character), as tall as its rows.
+  size_t longest = 0;
+  for (const auto& s : r.strategies) longest = std::max(longest, s.name.size());
+  const double width = std::max(w + left + 180, left + w + 24 + 7.5 * static_cast<double>(longest) + 10);
+  const double height = std::max(h + bottom + 10, 10 + 16.0 * static_cast<double>(r.strategies.size()) + 8);
+  std::string o = fmt::format("<svg class=\"chart\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">",
+                              width, height);
   o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left, h, left + w, h);
   o += fmt::format("<line x1=\"{}\" y1=\"0\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left, left, h);
   o += fmt::format("<text x=\"{}\" y=\"12\" text-anchor=\"end\">{:.1f} ms</text>", left - 4, max_t * 1e3);
@@ -74,26 +99,26 @@ std::string time_chart(const RunReport& r) {
       pts += fmt::format("{:.1f},{:.1f} ", left + (n > 1 ? w * k / (n - 1) : 0), h - s.times[k] / max_t * (h - 10));
     const char* col = kColors[i % kColors.size()];
     o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>", col, pts);
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", left + w + 10,
-                     10 + 16 * i, col, left + w + 24, 19 + 16 * i, esc(s.name));
+    o += fmt::format("<g class=\"legend-item\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text></g>",
+                     left + w + 10, 10 + 16 * i, col, left + w + 24, 19 + 16 * i, esc(s.name));
   }
   return o + "</svg>";
 }
 
 std::string memory_chart(const RunReport& r) {
-  const double w = 720, left = 210, bar_h = 22, gap = 10;
+  const double w = 720, left = label_room(r), bar_h = 22, gap = 10;
   const double cap = r.topo ? r.topo->gpu_model().memory.value() : 0;
   double max_b = cap;
   for (const auto& s : r.strategies) max_b = std::max(max_b, s.peak_memory.total());
   if (max_b <= 0) return "";
   const int rows = static_cast<int>(r.strategies.size());
-  std::string o = fmt::format("<svg width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">", w + left + 90,
-                              rows * (bar_h + gap) + 76);
+  std::string o = fmt::format("<svg class=\"chart\" width=\"{}\" height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" font-size=\"12\">",
+                              w + left + 90, rows * (bar_h + gap) + 76);
   static_assert(cost::kMemoryTerms <= kColors.size());
   for (int i = 0; i < rows; ++i) {
     const auto& m = r.strategies[i].peak_memory;
     const double y = i * (bar_h + gap);
-    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(r.strategies[i].name));
+    o += fmt::format("<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", left - 6, y + bar_h * 0.7, esc(r.strategies[i].name));
     double x = left;
     const auto terms = m.terms();
     for (size_t c = 0; c < terms.size(); ++c) {
@@ -107,7 +132,7 @@ std::string memory_chart(const RunReport& r) {
   }
   const auto labels = cost::MemoryBreakdown{}.terms();
   for (size_t c = 0; c < labels.size(); ++c)  // legend in two rows
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+    o += fmt::format("<g class=\"legend-item\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text></g>",
                      left + 140 * (c % 5), rows * (bar_h + gap) + 30 + 16 * (c / 5), kColors[c], left + 140 * (c % 5) + 14,
                      rows * (bar_h + gap) + 39 + 16 * (c / 5), labels[c].label);
   if (cap > 0) {
@@ -132,9 +157,10 @@ std::string render_html(const RunReport& r) {
                    r.topo ? r.topo->num_nodes() : 0, esc(r.inputs.model_name), r.inputs.iterations, r.inputs.network, r.inputs.seed);
   o += fmt::format("<p>inputs: {} (fnv1a64 {}), {} (fnv1a64 {})</p>\n", esc(r.inputs.topology_file), r.inputs.topology_hash,
                    esc(r.inputs.trace_file), r.inputs.trace_hash);
-  if (!r.inputs.warnings.empty()) {
+  if (!r.inputs.warnings.empty() || !r.notes.empty()) {
     o += "<pre>";
     for (const auto& w : r.inputs.warnings) o += esc(w) + "\n";
+    for (const auto& w : r.notes) o += esc(w) + "\n";
     o += "</pre>\n";
   }
   const strategy::RunSummary* ep = nullptr;

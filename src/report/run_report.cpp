@@ -83,6 +83,7 @@ std::string render_table(const RunReport& r) {
       if (&s != &b) fmt::format_to(it, " {} {:.2f}x", s.name, s.mean / b.mean);
     o += '\n';
   }
+  for (const auto& n : r.notes) fmt::format_to(it, "{}\n", n);
   fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<{}}", "strategy", w);
   for (int c = 0; c < strategy::kNumComponents; ++c)
     fmt::format_to(it, " {:>15}", strategy::component_name(static_cast<strategy::Component>(c)));
@@ -137,8 +138,9 @@ std::string render_json(const RunReport& r) {
                      : fmt::format("{{\"file\": \"{}\", \"fnv1a64\": \"{}\"}}", json_escape(r.inputs.calibration_file),
                                    r.inputs.calibration_hash));
   fmt::format_to(it, "  \"warnings\": [");
-  for (size_t i = 0; i < r.inputs.warnings.size(); ++i)
-    fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(r.inputs.warnings[i]));
+  std::vector<std::string> warnings = r.inputs.warnings;
+  warnings.insert(warnings.end(), r.notes.begin(), r.notes.end());
+  for (size_t i = 0; i < warnings.size(); ++i) fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(warnings[i]));
   fmt::format_to(it, "],\n  \"iterations\": {},\n  \"strategies\": [\n", r.inputs.iterations);
   for (size_t i = 0; i < r.strategies.size(); ++i) {
     const auto& s = r.strategies[i];

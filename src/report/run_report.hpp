@@ -28,6 +28,9 @@ struct RunReport {
   RunInputs inputs;
   const topology::Topology* topo = nullptr;
   std::vector<strategy::RunSummary> strategies;
+  // One-line notes on what silently decided the result (report/run_notes.hpp): under the table, and
+  // after inputs.warnings in the JSON's `warnings` and the HTML report's.
+  std::vector<std::string> notes;
 };
 
 // For a strategy that exceeds `capacity` bytes: "NAME: does not fit in 80 GiB (peak 93.12 GiB,

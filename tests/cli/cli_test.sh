@@ -790,5 +790,40 @@ HECATE_SIM_PROGRESS_DELAY=0 "${cal[@]}" -o "$t34/calq.yaml" --quiet > /dev/null 
 if grep -qE "^calibrate: 3/3 steps \(100%\)" "$t34/calp.err" && [ ! -s "$t34/calq.err" ] && cmp -s "$t34/calp.yaml" "$t34/calq.yaml"; then
   echo "ok: calibrate progress when forced, none with --quiet, same file"; else echo "FAIL: calibrate progress"; cat "$t34/calp.err" "$t34/calq.err"; fails=$((fails+1)); fi
 
+# Notes on what silently decided the result (issue 34 item 3): under the table and in the JSON's
+# warnings, one each: FSSDP without copies (memory cap 0), a strategy equal to another, uncalibrated
+# defaults, an ignored capacity_factor, --seed on a per-source trace. --split / --seed on a
+# global-count trace, a calibration and a dropless model say nothing.
+t35="$tmp/notes"; mkdir -p "$t35"
+nrun=("${run[@]}" --strategy ep,ep:ep_size=8,fssdp:memory_budget=0GiB --seed 5 --set capacity_factor=1.25 --quiet)
+"${nrun[@]}" > "$t35/n.txt" 2> "$t35/n.err"; "${nrun[@]}" --format json > "$t35/n.json" 2> "$t35/nj.err"
+python3 -c "
+import json, sys
+w = json.load(open(sys.argv[1]))['warnings']
+table = open(sys.argv[2]).read()
+want = ['note: fssdp:memory_budget=0GiB made no copies (copies_per_layer 0 in every layer): its memory cap per layer (memory_capacity_m) is 0',
+        'note: ep:ep_size=8 equals ep on this input (',
+        'note: fssdp:memory_budget=0GiB equals ep on this input (no copies made)',
+        'note: uncalibrated: no --calibration and the topology (preset:dgx-h100-1node) names none',
+        'note: the model\'s capacity_factor 1.25 is ignored: routing is modelled dropless',
+        'note: --seed has no effect: the trace has per-source counts']
+notes = [x for x in w if x.startswith('note: ')]
+assert len(notes) == len(want), notes
+for p, n in zip(want, notes):
+    assert n.startswith(p), (p, n)
+    assert n + chr(10) in table.split(chr(10) + 'breakdown along')[0], n  # under the summary table
+assert open(sys.argv[3]).read().count('note: ') == len(want)  # JSON to stdout: the notes on stderr too
+" "$t35/n.json" "$t35/n.txt" "$t35/nj.err" && [ "$(grep -c '^note: ' "$t35/n.err")" -eq 0 ] \
+  && echo "ok: run notes under the table and in the JSON's warnings" || { echo "FAIL: run notes"; fails=$((fails+1)); }
+"$sim" trace gen --model "$fx/tiny-model.yaml" --sources 8 --iterations 2 --global -o "$t35/g.json" > /dev/null 2>&1
+"$sim" run dgx-h100-1node "$t35/g.json" --model "$fx/tiny-model.yaml" --strategy ep --split even --seed 3 --quiet --format json \
+  --calibration "$t34/calp.yaml" > "$t35/g.out" 2> /dev/null
+python3 -c "
+import json, sys
+w = json.load(open(sys.argv[1]))['warnings']
+assert not [x for x in w if x.startswith('note: ')], w
+" "$t35/g.out" && echo "ok: no notes for --split / --seed on a global-count trace, calibrated, dropless" \
+  || { echo "FAIL: notes where none are due"; cat "$t35/g.out" | head -5; fails=$((fails+1)); }
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"

@@ -276,15 +276,53 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   stats_.dp_comm_total = *std::max_element(dp_busy.begin(), dp_busy.end());
   stats_.dense_buckets = dense_buckets_;
   stats_.expert_buckets = expert_buckets_;
-  // The bubble: idle fraction of each stage's first GPU's compute stream until the pipeline drains.
+  // The bubble: the idle fraction of each stage's first GPU's compute stream until the pipeline
+  // drains (its last forward / backward / TP task ends) that the schedule leaves. Idle time spent
+  // waiting on the stage's own work (all-to-alls, DP and sparse collectives, its other GPUs'
+  // compute) or on a stage-to-stage send is not bubble: those waits are their own components. A
+  // wait is traced back from the task that ends it along the predecessors (dependencies and stream
+  // order) that ended last: the time they cover while they are the stage's or sends is explained;
+  // from the first task of another stage on, the rest of the wait is bubble, as is everything after
+  // the stream's last pipeline task (the cool-down).
+  auto busy_task = [&](engine::TaskId x) { return cls_[g.tag(x)] == kChunk || cls_[g.tag(x)] == kTp; };
   double flush = 0;
   for (engine::TaskId x = 0; x < g.num_tasks(); ++x)
-    if (cls_[g.tag(x)] == kChunk) flush = std::max(flush, sim.end_time(x));
+    if (busy_task(x)) flush = std::max(flush, sim.end_time(x));
+  auto held_by = [&](engine::TaskId x) {  // the predecessor that ended last (ties: the later task)
+    engine::TaskId best = engine::kNoTask;
+    auto consider = [&](engine::TaskId p) {
+      if (best == engine::kNoTask || sim.end_time(p) > sim.end_time(best) ||
+          (sim.end_time(p) == sim.end_time(best) && p > best))
+        best = p;
+    };
+    for (engine::TaskId p : g.predecessors(x)) consider(p);
+    for (uint32_t i = prev_.off[x]; i < prev_.off[x + 1]; ++i) consider(prev_.prev[i]);
+    return best;
+  };
   for (int s = 0; s < P && flush > 0; ++s) {
-    double busy = 0;
-    for (engine::TaskId x : g.queue(first_compute_[s]))
-      if (cls_[g.tag(x)] == kChunk || cls_[g.tag(x)] == kTp) busy += sim.end_time(x) - sim.start_time(x);
-    stats_.bubble += (1 - busy / flush) / P;
+    auto own = [&](engine::TaskId x) {
+      if (cls_[g.tag(x)] == kPp) return true;
+      for (engine::ResourceId r : g.resources(x))
+        if (g.device(r) >= 0 && L.pp_rank(g.device(r)) == s) return true;
+      return false;
+    };
+    double idle = 0, free_from = 0, last_busy = 0;
+    for (engine::TaskId x : g.queue(first_compute_[s])) {
+      const double a = free_from;
+      free_from = sim.end_time(x);
+      if (!busy_task(x)) continue;
+      last_busy = sim.end_time(x);
+      double t = sim.start_time(x);  // [a, t): the part of the wait not yet explained
+      engine::TaskId cur = x, p;
+      while (t > a && (p = held_by(cur)) != engine::kNoTask && own(p)) {
+        idle += std::max(0.0, t - std::max(a, sim.end_time(p)));  // nothing held it then
+        t = std::min(t, std::max(a, sim.start_time(p)));
+        cur = p;
+      }
+      idle += std::max(0.0, t - a);
+    }
+    idle += flush - last_busy;
+    stats_.bubble += idle / flush / P;
   }
   if (timeline) emit_timeline(sim, plans, migrations, *timeline);
   return res;

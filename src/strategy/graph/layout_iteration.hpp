@@ -120,7 +120,8 @@ struct LayoutStats {
   double dp_comm_total = 0;  // every DP collective's time, overlapped or not (the largest stage's)
   int dense_buckets = 1;   // gradient buckets of stage 0's first chunk (1 each without overlap_grad_reduce)
   int expert_buckets = 1;
-  double bubble = 0;       // mean over stages of the idle fraction of their first GPU's compute stream
+  double bubble = 0;       // mean over stages of the schedule's idle fraction of their first GPU's
+                           // compute stream (waits on the stage's own communication and sends excluded)
 };
 
 struct LayoutSparse {

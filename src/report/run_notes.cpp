@@ -1,0 +1,110 @@
+#include "report/run_notes.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace hs::report {
+
+namespace {
+
+// The numbers of a resolved setting's JSON (a number or a flat array of numbers); empty when the
+// strategy has no such setting or it is not numeric.
+std::vector<double> numbers(const strategy::RunSummary& s, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& k : s.resolved) {
+    if (k.key != key) continue;
+    const char* p = k.json.c_str();
+    while (*p != '\0') {
+      if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        char* end = nullptr;
+        out.push_back(std::strtod(p, &end));
+        p = end;
+      } else {
+        ++p;
+      }
+    }
+  }
+  return out;
+}
+
+bool all_zero(const std::vector<double>& v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
+}
+
+double largest(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+// Why strategy `s` came out as another's: what its own resolved settings say it did not do.
+std::string sameness_reason(const strategy::RunSummary& s, const strategy::RunSummary& other) {
+  std::vector<std::string> why;
+  const auto copies = numbers(s, "copies_per_layer"), other_copies = numbers(other, "copies_per_layer");
+  if (all_zero(copies)) why.push_back("no copies made");
+  else if (!copies.empty() && copies == other_copies) why.push_back("the same copies in every layer");
+  const auto shadowed = numbers(s, "shadowed_max_per_layer");
+  if (all_zero(shadowed) || (shadowed.empty() && all_zero(numbers(s, "shadowed_per_layer"))))
+    why.push_back("no expert shadowed");
+  if (all_zero(numbers(s, "replicas_per_layer"))) why.push_back("no expert replicated");
+  if (all_zero(numbers(s, "placement_changes"))) why.push_back("placement never changed");
+  if (why.empty()) return "identical iteration times and breakdowns";
+  std::string o;
+  for (size_t i = 0; i < why.size(); ++i) o += (i ? ", " : "") + why[i];
+  return o;
+}
+
+}  // namespace
+
+bool same_result(const strategy::RunSummary& a, const strategy::RunSummary& b) {
+  const double tol = 1e-9 * std::max({std::abs(a.mean), std::abs(b.mean), 1e-30});
+  auto near = [&](double x, double y) { return std::abs(x - y) <= tol; };
+  if (!near(a.mean, b.mean) || !near(a.p50, b.p50) || !near(a.p99, b.p99)) return false;
+  for (int c = 0; c < strategy::kNumComponents; ++c)
+    if (!near(a.breakdown[c], b.breakdown[c])) return false;
+  return true;
+}
+
+std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in) {
+  std::vector<std::string> notes;
+  const int gpus = r.topo ? r.topo->num_gpus() : 0;
+  // FSSDP (and FSDP, its all-copies case) that made no copies: nothing was materialized.
+  for (const auto& s : r.strategies) {
+    const auto copies = numbers(s, "copies_per_layer");
+    if (!all_zero(copies)) continue;
+    const auto cap = numbers(s, "memory_capacity_m"), degree = numbers(s, "overlap_degree"),
+               cut = numbers(s, "copies_cut_by_memory");
+    const bool no_cap = all_zero(cap);
+    if (!no_cap && largest(degree) <= 0) continue;
+    std::string why = no_cap ? "its memory cap per layer (memory_capacity_m) is 0 (the memory budget leaves no room for copies)"
+                      : largest(cut) > 0 ? fmt::format("the memory cap ({} per layer) cut every copy (copies_cut_by_memory)",
+                                                        largest(cap))
+                                         : "no expert was loaded enough to be worth a copy";
+    if (largest(degree) > 0) why += fmt::format("; overlap_degree allowed up to {}", largest(degree));
+    if (in.experts > 0 && gpus > 0 && in.experts < gpus)
+      why += fmt::format(" ({} experts over {} GPUs)", in.experts, gpus);
+    notes.push_back(fmt::format("note: {} made no copies (copies_per_layer 0 in every layer): {}", s.name, why));
+  }
+  // A strategy whose result equals an earlier one's.
+  for (size_t j = 1; j < r.strategies.size(); ++j)
+    for (size_t i = 0; i < j; ++i)
+      if (same_result(r.strategies[i], r.strategies[j])) {
+        notes.push_back(fmt::format("note: {} equals {} on this input ({})", r.strategies[j].name, r.strategies[i].name,
+                                    sameness_reason(r.strategies[j], r.strategies[i])));
+        break;
+      }
+  if (r.inputs.calibration_file.empty())
+    notes.push_back(fmt::format("note: uncalibrated: no --calibration and the topology ({}) names none, so links and "
+                                "the GPU run at its nominal figures (hecate-sim calibrate fits them)",
+                                r.inputs.topology_file));
+  if (in.capacity_factor)
+    notes.push_back(fmt::format("note: the model's capacity_factor {:g} is ignored: routing is modelled dropless (no "
+                                "token dropped or padded)",
+                                *in.capacity_factor));
+  if (in.trace_per_source && (in.split_given || in.seed_given))
+    notes.push_back(fmt::format("note: {} no effect: the trace has per-source counts, nothing is split over GPUs",
+                                in.split_given && in.seed_given ? "--split and --seed have"
+                                : in.split_given                ? "--split has"
+                                                                : "--seed has"));
+  return notes;
+}
+
+}  // namespace hs::report

@@ -1,0 +1,114 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "report/run_notes.hpp"
+#include "support/test_platforms.hpp"
+
+using namespace hs;
+
+namespace {
+strategy::RunSummary summary(const std::string& name, double mean) {
+  strategy::RunSummary s;
+  s.name = name;
+  s.mean = s.p50 = s.p99 = mean;
+  s.times = {mean};
+  s.breakdown[static_cast<int>(strategy::Component::kAttention)] = mean / 2;
+  s.breakdown[static_cast<int>(strategy::Component::kAllToAll)] = mean / 2;
+  return s;
+}
+// A report on a topology with 8 GPUs, calibrated (so that only the notes under test appear).
+report::RunReport calibrated(const topology::Topology& topo) {
+  report::RunReport r;
+  r.topo = &topo;
+  r.inputs.topology_file = "preset:test";
+  r.inputs.calibration_file = "cal.yaml";
+  return r;
+}
+bool has(const std::vector<std::string>& notes, const std::string& text) {
+  for (const auto& n : notes)
+    if (n == text) return true;
+  return false;
+}
+}  // namespace
+
+TEST_CASE("notes: FSSDP without copies says why (memory cap 0, or none worth a copy)") {
+  auto topo = test::node8();
+  auto r = calibrated(topo);
+  auto fs = summary("fssdp", 1e-3);
+  fs.resolved = {strategy::resolved_list("overlap_degree", {4, 4}), strategy::resolved_value("memory_capacity_m", 0),
+                 strategy::resolved_list("copies_cut_by_memory", {0, 0}), strategy::resolved_list("copies_per_layer", {0, 0})};
+  r.strategies = {summary("ep", 2e-3), fs};
+  report::NoteInputs in;
+  in.experts = 4;
+  auto notes = report::run_notes(r, in);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "note: fssdp made no copies (copies_per_layer 0 in every layer): its memory cap per layer "
+                    "(memory_capacity_m) is 0 (the memory budget leaves no room for copies); overlap_degree allowed up "
+                    "to 4 (4 experts over 8 GPUs)");
+  // A cap, yet no copies: the cap cut them, or no expert was worth one.
+  r.strategies[1].resolved[1] = strategy::resolved_value("memory_capacity_m", 2);
+  r.strategies[1].resolved[2] = strategy::resolved_list("copies_cut_by_memory", {3, 0});
+  notes = report::run_notes(r, {});
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "note: fssdp made no copies (copies_per_layer 0 in every layer): the memory cap (2 per layer) cut "
+                    "every copy (copies_cut_by_memory); overlap_degree allowed up to 4");
+  r.strategies[1].resolved[2] = strategy::resolved_list("copies_cut_by_memory", {0, 0});
+  CHECK(report::run_notes(r, {}).at(0).find("no expert was loaded enough to be worth a copy") != std::string::npos);
+  // Copies made, or overlap_degree 0 with a cap: nothing to say.
+  r.strategies[1].resolved[0] = strategy::resolved_list("overlap_degree", {0, 0});
+  CHECK(report::run_notes(r, {}).empty());
+  r.strategies[1].resolved[3] = strategy::resolved_list("copies_per_layer", {6, 0});
+  r.strategies[1].resolved[0] = strategy::resolved_list("overlap_degree", {4, 4});
+  CHECK(report::run_notes(r, {}).empty());
+}
+
+TEST_CASE("notes: a strategy whose result equals an earlier one's, with the reason its settings give") {
+  auto topo = test::node8();
+  auto r = calibrated(topo);
+  auto fm = summary("fastermoe", 2e-3);
+  fm.resolved = {strategy::resolved_list("shadowed_per_layer", {0, 0}), strategy::resolved_list("shadowed_max_per_layer", {0, 0})};
+  auto fs = summary("fssdp", 3e-3), fd = summary("fsdp", 3e-3);
+  fs.resolved = {strategy::resolved_list("copies_per_layer", {8, 8})};
+  fd.resolved = {strategy::resolved_list("copies_per_layer", {8, 8})};
+  auto other = summary("oracle", 2e-3);  // equal, for no reason its settings name
+  auto close = summary("smartmoe", 2e-3 * (1 + 1e-6));  // not equal: 1e-6 relative apart
+  r.strategies = {summary("ep", 2e-3), fm, fs, fd, other, close};
+  const auto notes = report::run_notes(r, {});
+  CHECK(notes.size() == 3);
+  CHECK(has(notes, "note: fastermoe equals ep on this input (no expert shadowed)"));
+  CHECK(has(notes, "note: fsdp equals fssdp on this input (the same copies in every layer)"));
+  CHECK(has(notes, "note: oracle equals ep on this input (identical iteration times and breakdowns)"));
+  // A different breakdown with the same times is not the same result.
+  auto a = summary("a", 1e-3), b = summary("b", 1e-3);
+  b.breakdown[static_cast<int>(strategy::Component::kAllToAll)] = 0;
+  b.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] = 0.5e-3;
+  CHECK_FALSE(report::same_result(a, b));
+  CHECK(report::same_result(a, summary("c", 1e-3)));
+}
+
+TEST_CASE("notes: uncalibrated defaults, an ignored capacity_factor, --split / --seed on a per-source trace") {
+  auto topo = test::node8();
+  auto r = calibrated(topo);
+  r.strategies = {summary("ep", 2e-3)};
+  CHECK(report::run_notes(r, {}).empty());
+  r.inputs.calibration_file.clear();
+  CHECK(report::run_notes(r, {}) ==
+        std::vector<std::string>{"note: uncalibrated: no --calibration and the topology (preset:test) names none, so "
+                                 "links and the GPU run at its nominal figures (hecate-sim calibrate fits them)"});
+  r.inputs.calibration_file = "cal.yaml";
+  report::NoteInputs in;
+  in.capacity_factor = 1.25;
+  CHECK(report::run_notes(r, in) == std::vector<std::string>{"note: the model's capacity_factor 1.25 is ignored: routing "
+                                                             "is modelled dropless (no token dropped or padded)"});
+  in = {};
+  in.split_given = true;
+  CHECK(report::run_notes(r, in).empty());  // a global-count trace: --split acts
+  in.trace_per_source = true;
+  CHECK(report::run_notes(r, in) ==
+        std::vector<std::string>{"note: --split has no effect: the trace has per-source counts, nothing is split over GPUs"});
+  in.seed_given = true;
+  CHECK(report::run_notes(r, in).at(0).rfind("note: --split and --seed have no effect", 0) == 0);
+  in.split_given = false;
+  CHECK(report::run_notes(r, in).at(0).rfind("note: --seed has no effect", 0) == 0);
+}
