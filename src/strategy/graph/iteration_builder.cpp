@@ -9,7 +9,10 @@
 // every dependency; the graph's task ids, and so the simulation, follow that order.
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
+#include <tuple>
 
+#include "collective/all_reduce.hpp"
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/graph/layout_iteration.hpp"
@@ -84,7 +87,7 @@ class LayoutIterationGraph::Builder {
   Builder(LayoutIterationGraph& graph, const std::vector<char>& shape)
       : m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
         P(L.pp), M(m.grad_accum), V(L.vpp), VS(P * V), S(L.stage_size()), LM(m.moe_layers()), t(L.tp),
-        shape(shape), g(graph.g_), sparse_(graph.sparse_), comp_(graph.comp_), labels_(graph.labels_),
+        shape(shape), g(graph.g_), net(graph.net_), sparse_(graph.sparse_), comp_(graph.comp_), labels_(graph.labels_),
         cls_(graph.cls_), mean_(graph.mean_), fixed_(graph.fixed_), bindings_(graph.bindings_), vars_(graph.vars_),
         first_compute_(graph.first_compute_), dp_tasks_(graph.dp_tasks_), step_(graph.step_),
         dense_buckets_(graph.dense_buckets_), expert_buckets_(graph.expert_buckets_), pr(m.precision) {}
@@ -359,9 +362,24 @@ class LayoutIterationGraph::Builder {
     return id;
   }
 
+  // A data-parallel collective of stage s over every (expert-)DP group of the stage at once, as
+  // rings (NCCL runs reduce-scatter and all-gather as rings on multi-GPU nodes). An all-reduce over
+  // the stage's one DP group (tp = 1 without the distributed optimizer: every run without --layout,
+  // DDP) runs the algorithm and protocol NCCL's tuner picks (collective/all_reduce.hpp: tree, ring,
+  // NVLS...): a large group all-reduces by tree, not by a ring of thousands of steps. Several groups
+  // at once keep rings (planning hundreds of groups costs more than the build: not built yet).
   engine::TaskId dp_collective(int s, bool expert, double bytes, collective::RingOp op, bool after, int bucket) {
     double extra = 0;
-    auto flows = collective::concurrent_ring_flows(topo, expert ? egroups[s] : dgroups[s], bytes, op, extra);
+    const auto& groups = expert ? egroups[s] : dgroups[s];
+    collective::Coflow flows;
+    if (op == collective::RingOp::kAllReduce && groups.size() == 1 && groups[0].size() > 1) {
+      // Gradient buckets are mostly of one size: each size is planned once.
+      auto [it, fresh] = all_reduce_plans.try_emplace({s, expert, bytes});
+      if (fresh) it->second = collective::plan_all_reduce(net, groups[0], bytes);
+      flows = it->second.flows;
+      extra = it->second.extra_latency;
+    }
+    if (flows.empty()) flows = collective::concurrent_ring_flows(topo, groups, bytes, op, extra);
     const Op label = op == collective::RingOp::kReduceScatter ? Op::kDpReduceScatter
                      : op == collective::RingOp::kAllGather   ? Op::kDpAllGather
                                                               : Op::kDpAllReduce;
@@ -624,6 +642,7 @@ class LayoutIterationGraph::Builder {
   const double t;
   const std::vector<char>& shape;  // the graph's shape (LayoutIterationGraph::run)
   engine::TaskGraph& g;
+  collective::AnalyticNetwork& net;  // the graph's, for NCCL's choice of algorithm (dp_collective)
   // The graph's members the build fills.
   const LayoutSparse& sparse_;
   std::vector<Component>& comp_;
@@ -674,6 +693,8 @@ class LayoutIterationGraph::Builder {
   std::vector<engine::TaskId> pending_spag;
   std::vector<std::vector<engine::TaskId>> stage_sprs;
   std::vector<std::vector<engine::TaskId>> sent_f, sent_b;  // [virtual stage][micro-batch] sends
+  // NCCL's plans of single-group DP all-reduces: (stage, expert buffer, bytes) -> plan.
+  std::map<std::tuple<int, bool, double>, collective::AllReducePlan> all_reduce_plans;
 };
 
 void LayoutIterationGraph::build(const std::vector<char>& shape) {
