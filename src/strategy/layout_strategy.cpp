@@ -32,11 +32,13 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
     std::vector<double> rows;
     for (int l = 0; l < L; ++l) {
       auto route = [&](std::span<const double> counts, LayerPlan& plan) {
-        stage_rows(layout_, stage_[l], counts, n, E, rows);
+        // One stage without TP (every run without --layout): every GPU routes its own rows, as given.
+        const double* c = layout_.pp == 1 && layout_.tp == 1 ? counts.data()
+                                                              : stage_rows(layout_, stage_[l], counts, n, E, rows).data();
         if (balanced_)
-          balance_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plan);
+          balance_ep_layer(c, n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plan);
         else
-          route_ep_layer(rows.data(), n, E, layout_.ep, token_bytes, {}, plan);
+          route_ep_layer(c, n, E, layout_.ep, token_bytes, {}, plan);
       };
       route(loads.layer(l, n, E), plans_[l]);
       // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
