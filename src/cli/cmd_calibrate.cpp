@@ -176,7 +176,7 @@ int run_calibrate(const CalibrateOptions& o) {
     for (const auto& c : cal.links)
       report += fmt::format("  {:<8} bandwidth {}, latency {}, fitted on {} sizes\n", c.link_class,
                             c.bandwidth_fitted ? fmt::format("x {:.3f}", c.bandwidth_scale)
-                                               : std::string("unchanged (no fitted size depends on it: NCCL's rate caps bound them)"),
+                                               : std::string("unchanged (no fitted size moves with it; Simple's bandwidth factor below instead)"),
                             c.latency_s ? fmt::format("{:.2f} us per link", *c.latency_s * 1e6) : std::string("unchanged"),
                             c.points);
     if (!cal.protocols.empty()) {
