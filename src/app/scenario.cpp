@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "report/run_report.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
 #include "workload/trace_io.hpp"
@@ -26,6 +27,11 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
     s->calibration_file = cal;
     s->calibration_text = read_file(cal);
     calibration = calib::parse_calibration(s->calibration_text, cal);
+    // Fitted on another topology: applied all the same, with a warning (stderr and the report's
+    // inputs.warnings).
+    const std::string mismatch =
+        calib::topology_mismatch(calibration, s->topo_in.source, report::content_hash(s->topo_in.text));
+    if (!mismatch.empty()) s->warnings.warning({cal, 0, 0}, "topology_fnv1a64", mismatch);
     const topology::TopologyAdjust adj = calib::topology_adjust(calibration);
     s->topo = std::make_unique<topology::Topology>(topology::load_topology(s->topo_in.text, s->topo_in.source, &adj));
     s->calibrated_communication_slowdown = calibration.communication_slowdown.value_or(0) > 0;

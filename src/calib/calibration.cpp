@@ -17,6 +17,7 @@ std::string q(const std::string& s) {  // a YAML double-quoted scalar
 std::string to_yaml(const Calibration& c) {
   std::string s = "schema: hecate-sim/calibration@1\n";
   s += fmt::format("topology: {}\n", q(c.topology));
+  if (!c.topology_hash.empty()) s += fmt::format("topology_fnv1a64: {}\n", q(c.topology_hash));
   s += "sources:\n";
   for (const auto& src : c.sources)
     s += fmt::format("  - {{file: {}, fnv1a64: {}, what: {}}}\n", q(src.file), q(src.fnv1a64), q(src.what));
@@ -29,6 +30,17 @@ std::string to_yaml(const Calibration& c) {
       if (l.heldout_median_error) s += fmt::format(", heldout_median_error: {:.4g}", *l.heldout_median_error);
       if (l.heldout_max_error) s += fmt::format(", heldout_max_error: {:.4g}", *l.heldout_max_error);
       s += "}\n";
+    }
+  }
+  if (!c.protocols.empty()) {
+    s += "protocols:\n";
+    for (const char* tier : {"intra", "net"}) {
+      std::string parts;
+      for (const auto& p : c.protocols)
+        if (p.tier == tier)
+          parts += fmt::format("{}{}: {{latency_scale: {:.6g}, bandwidth_scale: {:.6g}}}", parts.empty() ? "" : ", ", p.proto,
+                               p.latency_scale, p.bandwidth_scale);
+      if (!parts.empty()) s += fmt::format("  {}: {{{}}}\n", tier, parts);
     }
   }
   if (c.eta_max || c.hbm_efficiency || c.kernel_launch_s || c.compute_slowdown || c.communication_slowdown) {
@@ -58,6 +70,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   if (auto s = r.str("schema"); s && *s != "hecate-sim/calibration@1")
     r.error("schema", fmt::format("expected hecate-sim/calibration@1, got '{}'", *s));
   c.topology = r.str("topology", false).value_or("");
+  c.topology_hash = r.str("topology_fnv1a64", false).value_or("");
   if (auto n = r.child("sources", false); n) {
     if (!n.IsSequence()) {
       diags.error(ctx.at(n), "sources", "expected a list of {file, fnv1a64, what}");
@@ -93,6 +106,30 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
         m.finish();
         c.links.push_back(l);
       }
+    }
+  }
+  if (auto n = r.child("protocols", false); n) {
+    MapReader tiers(n, "protocols", ctx);
+    if (tiers.valid()) {
+      for (const char* tier : {"intra", "net"}) {
+        auto tn = tiers.child(tier, false);
+        if (!tn) continue;
+        MapReader protos(tn, fmt::format("protocols.{}", tier), ctx);
+        if (!protos.valid()) continue;
+        for (const char* proto : {"LL", "LL128", "Simple"}) {
+          auto pn = protos.child(proto, false);
+          if (!pn) continue;
+          MapReader m(pn, fmt::format("protocols.{}.{}", tier, proto), ctx);
+          if (!m.valid()) continue;
+          ProtocolCalibration p{tier, proto};
+          p.latency_scale = m.number("latency_scale", false, 1e-3, 1e3).value_or(1.0);
+          p.bandwidth_scale = m.number("bandwidth_scale", false, 1e-3, 1e3).value_or(1.0);
+          m.finish();
+          c.protocols.push_back(p);
+        }
+        protos.finish();
+      }
+      tiers.finish();
     }
   }
   if (auto n = r.child("gpu", false); n) {
@@ -137,6 +174,11 @@ topology::TopologyAdjust topology_adjust(const Calibration& c) {
     if (l.latency_s) x.latency = Seconds(*l.latency_s);
     a.links.push_back(x);
   }
+  for (const auto& p : c.protocols) {
+    const int tier = p.tier == "net" ? 1 : 0;
+    const int proto = p.proto == "LL" ? 0 : p.proto == "LL128" ? 1 : 2;
+    a.protocols[tier][proto] = {p.latency_scale, p.bandwidth_scale};
+  }
   a.compute_slowdown = c.compute_slowdown;
   a.communication_slowdown = c.communication_slowdown;
   return a;
@@ -146,6 +188,13 @@ void apply_compute(const Calibration& c, cost::ComputeParams& p) {
   if (c.eta_max && c.t_half) p.eta_max = *c.eta_max, p.t_half = *c.t_half;
   if (c.hbm_efficiency) p.eta_mem = *c.hbm_efficiency;
   if (c.kernel_launch_s) p.launch = Seconds(*c.kernel_launch_s);
+}
+
+std::string topology_mismatch(const Calibration& c, const std::string& topo_source, const std::string& topo_hash) {
+  if (c.topology_hash.empty() || c.topology_hash == topo_hash) return "";
+  return fmt::format("fitted on {} (fnv1a64 {}), applied to {} (fnv1a64 {}): its link and protocol factors may not "
+                     "hold on this topology",
+                     c.topology.empty() ? "another topology" : c.topology, c.topology_hash, topo_source, topo_hash);
 }
 
 }  // namespace hs::calib

@@ -3,11 +3,15 @@
 // topology): every cost it covers uses the fitted value, every other cost the preset's.
 //
 //   schema: hecate-sim/calibration@1
-//   topology: dgx-h100-4node                 # what it was fitted on (informative)
+//   topology: dgx-h100-4node                 # what it was fitted on
+//   topology_fnv1a64: 0123456789abcdef       # its content hash: applying the file to another topology warns
 //   sources:                                 # what it was fitted from, with content hashes
 //     - {file: all_reduce_perf.log, fnv1a64: 0123456789abcdef, what: "nccl-tests all_reduce, 16 ranks, 2 nodes"}
 //   links:                                   # per link class (topologies/README.md: nvlink, pcie, nic, fabric)
 //     nic: {bandwidth_scale: 0.91, latency: 4.2us, points: 21, heldout_median_error: 0.04, heldout_max_error: 0.11}
+//   protocols:                               # NCCL protocols per tier, relative to Simple (collective/nccl_tuning.hpp)
+//     intra: {LL: {latency_scale: 3.1, bandwidth_scale: 0.8}, LL128: {latency_scale: 1.4, bandwidth_scale: 0.9}}
+//     net: {LL: {latency_scale: 1.2, bandwidth_scale: 1}}
 //   gpu:
 //     gemm: {eta_max: 0.74, t_half: 61}      # expert-GEMM efficiency curve (cost/compute_cost.hpp)
 //     hbm_efficiency: 0.88                   # achievable fraction of HBM bandwidth (eta_mem)
@@ -15,7 +19,10 @@
 //     overlap_slowdown: {compute: 0.21, communication: 0.05}
 //
 // bandwidth_scale multiplies the class's effective bandwidth (line rate x efficiency); latency
-// replaces the class's per-link latency. Unknown keys, bad values and units are errors (file:line).
+// replaces the class's per-link latency. A protocol's latency_scale multiplies NCCL's per-step
+// latencies of that protocol in that tier (intra: steps inside a node; net: steps across nodes),
+// bandwidth_scale its bandwidth fraction and caps (intra: one-node communicators; net: multi-node
+// ones): topology::NcclProtoScale. Unknown keys, bad values and units are errors (file:line).
 #pragma once
 
 #include <optional>
@@ -33,6 +40,13 @@ struct LinkClassCalibration {
   std::optional<double> latency_s;
   int points = 0;                       // measurements it was fitted on
   std::optional<double> heldout_median_error, heldout_max_error;
+  bool bandwidth_fitted = true;  // false: no fitted row depended on it (kept at 1; not in the file)
+};
+
+struct ProtocolCalibration {
+  std::string tier;   // intra | net
+  std::string proto;  // LL | LL128 | Simple
+  double latency_scale = 1, bandwidth_scale = 1;
 };
 
 struct CalibrationSource {
@@ -41,8 +55,10 @@ struct CalibrationSource {
 
 struct Calibration {
   std::string topology;
+  std::string topology_hash;  // report::content_hash of the topology's text ("" in older files)
   std::vector<CalibrationSource> sources;
   std::vector<LinkClassCalibration> links;
+  std::vector<ProtocolCalibration> protocols;
   std::optional<double> eta_max, t_half;  // GEMM curve (both or neither)
   std::optional<double> hbm_efficiency;
   std::optional<double> kernel_launch_s;
@@ -53,5 +69,8 @@ std::string to_yaml(const Calibration& c);
 Calibration parse_calibration(const std::string& text, const std::string& file);  // throws InputError
 topology::TopologyAdjust topology_adjust(const Calibration& c);
 void apply_compute(const Calibration& c, cost::ComputeParams& p);
+// The one-line warning for a calibration fitted on another topology than the one it is applied to
+// (its recorded content hash differs from `topo_hash`); "" when it matches or the file records none.
+std::string topology_mismatch(const Calibration& c, const std::string& topo_source, const std::string& topo_hash);
 
 }  // namespace hs::calib

@@ -19,35 +19,8 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Least-squares slope of y against x.
-double slope(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) sx += x[i], sy += y[i], sxx += x[i] * x[i], sxy += x[i] * y[i];
-  const double d = n * sxx - sx * sx;
-  return d > 0 ? (n * sxy - sx * sy) / d : 0;
-}
-
 // The lower of the out-of-place and in-place times (NcclTestsRow::best_time_us).
 double measured_seconds(const NcclTestsRow& r) { return r.best_time_us() * 1e-6; }
-
-struct Model {
-  const std::string& text;
-  const std::string& source;
-  std::vector<double> predict(const topology::TopologyAdjust& adj, collective::NcclOp op, int ranks, int nodes,
-                              const std::string& file, const std::vector<double>& sizes, std::string* bottleneck_class) {
-    topology::Topology t = topology::load_topology(text, source, &adj);
-    collective::AnalyticNetwork net(t);
-    const auto group = nccl_group(t, ranks, nodes, file);
-    std::vector<double> out;
-    for (double s : sizes) {
-      auto r = collective::nccl_op_time(net, op, group, s);
-      out.push_back(r.seconds);
-      if (bottleneck_class && r.bottleneck >= 0) *bottleneck_class = t.link(r.bottleneck).link_class;
-    }
-    return out;
-  }
-};
 
 double class_latency(const topology::Topology& t, const std::string& cls) {
   for (const auto& l : t.links())
@@ -110,179 +83,298 @@ std::vector<NcclMeasurement> nccl_measurements(const Measured& m) {
   return out;
 }
 
+ErrorSummary summarize(const std::vector<const PointCheck*>& points) {
+  ErrorSummary e;
+  std::vector<double> b, a;
+  for (const PointCheck* p : points) {
+    b.push_back(std::abs(p->before_s - p->measured_s) / p->measured_s);
+    a.push_back(std::abs(p->after_s - p->measured_s) / p->measured_s);
+  }
+  e.n = static_cast<int>(points.size());
+  if (points.empty()) return e;
+  e.median_before = median(b), e.median_after = median(a);
+  e.max_before = *std::max_element(b.begin(), b.end());
+  e.max_after = *std::max_element(a.begin(), a.end());
+  return e;
+}
+
+namespace {
+
+constexpr const char* kTierName[2] = {"intra", "net"};
+constexpr const char* kProtoName[3] = {"LL", "LL128", "Simple"};
+
+// One fitted quantity: the log of a factor on a preset figure.
+struct Param {
+  enum Kind { kClassBandwidth, kClassLatency, kProtoLatency, kProtoBandwidth } kind;
+  std::string cls;  // link class (class parameters)
+  int tier = 0, proto = 0;
+  double preset_latency = 0;  // seconds per link (kClassLatency)
+};
+
+// The class whose links carry most of the route latency from a to b (ties: the first on the route).
+std::string latency_class(const topology::Topology& t, int a, int b) {
+  std::map<std::string, double> by;
+  std::string best;
+  for (const auto& h : t.route(a, b).hops) {
+    const auto& l = t.link(h.link);
+    by[l.link_class] += l.latency.value();
+    if (best.empty() || by[l.link_class] > by[best]) best = l.link_class;
+  }
+  return best;
+}
+
+
+}  // namespace
+
 LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, const std::vector<NcclMeasurement>& logs) {
-  Model model{topo_text, topo_source};
-  const topology::TopologyAdjust none;
   const topology::Topology base = topology::load_topology(topo_text, topo_source);
-  struct PerLog {
-    std::string cls;
-    double scale = 1, latency = 0;
-    bool has_latency = false;
-    int points = 0;
-  };
-  std::vector<PerLog> per(logs.size());
-  std::vector<std::vector<double>> sizes(logs.size()), measured(logs.size()), before(logs.size());
-  for (size_t k = 0; k < logs.size(); ++k) {
+  // Rows: positive sizes with a time (0-byte alltoall rows time nothing); held out: every other
+  // size of a fitted log, every size of a held-out log.
+  const size_t nl = logs.size();
+  std::vector<std::vector<double>> sizes(nl), measured(nl);
+  std::vector<std::vector<bool>> held(nl);
+  std::vector<std::string> bw_cls(nl), lat_cls(nl);
+  std::vector<std::vector<int>> groups(nl);
+  bool any_fitted = false;
+  for (size_t k = 0; k < nl; ++k) {
     const auto& m = logs[k];
-    // 0-byte rows (alltoall below ranks x 16 B) time nothing: left out.
-    std::vector<NcclTestsRow> rows;
     for (const auto& r : m.log.rows)
-      if (r.bytes > 0 && r.best_time_us() > 0) rows.push_back(r);
-    for (const auto& r : rows) sizes[k].push_back(r.bytes), measured[k].push_back(measured_seconds(r));
-    std::vector<double> fx, ft;  // fit rows
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (i % 4 != 3) fx.push_back(sizes[k][i]), ft.push_back(measured[k][i]);
-    if (fx.size() < 4)
+      if (r.bytes > 0 && r.best_time_us() > 0) sizes[k].push_back(r.bytes), measured[k].push_back(measured_seconds(r));
+    for (size_t i = 0; i < sizes[k].size(); ++i) held[k].push_back(m.held_out || i % 2 == 1);
+    groups[k] = nccl_group(base, m.log.ranks, m.log.nodes, m.log.file);
+    if (m.held_out) continue;
+    any_fitted = true;
+    std::vector<double> ft;
+    for (size_t i = 0; i < sizes[k].size(); ++i)
+      if (!held[k][i]) ft.push_back(measured[k][i]);
+    if (ft.size() < 3)
       throw InputError({m.log.file, 0, 0}, "", fmt::format("{} rows: too few to fit and check a link class (need at least 6 sizes, "
-                                                           "e.g. nccl-tests -b 8 -e 128M -f 2)", rows.size()));
-    before[k] = model.predict(none, m.op, m.log.ranks, m.log.nodes, m.log.file, sizes[k], &per[k].cls);
-    if (per[k].cls.empty()) throw InputError({m.log.file, 0, 0}, "", "the operation crosses no link on this topology");
+                                                           "e.g. nccl-tests -b 8 -e 128M -f 2)", sizes[k].size()));
     const double tmin = *std::min_element(ft.begin(), ft.end());
-    std::vector<double> bx, bt, bp, lx, lt;
-    std::vector<double> fpred = model.predict(none, m.op, m.log.ranks, m.log.nodes, m.log.file, fx, nullptr);
-    for (size_t i = 0; i < fx.size(); ++i) {
-      if (ft[i] >= 3 * tmin) bx.push_back(fx[i]), bt.push_back(ft[i]), bp.push_back(fpred[i]);
-      if (ft[i] <= 1.5 * tmin) lx.push_back(fx[i]), lt.push_back(ft[i]);
-    }
-    if (bx.size() < 2)
+    if (std::count_if(ft.begin(), ft.end(), [&](double t) { return t >= 3 * tmin; }) < 2)
       throw InputError({m.log.file, 0, 0}, "", "fewer than 2 bandwidth-bound rows (time >= 3x the smallest): extend the "
                                                "sweep to larger sizes (-e 1G or more)");
-    const double bm = slope(bx, bt), bpred = slope(bx, bp);
-    if (!(bm > 0) || !(bpred > 0)) throw InputError({m.log.file, 0, 0}, "", "time does not grow with size in the bandwidth-bound rows");
-    per[k].scale = bpred / bm;
-    per[k].points = static_cast<int>(fx.size());
-    // Latency: the class's per-link latency that makes the model's time at the latency-bound sizes
-    // match the measured intercept (measured time minus the fitted bandwidth term).
-    std::vector<double> icept;
-    for (size_t i = 0; i < lx.size(); ++i) icept.push_back(lt[i] - bm * lx[i]);
-    const double am = median(icept);
-    topology::TopologyAdjust a1;
-    const double l1 = class_latency(base, per[k].cls);
-    a1.links.push_back({per[k].cls, per[k].scale, Seconds(l1)});
-    topology::TopologyAdjust a2 = a1;
-    a2.links[0].latency = Seconds(l1 + 1e-6);
-    const double x0 = lx.front();
-    const double p1 = model.predict(a1, m.op, m.log.ranks, m.log.nodes, m.log.file, {x0}, nullptr)[0];
-    const double p2 = model.predict(a2, m.op, m.log.ranks, m.log.nodes, m.log.file, {x0}, nullptr)[0];
-    const double target = am + bm * x0;  // measured line at x0
-    if (p2 - p1 > 0) {
-      per[k].latency = std::max(0.0, l1 + (target - p1) / (p2 - p1) * 1e-6);
-      per[k].has_latency = true;
-    }
   }
-  // Combine per class.
-  LinkFit out;
-  std::map<std::string, std::vector<size_t>> by_class;
-  for (size_t k = 0; k < logs.size(); ++k) by_class[per[k].cls].push_back(k);
-  for (const auto& [cls, ks] : by_class) {
-    LinkClassCalibration c;
-    c.link_class = cls;
-    double w = 0, ls = 0, lat = 0, wl = 0;
-    for (size_t k : ks) {
-      w += per[k].points, ls += per[k].points * std::log(per[k].scale);
-      if (per[k].has_latency) wl += per[k].points, lat += per[k].points * per[k].latency;
-      c.points += per[k].points;
+  if (!any_fitted) throw InputError({"--holdout-logs", 0, 0}, "", "every log is held out: leave at least one to fit");
+
+  // Predictions of every row under an adjustment; `plans` the (algorithm, protocol) per row.
+  auto predict = [&](const topology::TopologyAdjust* adj, bool held_too, std::vector<std::vector<std::string>>* plans,
+                     std::vector<std::string>* bottleneck) {
+    topology::Topology t = topology::load_topology(topo_text, topo_source, adj);
+    collective::AnalyticNetwork net(t);
+    std::vector<std::vector<double>> out(nl);
+    if (plans) plans->assign(nl, {});
+    for (size_t k = 0; k < nl; ++k) {
+      if (!held_too && logs[k].held_out) continue;
+      out[k].assign(sizes[k].size(), 0);
+      if (plans) (*plans)[k].assign(sizes[k].size(), "");
+      for (size_t i = 0; i < sizes[k].size(); ++i) {
+        if (!held_too && held[k][i]) continue;
+        const auto r = collective::nccl_op_time(net, logs[k].op, groups[k], sizes[k][i]);
+        out[k][i] = r.seconds;
+        if (plans) {
+          const auto pl = collective::nccl_op_plan(net, logs[k].op, groups[k], sizes[k][i]);
+          (*plans)[k][i] = pl.proto.empty() ? pl.algo : pl.algo + "/" + pl.proto;
+        }
+        if (bottleneck && r.bottleneck >= 0) (*bottleneck)[k] = t.link(r.bottleneck).link_class;
+      }
     }
-    c.bandwidth_scale = std::exp(ls / w);
-    if (wl > 0) c.latency_s = lat / wl;
-    out.classes.push_back(c);
+    return out;
+  };
+  std::vector<std::vector<std::string>> plans_before, plans_after;
+  const auto before = predict(nullptr, true, &plans_before, &bw_cls);
+  for (size_t k = 0; k < nl; ++k) {
+    if (bw_cls[k].empty()) throw InputError({logs[k].log.file, 0, 0}, "", "the operation crosses no link on this topology");
+    const auto& g = groups[k];
+    int other = g[1];
+    if (logs[k].log.nodes != 1)
+      for (int x : g)
+        if (base.node_of(x) != base.node_of(g[0])) other = x;
+    lat_cls[k] = latency_class(base, g[0], other);
   }
-  // Joint refinement: every class's bandwidth scale and latency at once, Levenberg-Marquardt on the
-  // log-ratio of predicted to measured time over every fitted row of every log (an operation whose
-  // time several classes shape, e.g. an all-reduce that is NVLink- and NIC-bound at once, then
-  // informs each in proportion). Parameters: ln(scale) and latency in microseconds per class.
-  const size_t nc = out.classes.size();
+
+  // The parameters: classes that bound or carry the latency of a fitted log, protocols per tier.
+  std::vector<Param> params;
+  auto class_param = [&](Param::Kind kind, const std::string& cls) {
+    for (const auto& p : params)
+      if (p.kind == kind && p.cls == cls) return;
+    Param p{kind, cls};
+    p.preset_latency = class_latency(base, cls);
+    if (kind == Param::kClassLatency && !(p.preset_latency > 0)) return;  // a factor on 0 moves nothing
+    params.push_back(p);
+  };
+  bool multi_node = false;
+  for (size_t k = 0; k < nl; ++k) {
+    if (logs[k].held_out) continue;
+    class_param(Param::kClassBandwidth, bw_cls[k]);
+    class_param(Param::kClassLatency, lat_cls[k]);
+    multi_node = multi_node || base.node_of(groups[k].front()) != base.node_of(groups[k].back());
+  }
+  for (int tier = 0; tier < (multi_node ? 2 : 1); ++tier)
+    for (int proto = 0; proto < 2; ++proto)
+      for (auto kind : {Param::kProtoLatency, Param::kProtoBandwidth}) params.push_back({kind, "", tier, proto});
+  // Simple's bandwidth fraction: what moves an operation whose transfers run at NCCL's per-channel
+  // rate caps rather than a link's bandwidth (last: kept only where the class bandwidth cannot do it).
+  for (int tier = 0; tier < (multi_node ? 2 : 1); ++tier) params.push_back({Param::kProtoBandwidth, "", tier, 2});
+
   auto adjust_of = [&](const Eigen::VectorXd& th) {
     topology::TopologyAdjust a;
-    for (size_t c = 0; c < nc; ++c)
-      a.links.push_back({out.classes[c].link_class, std::exp(th[2 * c]), Seconds(std::max(0.0, th[2 * c + 1]) * 1e-6)});
+    for (size_t j = 0; j < params.size(); ++j) {
+      const Param& p = params[j];
+      const double f = std::exp(th[static_cast<Eigen::Index>(j)]);
+      if (p.kind == Param::kClassBandwidth || p.kind == Param::kClassLatency) {
+        auto it = std::find_if(a.links.begin(), a.links.end(), [&](const auto& l) { return l.link_class == p.cls; });
+        if (it == a.links.end()) a.links.push_back({p.cls, 1.0, std::nullopt}), it = a.links.end() - 1;
+        if (p.kind == Param::kClassBandwidth) it->bandwidth_scale = f;
+        else it->latency = Seconds(p.preset_latency * f);
+      } else if (p.kind == Param::kProtoLatency) {
+        a.protocols[p.tier][p.proto].latency = f;
+      } else {
+        a.protocols[p.tier][p.proto].bandwidth = f;
+      }
+    }
     return a;
   };
+  int fitted_rows = 0;
+  for (size_t k = 0; k < nl; ++k)
+    for (size_t i = 0; i < sizes[k].size(); ++i) fitted_rows += !held[k][i];
   auto residuals = [&](const Eigen::VectorXd& th) {
     const auto adj = adjust_of(th);
-    std::vector<double> r;
-    for (size_t k = 0; k < logs.size(); ++k) {
-      std::vector<double> fx, ft;
+    const auto p = predict(&adj, false, nullptr, nullptr);
+    Eigen::VectorXd r(fitted_rows + th.size());
+    Eigen::Index n = 0;
+    for (size_t k = 0; k < nl; ++k)
       for (size_t i = 0; i < sizes[k].size(); ++i)
-        if (i % 4 != 3) fx.push_back(sizes[k][i]), ft.push_back(measured[k][i]);
-      const auto p = model.predict(adj, logs[k].op, logs[k].log.ranks, logs[k].log.nodes, logs[k].log.file, fx, nullptr);
-      for (size_t i = 0; i < fx.size(); ++i) r.push_back(std::log(p[i] / ft[i]));
-    }
-    return Eigen::Map<Eigen::VectorXd>(r.data(), static_cast<Eigen::Index>(r.size())).eval();
+        if (!held[k][i]) r[n++] = std::log(p[k][i] / measured[k][i]);
+    for (Eigen::Index j = 0; j < th.size(); ++j) r[n++] = kPriorWeight * th[j];
+    return r;
   };
-  Eigen::VectorXd th(2 * nc);
-  for (size_t c = 0; c < nc; ++c) {
-    th[2 * c] = std::log(out.classes[c].bandwidth_scale);
-    th[2 * c + 1] = out.classes[c].latency_s.value_or(class_latency(base, out.classes[c].link_class)) * 1e6;
-  }
-  Eigen::VectorXd r = residuals(th);
-  double cost = r.squaredNorm(), lambda = 1e-3;
-  for (int it = 0; it < 40; ++it) {
+  auto jacobian = [&](const Eigen::VectorXd& th, const Eigen::VectorXd& r) {
+    (void)r;
+    // Central differences: at a kink (a link exactly as fast as another bound, as some presets' NICs
+    // are) a one-sided one sees no effect on one side.
     Eigen::MatrixXd J(r.size(), th.size());
     for (Eigen::Index j = 0; j < th.size(); ++j) {
-      Eigen::VectorXd t2 = th;
-      const double h = j % 2 == 0 ? 1e-4 : 1e-3;
-      t2[j] += h;
-      J.col(j) = (residuals(t2) - r) / h;
+      Eigen::VectorXd up = th, down = th;
+      const double h = 1e-4;
+      up[j] += h, down[j] -= h;
+      J.col(j) = (residuals(up) - residuals(down)) / (2 * h);
     }
+    return J;
+  };
+  // Parameters no fitted row depends on (a protocol NCCL never picks here, a tier no step uses), or
+  // that move the fitted rows as the ones before them do (Simple's bandwidth where the links bound
+  // every fitted row: the class bandwidth's effect), are dropped, in the order above: the data cannot
+  // tell them apart, and the earlier one is the one the rest of the simulator uses.
+  {
+    Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
+    const Eigen::MatrixXd J = jacobian(th, residuals(th)).topRows(fitted_rows);
+    std::vector<Param> kept;
+    std::vector<Eigen::VectorXd> basis;  // orthonormal, spanning the kept columns
+    for (size_t j = 0; j < params.size(); ++j) {
+      Eigen::VectorXd c = J.col(static_cast<Eigen::Index>(j));
+      const double n0 = c.norm();
+      for (const auto& b : basis) c -= b.dot(c) * b;
+      if (n0 > 1e-6 && c.norm() > 0.05 * n0) kept.push_back(params[j]), basis.push_back(c / c.norm());
+    }
+    params = std::move(kept);
+  }
+  Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
+  Eigen::VectorXd r = residuals(th);
+  double cost = r.squaredNorm(), lambda = 1e-2;
+  int iterations = 0;
+  for (int it = 0; it < 60 && th.size() > 0; ++it) {
+    ++iterations;
+    const Eigen::MatrixXd J = jacobian(th, r);
     const Eigen::MatrixXd A = J.transpose() * J;
     const Eigen::VectorXd g = J.transpose() * r;
-    bool improved = false;
-    for (int tries = 0; tries < 8 && !improved; ++tries) {
+    bool improved = false, converged = false;
+    for (int tries = 0; tries < 10 && !improved; ++tries) {
       Eigen::MatrixXd D = A;
-      for (Eigen::Index j = 0; j < D.rows(); ++j) D(j, j) += lambda * std::max(A(j, j), 1e-12);
-      Eigen::VectorXd next = th - D.ldlt().solve(g);
-      for (size_t c = 0; c < nc; ++c) next[2 * c + 1] = std::max(0.0, next[2 * c + 1]);
+      for (Eigen::Index j = 0; j < D.rows(); ++j) D(j, j) += lambda * std::max(A(j, j), 1e-9);
+      Eigen::VectorXd step = D.ldlt().solve(g);
+      // At most a factor e^2 per step on any parameter.
+      const double big = step.cwiseAbs().maxCoeff();
+      if (big > 2) step *= 2 / big;
+      const Eigen::VectorXd next = th - step;
       const Eigen::VectorXd rn = residuals(next);
       if (rn.squaredNorm() < cost) {
-        const double gain = cost - rn.squaredNorm();
-        th = next, r = rn;
+        converged = cost - rn.squaredNorm() < 1e-10 * std::max(cost, 1e-30) || step.cwiseAbs().maxCoeff() < 1e-7;
+        th = next, r = rn, cost = r.squaredNorm();
         improved = true;
         lambda = std::max(lambda / 3, 1e-9);
-        if (gain < 1e-12 * std::max(cost, 1e-30)) it = 1 << 20;  // converged
-        cost = r.squaredNorm();
       } else {
         lambda *= 5;
       }
     }
-    if (!improved) break;
+    if (!improved || converged) break;
   }
-  for (size_t c = 0; c < nc; ++c) {
-    out.classes[c].bandwidth_scale = std::exp(th[2 * c]);
-    out.classes[c].latency_s = std::max(0.0, th[2 * c + 1]) * 1e-6;
-  }
+
+  LinkFit out;
+  out.fitted_rows = fitted_rows;
+  out.parameters = static_cast<int>(params.size());
+  out.iterations = iterations;
   const topology::TopologyAdjust fitted = adjust_of(th);
+  for (const auto& l : fitted.links) {
+    LinkClassCalibration c;
+    c.link_class = l.link_class;
+    c.bandwidth_scale = l.bandwidth_scale;
+    c.bandwidth_fitted = std::any_of(params.begin(), params.end(), [&](const Param& p) {
+      return p.kind == Param::kClassBandwidth && p.cls == l.link_class;
+    });
+    if (l.latency) c.latency_s = l.latency->value();
+    for (size_t k = 0; k < nl; ++k)
+      if (!logs[k].held_out && (bw_cls[k] == l.link_class || lat_cls[k] == l.link_class))
+        for (size_t i = 0; i < sizes[k].size(); ++i) c.points += !held[k][i];
+    out.classes.push_back(c);
+  }
+  for (int tier = 0; tier < 2; ++tier)
+    for (int proto = 0; proto < 3; ++proto) {
+      const bool any = std::any_of(params.begin(), params.end(), [&](const Param& p) {
+        return (p.kind == Param::kProtoLatency || p.kind == Param::kProtoBandwidth) && p.tier == tier && p.proto == proto;
+      });
+      if (any)
+        out.protocols.push_back({kTierName[tier], kProtoName[proto], fitted.protocols[tier][proto].latency,
+                                 fitted.protocols[tier][proto].bandwidth});
+    }
   // Check every log with the calibration.
-  std::map<std::string, std::vector<double>> held_err;
-  for (size_t k = 0; k < logs.size(); ++k) {
+  const auto after = predict(&fitted, true, &plans_after, nullptr);
+  std::map<std::string, std::vector<const PointCheck*>> by_class;
+  for (size_t k = 0; k < nl; ++k) {
     const auto& m = logs[k];
-    const auto after = model.predict(fitted, m.op, m.log.ranks, m.log.nodes, m.log.file, sizes[k], nullptr);
     LogCheck ch;
     ch.file = m.log.file;
-    ch.link_class = per[k].cls;
+    ch.link_class = bw_cls[k];
+    ch.latency_class = lat_cls[k];
     ch.op = m.op;
     ch.ranks = m.log.ranks;
     ch.nodes = m.log.nodes;
-    std::vector<double> eb, ea;
-    for (size_t i = 0; i < sizes[k].size(); ++i) {
-      PointCheck p{sizes[k][i], measured[k][i], before[k][i], after[i], i % 4 == 3};
-      ch.points.push_back(p);
-      if (p.held_out) {
-        eb.push_back(std::abs(p.before_s - p.measured_s) / p.measured_s);
-        ea.push_back(std::abs(p.after_s - p.measured_s) / p.measured_s);
-      }
-    }
-    ch.held_median_before = median(eb), ch.held_median_after = median(ea);
-    ch.held_max_before = eb.empty() ? 0 : *std::max_element(eb.begin(), eb.end());
-    ch.held_max_after = ea.empty() ? 0 : *std::max_element(ea.begin(), ea.end());
-    for (double e : ea) held_err[ch.link_class].push_back(e);
+    ch.held_out_log = m.held_out;
+    for (size_t i = 0; i < sizes[k].size(); ++i)
+      ch.points.push_back({sizes[k][i], measured[k][i], before[k][i], after[k][i], held[k][i], plans_before[k][i], plans_after[k][i]});
     out.checks.push_back(std::move(ch));
   }
+  std::vector<const PointCheck*> all, all_band[kNumBands];
+  for (auto& ch : out.checks) {
+    std::vector<const PointCheck*> h, hb[kNumBands];
+    for (const auto& p : ch.points) {
+      if (!p.held_out) continue;
+      h.push_back(&p), all.push_back(&p), by_class[ch.link_class].push_back(&p);
+      for (int b = 0; b < kNumBands; ++b)
+        if (p.bytes >= kBands[b].lo && p.bytes <= kBands[b].hi) hb[b].push_back(&p), all_band[b].push_back(&p);
+    }
+    ch.held = summarize(h);
+    for (int b = 0; b < kNumBands; ++b) ch.bands[b] = summarize(hb[b]);
+    ch.held_median_before = ch.held.median_before, ch.held_median_after = ch.held.median_after;
+    ch.held_max_before = ch.held.max_before, ch.held_max_after = ch.held.max_after;
+  }
+  out.held = summarize(all);
+  for (int b = 0; b < kNumBands; ++b) out.bands[b] = summarize(all_band[b]);
   for (auto& c : out.classes) {
-    const auto& e = held_err[c.link_class];
-    if (e.empty()) continue;
-    c.heldout_median_error = median(e);
-    c.heldout_max_error = *std::max_element(e.begin(), e.end());
+    const auto e = summarize(by_class[c.link_class]);
+    if (e.n == 0) continue;
+    c.heldout_median_error = e.median_after;
+    c.heldout_max_error = e.max_after;
   }
   return out;
 }

@@ -1,9 +1,12 @@
-// hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP[@RANKS]=]LOG...] --topology T -o CAL.yaml
+// hecate-sim calibrate [MEASURED.json...] [--nccl-tests [OP[@RANKS]=]LOG...] [--holdout-logs LOG,...]
+//                      --topology T -o CAL.yaml
 //
 // Fits the model to measurements and writes a calibration file (calib/calibration.hpp):
 //   * link classes from nccl-tests logs and from the collectives suite of hecate-validate's
-//     measured.json (calib/link_fit.hpp): bandwidth scale and per-link latency of the class that
-//     bounds each operation, checked on held-out sizes;
+//     measured.json (calib/link_fit.hpp): bandwidth scale and per-link latency of the classes that
+//     bound each operation and carry its latency, and NCCL's LL / LL128 latency and bandwidth
+//     factors per tier, all logs at once; checked on every other size and on the logs
+//     --holdout-logs names (never fitted), per size band;
 //   * the GPU from hecate-validate's measured.json: expert-GEMM efficiency curve (held-out rows), the
 //     memory-bound kernels' HBM efficiency and launch overhead (the materialize suite's pack /
 //     permute kernels, calib/memory_fit.hpp; else the hbm_copy rate), and the overlap slowdowns
@@ -13,6 +16,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "calib/calibration.hpp"
@@ -35,7 +40,7 @@ namespace hs::cli {
 namespace {
 
 struct CalibrateOptions {
-  std::vector<std::string> measured, nccl_tests;
+  std::vector<std::string> measured, nccl_tests, holdout_logs;
   std::string topology, out;
   bool quiet = false;
 };
@@ -60,6 +65,7 @@ int run_calibrate(const CalibrateOptions& o) {
   const topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source);
   calib::Calibration cal;
   cal.topology = topo_in.source;
+  cal.topology_hash = report::content_hash(topo_in.text);
   std::string report;
 
   // Link classes from nccl-tests.
@@ -95,6 +101,8 @@ int run_calibrate(const CalibrateOptions& o) {
     progress.update(done++, "reading " + path);
     const std::string text = read_file(path);
     logs.push_back({*op, calib::parse_nccl_tests_log(text, path)});
+    for (const auto& h : o.holdout_logs)
+      if (h == path || h == arg || h == std::filesystem::path(path).filename().string()) logs.back().held_out = true;
     calib::settle_ranks(logs.back().log, *op, given_ranks, "--nccl-tests " + arg,
                         fmt::format("--nccl-tests {}@N={}", collective::to_string(*op), path));
     for (const auto& n : logs.back().log.notes) fmt::print(stderr, "note: {}\n", n);
@@ -118,29 +126,65 @@ int run_calibrate(const CalibrateOptions& o) {
       logs.push_back(std::move(x));
     }
   }
+  for (const auto& h : o.holdout_logs) {
+    const bool named = std::any_of(o.nccl_tests.begin(), o.nccl_tests.end(), [&](const std::string& a) {
+      const std::string p = a.find('=') == std::string::npos ? a : a.substr(a.find('=') + 1);
+      return h == a || h == p || h == std::filesystem::path(p).filename().string();
+    });
+    if (!named)
+      throw InputError({"--holdout-logs", 0, 0}, h, "names none of the --nccl-tests logs (give a log's path or file name)");
+  }
   progress.update(done++, fmt::format("fitting link classes to {} log(s)", logs.size()));
   if (!logs.empty()) {
     calib::LinkFit fit = calib::fit_links(topo_in.text, topo_in.source, logs);
     if (!o.nccl_tests.empty())
       report += "\nnccl-tests logs: each size's measured time is the lower of its out-of-place and in-place times\n";
     cal.links = fit.classes;
+    cal.protocols = fit.protocols;
+    auto pct = [](double e) { return fmt::format("{:.1f}%", e * 100); };
+    auto summary = [&](const calib::ErrorSummary& e) {
+      return e.n == 0 ? std::string("-") : fmt::format("{} -> {} ({})", pct(e.median_before), pct(e.median_after), e.n);
+    };
     for (const auto& ch : fit.checks) {
-      report += fmt::format("\n{} ({}, {} ranks, {} node(s)): calibrates link class '{}'\n{:>12} {:>12} {:>12} {:>12} {:>8} {:>8}\n",
-                            ch.file, collective::to_string(ch.op), ch.ranks, ch.nodes, ch.link_class, "bytes",
-                            "measured us", "before us", "after us", "after", "");
+      report += fmt::format("\n{} ({}, {} ranks, {} node(s)){}: bandwidth of link class '{}', latency of '{}'\n"
+                            "{:>12} {:>12} {:>12} {:>12} {:>8} {:>14} {:>14} {:>8}\n",
+                            ch.file, collective::to_string(ch.op), ch.ranks, ch.nodes,
+                            ch.held_out_log ? ", HELD OUT (not fitted)" : "", ch.link_class, ch.latency_class, "bytes",
+                            "measured us", "before us", "after us", "after", "ran before", "ran after", "");
       for (const auto& p : ch.points)
-        report += fmt::format("{:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>7.1f}% {:>8}\n", p.bytes, p.measured_s * 1e6,
-                              p.before_s * 1e6, p.after_s * 1e6, (p.after_s - p.measured_s) / p.measured_s * 100,
-                              p.held_out ? "held out" : "");
-      report += fmt::format("held-out |error|: median {:.1f}% -> {:.1f}%, max {:.1f}% -> {:.1f}% (before -> after)\n",
-                            ch.held_median_before * 100, ch.held_median_after * 100, ch.held_max_before * 100,
-                            ch.held_max_after * 100);
+        report += fmt::format("{:>12.0f} {:>12.2f} {:>12.2f} {:>12.2f} {:>7.1f}% {:>14} {:>14} {:>8}\n", p.bytes,
+                              p.measured_s * 1e6, p.before_s * 1e6, p.after_s * 1e6,
+                              (p.after_s - p.measured_s) / p.measured_s * 100, p.proto_before, p.proto_after,
+                              p.held_out ? "held out" : "fitted");
+      report += fmt::format("held-out |error|: median {} -> {}, max {} -> {} (before -> after)\n", pct(ch.held.median_before),
+                            pct(ch.held.median_after), pct(ch.held.max_before), pct(ch.held.max_after));
     }
+    report += fmt::format("\nheld out: every other size of the fitted logs (the 2nd, 4th, ...){}\n",
+                          o.holdout_logs.empty() ? std::string()
+                                                 : fmt::format(", and every size of {}", fmt::join(o.holdout_logs, ", ")));
+    report += fmt::format("median |time error| on held-out sizes, before -> after (points); fitted on {} sizes, {} parameters\n",
+                          fit.fitted_rows, fit.parameters);
+    report += fmt::format("{:<44} {:>22} {:>22} {:>22} {:>22}\n", "log", "all", calib::kBands[0].name, calib::kBands[1].name,
+                          calib::kBands[2].name);
+    auto row = [&](const std::string& name, const calib::ErrorSummary& all, const calib::ErrorSummary* b) {
+      return fmt::format("{:<44} {:>22} {:>22} {:>22} {:>22}\n", name, summary(all), summary(b[0]), summary(b[1]), summary(b[2]));
+    };
+    for (const auto& ch : fit.checks)
+      report += row(std::filesystem::path(ch.file).filename().string() + (ch.held_out_log ? " (held out)" : ""), ch.held, ch.bands);
+    report += row("all logs", fit.held, fit.bands);
     report += "\nlink classes\n";
     for (const auto& c : cal.links)
-      report += fmt::format("  {:<8} bandwidth x {:.3f}, latency {}, fitted on {} sizes\n", c.link_class, c.bandwidth_scale,
+      report += fmt::format("  {:<8} bandwidth {}, latency {}, fitted on {} sizes\n", c.link_class,
+                            c.bandwidth_fitted ? fmt::format("x {:.3f}", c.bandwidth_scale)
+                                               : std::string("unchanged (no fitted size moves with it; Simple's bandwidth factor below instead)"),
                             c.latency_s ? fmt::format("{:.2f} us per link", *c.latency_s * 1e6) : std::string("unchanged"),
                             c.points);
+    if (!cal.protocols.empty()) {
+      report += "NCCL protocols (factors on NCCL's per-step latencies and on the protocol's bandwidth, relative to Simple)\n";
+      for (const auto& p : cal.protocols)
+        report += fmt::format("  {:<5} {:<6} latency x {:.3f}, bandwidth x {:.3f}\n", p.tier, p.proto, p.latency_scale,
+                              p.bandwidth_scale);
+    }
   }
 
   // The GPU from hecate-validate.
@@ -228,6 +272,9 @@ void setup_calibrate(CLI::App& sub, int& exit_code) {
                  "rank count of an excerpt without '#  Rank' lines; repeatable");
   sub.add_option("--topology", o->topology, "the topology to calibrate (file or preset)")->required();
   sub.add_option("-o,--out", o->out, "calibration file to write (YAML, atomically)")->required();
+  sub.add_option("--holdout-logs", o->holdout_logs,
+                 "logs (of --nccl-tests: path or file name) not fitted, only checked; comma-separated or repeatable")
+      ->delimiter(',');
   add_quiet_flag(sub, o->quiet);
   sub.callback([o, &exit_code] { exit_code = run_calibrate(*o); });
 }

@@ -30,6 +30,7 @@
 #include "measure/size_sweep.hpp"
 #include "network/coflow_drain.hpp"
 #include "network/flow_network.hpp"
+#include "report/run_report.hpp"
 #include "topology/topology_loader.hpp"
 #include "util/atomic_file.hpp"
 #include "util/output_path.hpp"
@@ -129,7 +130,11 @@ int run_collective(const CollectiveOptions& o) {
   topology::TopologyAdjust adj;
   std::string cal_note;
   if (!o.calibration.empty()) {
-    adj = calib::topology_adjust(calib::parse_calibration(read_file(o.calibration), o.calibration));
+    const calib::Calibration cal = calib::parse_calibration(read_file(o.calibration), o.calibration);
+    // Fitted on another topology: applied all the same, with a one-line warning.
+    const std::string mismatch = calib::topology_mismatch(cal, topo_in.source, report::content_hash(topo_in.text));
+    if (!mismatch.empty()) fmt::print(stderr, "{}: warning: topology_fnv1a64: {}\n", o.calibration, mismatch);
+    adj = calib::topology_adjust(cal);
     cal_note = " | calibration " + o.calibration;
   }
   topology::Topology topo = topology::load_topology(topo_in.text, topo_in.source, o.calibration.empty() ? nullptr : &adj);

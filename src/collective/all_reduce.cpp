@@ -38,6 +38,7 @@ NcclPlan plan_nccl(AnalyticNetwork& net, NcclColl coll, std::span<const int> gro
   NcclPlan best;
   if (group.size() < 2 || bytes <= 0) return best;
   const NcclTuning t = nccl_tuning(topo, group);
+  const NcclTuning choice = t.uncalibrated();
   bool found = false;
   for (NcclAlgo a : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat}) {
     if (algo && a != *algo) continue;
@@ -50,10 +51,19 @@ NcclPlan plan_nccl(AnalyticNetwork& net, NcclColl coll, std::span<const int> gro
       if (base.empty()) break;
       Coflow c = base;
       double extra = 0;
-      apply_nccl_protocol(topo, t, coll, a, p, bytes, c, extra);
+      apply_nccl_protocol(topo, choice, coll, a, p, bytes, c, extra);
       const double time = net.coflow_time(c) + extra;
       if (!found || time < best.time) best = {a, p, std::move(c), extra, time}, found = true;
     }
+  }
+  // A calibration's per-protocol factors time the choice NCCL's own figures made (NcclTuning).
+  if (found && t.calibrated()) {
+    Coflow c = algo_flows(topo, coll, best.algo, group, bytes);
+    double extra = 0;
+    apply_nccl_protocol(topo, t, coll, best.algo, best.proto, bytes, c, extra);
+    best.time = net.coflow_time(c) + extra;
+    best.flows = std::move(c);
+    best.extra_latency = extra;
   }
   return best;
 }

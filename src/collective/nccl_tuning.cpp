@@ -127,6 +127,7 @@ NcclTuning nccl_tuning(const topology::Topology& topo, std::span<const int> grou
   t.nvls_channels = t.sm >= 100 ? 32 : 16;
   const auto& nc = topo.nccl();
   t.net_via_host = nc.net_via_host;
+  t.proto_scale = nc.proto_scale;
   if (group.empty()) return t;
   // The GPUs of group[0]'s node, and one GPU elsewhere.
   const int node0 = topo.node_of(group[0]);
@@ -225,15 +226,16 @@ double nccl_latency(const NcclTuning& t, NcclColl coll, NcclAlgo a, NcclProto p,
   const double ppn = static_cast<double>(R) / N;
   double lat = kBaseLat[ai][pi];
   // Per-step hardware latencies scaled by the topology's route latencies (NcclTuning).
-  double intra = kHwLat[intra_hw][ai][pi] * t.intra_scale;
+  double intra = kHwLat[intra_hw][ai][pi] * t.intra_scale * t.proto_scale[0][pi].latency;
   // With one GPU per node the latencies are fully exposed: the tree's network latency.
-  double inter = (ppn == 1 ? kHwLat[kHwNet][0][pi] : kHwLat[kHwNet][ai][pi]) * t.net_scale;  // + latencyInter (0)
+  double inter = (ppn == 1 ? kHwLat[kHwNet][0][pi] : kHwLat[kHwNet][ai][pi]) * t.net_scale *
+                 t.proto_scale[1][pi].latency;  // + latencyInter (0)
   switch (a) {
     case NcclAlgo::kRing:
       if (coll == NcclColl::kBroadcast || coll == NcclColl::kReduce) {
         // Channels not all alike (sameChannels 0): a chunk latency per step, the tree's for Simple.
         const double step = (p == NcclProto::kSimple ? kHwLat[hw][0][pi] : kHwLat[hw][ai][pi]) *
-                            (N == 1 ? t.intra_scale : t.net_scale);
+                            (N == 1 ? t.intra_scale : t.net_scale) * t.proto_scale[N == 1 ? 0 : 1][pi].latency;
         lat += steps * step;
       } else {
         double overhead = 0;
@@ -283,6 +285,7 @@ NcclBandwidth nccl_bandwidth(const NcclTuning& t, NcclColl coll, NcclAlgo a, Ncc
   const int logsize = log2i(static_cast<long long>(bytes) >> 6);
   if (a == NcclAlgo::kTree && coll == NcclColl::kAllReduce && logsize >= 0 && logsize < 23)
     s.times(kTreeCorrection[proto_index(p)][logsize]);
+  s.times(t.proto_scale[N == 1 ? 0 : 1][proto_index(p)].bandwidth);  // a calibration's (1 = none)
   // NCCL's busBw to algorithm bandwidth (all-gather / reduce-scatter other than ring keep busBw).
   double ratio = 1;
   const bool ag_rs = coll == NcclColl::kAllGather || coll == NcclColl::kReduceScatter;

@@ -87,6 +87,18 @@ struct NcclTuning {
   // per-step latencies of every algorithm and protocol are multiplied by them, so a topology (or a
   // calibration) with NCCL's figures gets NCCL's latencies and one with slower links slower ones.
   double intra_scale = 1, net_scale = 1;
+  // A calibration's per-protocol factors (topology::NcclConfig::proto_scale, [0 intra, 1 net][LL,
+  // LL128, Simple]): NCCL's per-step latencies of a tier times `latency`; a protocol's bandwidth
+  // fraction and caps times `bandwidth` (the net tier's for multi-node communicators). They change
+  // what an operation takes, not what NCCL picks: plan_nccl chooses with NCCL's own figures
+  // (uncalibrated()), as NCCL's tuner does, then times the choice with these.
+  topology::NcclProtoScales proto_scale{};
+  bool calibrated() const { return proto_scale != topology::NcclProtoScales{}; }
+  NcclTuning uncalibrated() const {
+    NcclTuning u = *this;
+    u.proto_scale = {};
+    return u;
+  }
 };
 NcclTuning nccl_tuning(const topology::Topology& topo, std::span<const int> group);
 

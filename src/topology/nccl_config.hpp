@@ -4,12 +4,25 @@
 // file may override them (`nccl:` in topologies/README.md), e.g. with NCCL_* variables a site sets.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "util/units.hpp"
 
 namespace hs::topology {
+
+// A calibration's factors on one NCCL protocol's figures (calib/calibration.hpp `protocols:`):
+// `latency` multiplies NCCL's per-step hardware latencies of the protocol, `bandwidth` its bandwidth
+// fraction and caps (collective/nccl_tuning.hpp). 1 = NCCL's own.
+struct NcclProtoScale {
+  double latency = 1, bandwidth = 1;
+  bool operator==(const NcclProtoScale&) const = default;
+};
+// [tier][protocol]: tier 0 inside a node (NVLink / PCI steps; the bandwidth of one-node
+// communicators), 1 across nodes (network steps; the bandwidth of multi-node communicators);
+// protocols LL, LL128, Simple.
+using NcclProtoScales = std::array<std::array<NcclProtoScale, 3>, 2>;
 
 struct NcclConfig {
   // p2pnChannels: channels (thread blocks) a rank's grouped send/receive calls run on. NCCL takes the
@@ -40,6 +53,8 @@ struct NcclConfig {
   // Not a key: the network path of a GPU goes through the host (no GPUDirect RDMA, or NICs on the
   // host): NCCL's PATH_PHB or worse, which keeps LL128 off before Hopper (tuning.cc). Set by the loader.
   bool net_via_host = false;
+  // Not a key: a calibration's per-protocol factors (TopologyAdjust::protocols), set by the loader.
+  NcclProtoScales proto_scale{};
 };
 
 }  // namespace hs::topology

@@ -30,6 +30,7 @@ struct LinkClassAdjust {
 };
 struct TopologyAdjust {
   std::vector<LinkClassAdjust> links;
+  NcclProtoScales protocols{};  // NCCL's per-protocol latency / bandwidth factors (NcclConfig::proto_scale)
   std::optional<double> compute_slowdown, communication_slowdown;
 };
 

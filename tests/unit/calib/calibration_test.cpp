@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <string>
@@ -105,4 +106,124 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
                   InputError);
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu: {gemm: {eta_max: 0.7}}\n", "b.yaml"), InputError);
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\ncolour: red\n", "b.yaml"), InputError);
+}
+
+namespace {
+// Logs of the simulator's own times with `truth` applied, no noise, sizes 8 B - 1 GiB doubling: an
+// all-reduce and an all-to-all across the two nodes, an all-gather and an all-reduce inside one.
+std::vector<calib::NcclMeasurement> truth_logs(const topology::TopologyAdjust& truth) {
+  using collective::NcclOp;
+  std::vector<calib::NcclMeasurement> logs;
+  const struct {
+    NcclOp op;
+    int ranks, nodes;
+    const char* file;
+  } runs[] = {{NcclOp::kAllReduce, 8, 2, "ar8.log"},
+              {NcclOp::kAllToAll, 8, 2, "a2a8.log"},
+              {NcclOp::kAllGather, 4, 1, "ag4.log"},
+              {NcclOp::kAllReduce, 4, 1, "ar4.log"}};
+  uint64_t seed = 1;
+  for (const auto& r : runs)
+    logs.push_back({r.op, calib::parse_nccl_tests_log(synthetic_log(kTopo, r.op, r.ranks, r.nodes, truth, 0, seed++, 2), r.file)});
+  return logs;
+}
+}  // namespace
+
+TEST_CASE("calibrate recovers link classes and NCCL protocol factors within 2% from a sweep made with them") {
+  // Truth: NIC 0.8x bandwidth, 5 us per link (preset 2 us); NVLink 0.9x, 2 us per link (preset 1.5);
+  // inside a node LL's per-step latencies 1.5x and its bandwidth 0.8x; across nodes LL's per-step
+  // latencies 1.3x. The topology fitted is the unchanged one.
+  topology::TopologyAdjust truth;
+  truth.links.push_back({"nic", 0.8, Seconds(5e-6)});
+  truth.links.push_back({"nvlink", 0.9, Seconds(2e-6)});
+  truth.protocols[0][0] = {1.5, 0.8};
+  truth.protocols[1][0] = {1.3, 1.0};
+  const auto fit = calib::fit_links(kTopo, "t.yaml", truth_logs(truth));
+  auto rel = [](double got, double want) { return std::abs(got / want - 1); };
+  int checked = 0;
+  for (const auto& c : fit.classes) {
+    const auto& t = c.link_class == "nic" ? truth.links[0] : truth.links[1];
+    MESSAGE(fmt::format("{}: bandwidth x {:.4f} (truth {}), latency {:.4f} us (truth {} us)", c.link_class, c.bandwidth_scale,
+                        t.bandwidth_scale, c.latency_s.value_or(0) * 1e6, t.latency->value() * 1e6));
+    REQUIRE(c.bandwidth_fitted);
+    CHECK(rel(c.bandwidth_scale, t.bandwidth_scale) < 0.02);
+    REQUIRE(c.latency_s);
+    CHECK(rel(*c.latency_s, t.latency->value()) < 0.02);
+    ++checked;
+  }
+  CHECK(checked == 2);
+  for (const auto& p : fit.protocols) {
+    const int tier = p.tier == "net" ? 1 : 0, proto = p.proto == "LL" ? 0 : p.proto == "LL128" ? 1 : 2;
+    const auto& t = truth.protocols[tier][proto];
+    MESSAGE(fmt::format("{} {}: latency x {:.4f} (truth {}), bandwidth x {:.4f} (truth {})", p.tier, p.proto, p.latency_scale,
+                        t.latency, p.bandwidth_scale, t.bandwidth));
+    CHECK(rel(p.latency_scale, t.latency) < 0.02);
+    CHECK(rel(p.bandwidth_scale, t.bandwidth) < 0.02);
+  }
+  // The factors the truth changed were fitted, not left at 1.
+  auto fitted = [&](const char* tier, const char* proto) {
+    return std::any_of(fit.protocols.begin(), fit.protocols.end(), [&](const auto& p) { return p.tier == tier && p.proto == proto; });
+  };
+  CHECK(fitted("intra", "LL"));
+  CHECK(fitted("net", "LL"));
+  // Held out (every other size): the error falls to near nothing, in every band.
+  MESSAGE(fmt::format("held-out median |error| {:.2f}% -> {:.3f}% over {} sizes", fit.held.median_before * 100,
+                      fit.held.median_after * 100, fit.held.n));
+  CHECK(fit.held.n > 20);
+  CHECK(fit.held.median_before > 0.05);
+  CHECK(fit.held.median_after < 0.005);
+  for (int b = 0; b < calib::kNumBands; ++b) {
+    INFO(calib::kBands[b].name);
+    REQUIRE(fit.bands[b].n > 0);
+    CHECK(fit.bands[b].median_after < fit.bands[b].median_before);
+    CHECK(fit.bands[b].max_after < 0.02);
+  }
+}
+
+TEST_CASE("a held-out log is checked, not fitted") {
+  topology::TopologyAdjust truth;
+  truth.links.push_back({"nic", 0.8, Seconds(5e-6)});
+  truth.links.push_back({"nvlink", 0.9, Seconds(2e-6)});
+  auto logs = truth_logs(truth);
+  logs[1].held_out = true;  // the all-to-all
+  const auto fit = calib::fit_links(kTopo, "t.yaml", logs);
+  const auto& ch = fit.checks[1];
+  CHECK(ch.held_out_log);
+  for (const auto& p : ch.points) CHECK(p.held_out);
+  MESSAGE(fmt::format("held-out log a2a8.log: median |error| {:.1f}% -> {:.2f}%", ch.held.median_before * 100,
+                      ch.held.median_after * 100));
+  CHECK(ch.held.median_after < ch.held.median_before);
+  CHECK(ch.held.median_after < 0.02);
+  // Every log held out: nothing to fit.
+  for (auto& l : logs) l.held_out = true;
+  CHECK_THROWS_AS(calib::fit_links(kTopo, "t.yaml", logs), InputError);
+}
+
+TEST_CASE("a calibration records its topology; another topology is named in a warning") {
+  calib::Calibration c;
+  c.topology = "preset:dgx-h100-4node";
+  c.topology_hash = "0123456789abcdef";
+  c.protocols.push_back({"intra", "LL", 1.5, 0.8});
+  const std::string y = calib::to_yaml(c);
+  const auto back = calib::parse_calibration(y, "cal.yaml");
+  CHECK(back.topology_hash == "0123456789abcdef");
+  CHECK(calib::to_yaml(back) == y);
+  CHECK(calib::topology_mismatch(back, "t.yaml", "0123456789abcdef").empty());
+  const std::string w = calib::topology_mismatch(back, "t.yaml", "fedcba9876543210");
+  CHECK(w.find("fitted on preset:dgx-h100-4node (fnv1a64 0123456789abcdef), applied to t.yaml (fnv1a64 fedcba9876543210)") !=
+        std::string::npos);
+  CHECK(w.find('\n') == std::string::npos);
+  // Older files record no hash: no warning.
+  calib::Calibration old;
+  CHECK(calib::topology_mismatch(old, "t.yaml", "fedcba9876543210").empty());
+  // The protocol factors reach NCCL's tuning through the topology.
+  const auto adj = calib::topology_adjust(back);
+  const auto t = topology::load_topology(kTopo, "t.yaml", &adj);
+  CHECK(t.nccl().proto_scale[0][0].latency == hs::test::approx(1.5));
+  CHECK(t.nccl().proto_scale[0][0].bandwidth == hs::test::approx(0.8));
+  CHECK(t.nccl().proto_scale[1][0].latency == hs::test::approx(1.0));
+  CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {intra: {LL: {latency_scale: 0}}}\n", "b.yaml"),
+                  InputError);
+  CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {wan: {LL: {latency_scale: 2}}}\n", "b.yaml"),
+                  InputError);
 }

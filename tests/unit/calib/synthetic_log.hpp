@@ -27,9 +27,10 @@ fabric: {kind: single-switch}
 
 
 // An nccl-tests log of `op` over `ranks` GPUs on `nodes` hosts, the times the simulator gives on the
-// topology with `truth` applied, times (1 + noise), noise uniform in [-amp, amp] (seeded).
+// topology with `truth` applied (link classes and NCCL protocol factors), times (1 + noise), noise
+// uniform in [-amp, amp] (seeded); sizes 8 B to 1 GiB, each `factor` times the one before.
 inline std::string synthetic_log(const std::string& topo_text, collective::NcclOp op, int ranks, int nodes, const topology::TopologyAdjust& truth, double amp,
-                          uint64_t seed) {
+                          uint64_t seed, double factor = 4) {
   auto t = topology::load_topology(topo_text, "topology", &truth);
   collective::AnalyticNetwork net(t);
   auto group = calib::nccl_group(t, ranks, nodes, "x");
@@ -43,7 +44,7 @@ inline std::string synthetic_log(const std::string& topo_text, collective::NcclO
   // peer for alltoall, so size = count x 4 x ranks; sizes below that are left out.
   const bool spans = op == collective::NcclOp::kAllGather || op == collective::NcclOp::kReduceScatter ||
                      op == collective::NcclOp::kAllToAll;
-  for (double b = 8; b <= 1073741824.0; b *= 4) {
+  for (double b = 8; b <= 1073741824.0; b *= factor) {
     const double count = spans ? b / 4 / ranks : b / 4;
     if (count != std::floor(count) || count < 1) continue;
     const double sec = collective::nccl_op_time(net, op, group, b).seconds * (1 + amp * (2 * rng.uniform() - 1));
