@@ -478,12 +478,6 @@ class LayoutIterationGraph::Builder {
         var_task(x, Var::kShadowFwd, l, Component::kExpertCompute);
       }
     }
-    if (returns) {
-      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
-      bind(r, Bind::kSprs, l);
-      stage_sprs[s].push_back(r);
-      sprs_of[l].push_back(r);
-    }
     if (replicas) {  // FlexMoE: the replicated experts' gradients, all-reduced among their holders
       const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kReplicaAllReduce);
       bind(r, Bind::kReplica, l);
@@ -491,10 +485,20 @@ class LayoutIterationGraph::Builder {
       stage_sprs[s].push_back(r);
       sprs_of[l].push_back(r);
     }
-    if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
     const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kCombine : Op::kDispatch,
                                               std::move(experts_done));
     bind(c, Bind::kCombine, l);
+    // The copies' gradients back to their owners (spRS) after the experts' backward and their
+    // copy-out, issued after the layer's backward all-to-all, as the Hecate runtime orders its one
+    // queue (arXiv 2502.02581, Fig. 6: spRS hides behind the attention backward that follows): with
+    // comm_queue=single the all-to-all never waits for the spRS.
+    if (returns) {
+      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
+      bind(r, Bind::kSprs, l);
+      stage_sprs[s].push_back(r);
+      sprs_of[l].push_back(r);
+    }
+    if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       need[x] = c;
       compute_task(x, forward ? unperm : router, Component::kRouting, forward ? Op::kUnpermute : Op::kRouter);

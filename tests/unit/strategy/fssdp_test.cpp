@@ -505,3 +505,29 @@ TEST_CASE("the analytic and flow tiers agree on small platforms (within 5%)") {
     CHECK(ta == doctest::Approx(tf).epsilon(0.05));
   }
 }
+
+TEST_CASE("queue order: a layer's backward all-to-all never waits for its spRS (one queue, as the Hecate runtime)") {
+  // t = 8: every expert materialized everywhere, so every MoE layer returns its copies' gradients.
+  // On the one communication queue the layer's backward all-to-all (the combine's gradient,
+  // "dispatch bwd") is issued before the spRS of the same layer, which then runs beside the
+  // attention backward that follows: the all-to-all starts no later than the spRS, and before the
+  // fix it had waited for it (the spRS was queued first).
+  auto m = model();
+  auto t = two_nodes();
+  cost::ComputeCost cc(t.gpu_model(), m);
+  Context ctx{t, m, cc, 1};
+  auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}});
+  Recorder rec;
+  fs->record_next(&rec);
+  fs->simulate(skewed(0));
+  int checked = 0;
+  for (int b = 0; b < m.layers; ++b) {
+    const std::string sprs = "spRS block " + std::to_string(b), a2a = "dispatch bwd block " + std::to_string(b) + " mb0";
+    const double sprs_start = rec.first(sprs, false), a2a_start = rec.first(a2a, false);
+    if (sprs_start > 1e29 || a2a_start > 1e29) continue;  // not an MoE block
+    INFO("block ", b, ": all-to-all at ", a2a_start, ", spRS at ", sprs_start);
+    CHECK(a2a_start <= sprs_start);
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
