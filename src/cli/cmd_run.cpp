@@ -183,7 +183,7 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "tp_span=node|any, dist_opt=on|off, recompute=none|selective|full, overlap_grad_reduce=on|off, "
                  "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
                  "tp-cp-ep-dp-pp order (TP fastest); every strategy runs under a layout (" + all + "); without one a run is "
-                 "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see README, Parallel "
+                 "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see docs/manual.md, Parallel "
                  "layouts (presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(at_least(1));

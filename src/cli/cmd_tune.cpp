@@ -198,7 +198,7 @@ void setup_tune(CLI::App& sub, int& exit_code) {
   sub.add_option("--model", o->model, "model YAML file or preset name (default: the trace's model.preset)");
   sub.add_option("--set", o->sets, "override a model field, e.g. --set micro_batch=4 (repeatable)");
   sub.add_option("--calibration", o->calibration, "calibration file from `hecate-sim calibrate`");
-  sub.add_option("--layout", o->layout, "parallel layout [PRESET,]KEY=VALUE,... as run takes it (README, Parallel layouts)");
+  sub.add_option("--layout", o->layout, "parallel layout [PRESET,]KEY=VALUE,... as run takes it (docs/manual.md, Parallel layouts)");
   sub.add_option("--iterations", o->iterations, "iterations per evaluation (default: the trace's records)")
       ->check(at_least(1));
   sub.add_option("--seed", o->seed, "random seed (default 1)");

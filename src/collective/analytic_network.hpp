@@ -1,4 +1,4 @@
-// The analytic network tier (model.md §5): a coflow takes
+// The analytic network tier (docs/model.md §5): a coflow takes
 //     alpha + max over links (bytes crossing the link / link bandwidth)
 // where alpha is the largest route latency among its transfers and a transfer's bytes cross each
 // link of its route times the route's ECMP fraction. Within a coflow every link's load is exact, so

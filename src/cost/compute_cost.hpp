@@ -1,4 +1,4 @@
-// Compute cost models: how long a GPU takes for the kernels of one training step (model.md §3).
+// Compute cost models: how long a GPU takes for the kernels of one training step (docs/model.md §3).
 //
 // * Expert FFN (grouped GEMM over the experts of one GPU, one launch):
 //     per expert with t > 0 tokens (t may be fractional: an iteration's counts / grad_accum),

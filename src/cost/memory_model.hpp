@@ -1,4 +1,4 @@
-// Per-GPU memory (model.md §6), term by term as training frameworks allocate it. Strategies fill a
+// Per-GPU memory (docs/model.md §6), term by term as training frameworks allocate it. Strategies fill a
 // MemoryBreakdown for every GPU and keep the largest; the report prints the peak and its
 // composition, marks a configuration that exceeds the GPU's memory as infeasible (naming the
 // largest term) and, for FSSDP without re-materialization, says whether re-materialization fits.

@@ -3,7 +3,7 @@
 // (`--layout deepseek-v3,recompute=full`: later keys win). A preset fixes tp, pp, ep and the
 // switches the run used; dp is left to be derived from the cluster (N / (tp x pp)), so the same
 // preset runs on the published cluster or a smaller one. Batch sizes are model fields
-// (micro_batch, grad_accum: `--set`), not part of a layout; the README lists the published ones.
+// (micro_batch, grad_accum: `--set`), not part of a layout; docs/manual.md lists the published ones.
 //
 //   deepseek-v3   tp=1,pp=16,ep=64  DeepSeek-V3 technical report (arXiv 2412.19437, §3.2): 16-way
 //                 pipeline parallelism, 64-way expert parallelism spanning 8 nodes, ZeRO-1 data

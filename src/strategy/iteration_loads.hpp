@@ -1,4 +1,4 @@
-// Turns an expert-load trace into the per-iteration loads a strategy simulates (model.md §2).
+// Turns an expert-load trace into the per-iteration loads a strategy simulates (docs/model.md §2).
 //
 // For iteration i the provider returns counts[layer][source][expert] (double: token->expert
 // assignments per iteration, and per micro-batch when the trace records them) for exactly the

@@ -1,6 +1,6 @@
 // A strategy is a policy for running MoE layers (where experts live, who computes which tokens,
 // what moves over the network when). It builds each iteration's task graph for the engine and
-// reports per-iteration results; the engine knows nothing about MoE (model.md §4).
+// reports per-iteration results; the engine knows nothing about MoE (docs/model.md §4).
 //
 // Strategies are named on the command line as NAME[:KNOB=VALUE...] (e.g. "fssdp:window=10"); that
 // full spec is the strategy's name in every output. Every knob is declared with its default so

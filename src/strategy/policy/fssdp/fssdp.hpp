@@ -49,7 +49,7 @@
 
 namespace hs::strategy {
 
-// FSSDP's knobs (README, `fssdp`), parsed and range-checked.
+// FSSDP's knobs (docs/manual.md and the registry row), parsed and range-checked.
 struct FssdpKnobs {
   int window = 5;
   int overlap_degree = -1;       // -1 = auto

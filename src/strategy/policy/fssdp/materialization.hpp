@@ -1,4 +1,4 @@
-// FSSDP sparse materialization (Hecate, arXiv 2502.02581; model.md §4): which experts of one MoE
+// FSSDP sparse materialization (Hecate, arXiv 2502.02581; docs/model.md §4): which experts of one MoE
 // layer get materialized copies on which GPUs for one iteration, and how tokens are dispatched to
 // the copies.
 //

@@ -4,7 +4,7 @@
 // placement as EP, so FSSDP without materialization does EP's expert work); otherwise experts are
 // dealt round-robin over all layers pooled ((layer * E + e) mod N), which keeps slot counts balanced.
 //
-// heterogeneous_owners (Hecate §heterogeneous sharding; model.md §4): per layer the top-t experts are
+// heterogeneous_owners (Hecate §heterogeneous sharding; docs/model.md §4): per layer the top-t experts are
 // "overlappable" (materialization replicates them anyway). The other experts are placed first:
 // layers ordered by their max load (descending), each expert by load (descending) onto the
 // least-loaded node (tie: fewer free slots, then lowest id), least-loaded GPU in it (same ties),
