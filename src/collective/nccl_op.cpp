@@ -10,6 +10,19 @@
 
 namespace hs::collective {
 
+namespace {
+// nccl-tests' alltoall of `size` bytes per rank: every rank sends size / n to each other rank of the
+// group (N x N byte matrix over the topology's GPUs, row = source).
+std::vector<double> uniform_all_to_all(int N, std::span<const int> group, double size) {
+  const double n = static_cast<double>(group.size());
+  std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
+  for (int a : group)
+    for (int b : group)
+      if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
+  return m;
+}
+}  // namespace
+
 const char* to_string(NcclOp op) {
   switch (op) {
     case NcclOp::kAllReduce: return "all_reduce";
@@ -108,12 +121,7 @@ NcclOpTime nccl_op_time(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
     return r;
   }
   if (op == NcclOp::kAllToAll) {
-    const int N = topo.num_gpus();
-    std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
-    for (int a : group)
-      for (int b : group)
-        if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
-    r.seconds = net.alltoallv_time(m);
+    r.seconds = net.alltoallv_time(uniform_all_to_all(topo.num_gpus(), group, size));
     r.bottleneck = net.last_bottleneck();
     return r;
   }
@@ -147,12 +155,7 @@ NcclOpPlan nccl_op_plan(AnalyticNetwork& net, NcclOp op, std::span<const int> gr
     return p;
   }
   if (op == NcclOp::kAllToAll) {
-    const int N = topo.num_gpus();
-    std::vector<double> m(static_cast<size_t>(N) * N, 0.0);
-    for (int a : group)
-      for (int b : group)
-        if (a != b) m[static_cast<size_t>(a) * N + b] = size / n;
-    p.flows = alltoallv_flows(topo, m, false, p.extra_latency);
+    p.flows = alltoallv_flows(topo, uniform_all_to_all(topo.num_gpus(), group, size), false, p.extra_latency);
   } else {
     p.flows = send_recv_flows(topo, group, size);
   }
