@@ -324,6 +324,13 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     idle += flush - last_busy;
     stats_.bubble += idle / flush / P;
   }
+  if (m.capacity_factor) {  // token dropping (strategy/capacity.hpp): each layer's tally, its micro-batches' summed
+    res.routed_tokens.assign(LM, 0.0);
+    res.dropped_tokens.assign(LM, 0.0);
+    for (int l = 0; l < LM; ++l)
+      for (int k = first[l]; k < first[l + 1]; ++k)
+        res.routed_tokens[l] += variant_plan(l, k).routed_tokens, res.dropped_tokens[l] += variant_plan(l, k).dropped_tokens;
+  }
   if (timeline) emit_timeline(sim, plans, migrations, *timeline);
   return res;
 }
