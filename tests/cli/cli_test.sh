@@ -831,5 +831,26 @@ assert all('dropped_tokens' not in s for s in json.load(open(sys.argv[1]))['stra
 " "$t35/g.out" && echo "ok: no notes for --split / --seed on a global-count trace, calibrated, dropless" \
   || { echo "FAIL: notes where none are due"; cat "$t35/g.out" | head -5; fails=$((fails+1)); }
 
+# Token dropping (issue 31): on the collapsed trace (a few hot experts) EP's straggler is bounded
+# by the capacity, so its iteration time does not grow as capacity_factor falls (dropless, 2, 1.25,
+# 1.0, 0.5) while the share it drops does not shrink; dropless reports no dropped_tokens.
+t36="$tmp/capacity"; mkdir -p "$t36"
+for cf in none 2 1.25 1.0 0.5; do
+  set_cf=(); [ "$cf" = none ] || set_cf=(--set "capacity_factor=$cf")
+  "$sim" run dgx-h100-4node "$root/traces/gpt-moe-s-collapsed.json.gz" --iterations 3 --strategy ep "${set_cf[@]}" \
+    --quiet --format json > "$t36/$cf.json" 2> /dev/null
+done
+python3 -c "
+import json, sys
+runs = [json.load(open(sys.argv[1] + '/' + cf + '.json'))['strategies'][0] for cf in ['none', '2', '1.25', '1.0', '0.5']]
+assert 'dropped_tokens' not in runs[0]
+times = [r['iteration_time_s']['mean'] for r in runs]
+shares = [0.0] + [r['dropped_tokens']['fraction'] for r in runs[1:]]
+assert all(a >= b for a, b in zip(times, times[1:])), times
+assert all(a <= b for a, b in zip(shares, shares[1:])) and shares[-1] > 0, shares
+print('   ep ms:', ' '.join('%.2f' % (t * 1e3) for t in times), '| dropped:', ' '.join('%.3f' % x for x in shares))
+" "$t36" && echo "ok: EP's iteration time non-increasing as capacity_factor falls on the collapsed trace" \
+  || { echo "FAIL: capacity_factor and EP's straggler"; fails=$((fails+1)); }
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
