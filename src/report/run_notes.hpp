@@ -4,7 +4,6 @@
 // JSON's `warnings` (RunInputs::warnings), in a fixed order, so outputs stay deterministic.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 

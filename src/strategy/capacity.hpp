@@ -4,9 +4,10 @@
 // Capacity per expert and micro-batch: C = ceil(factor x T x top_k / E), with T the tokens the gate
 // sees at once. GShard's gate splits a batch into G groups of S tokens and gives each group a
 // capacity of 2S/E per expert (top-2: factor 1 x S x k / E); Switch writes it (tokens per batch /
-// experts) x capacity factor for top-1. Both groups are a device's tokens in their implementations
-// (GShard's dispatch mask is [G, S, E, C], one group per device; Megatron-Core's get_capacity takes
-// a rank's tokens x top_k), and that is what is modelled: T is one GPU's tokens of one micro-batch,
+// experts) x capacity factor for top-1. A group never spans devices in their implementations
+// (GShard shards the group dimension G of its [G, S, E, C] dispatch mask over the devices;
+// Megatron-Core's get_capacity takes a rank's tokens x top_k), and one group per GPU is what is
+// modelled: T is one GPU's tokens of one micro-batch,
 // micro_batch x seq_len / tp (with TP a rank routes its 1/tp of the sequence). Rounding: ceil, as
 // Megatron-Core's get_capacity (math.ceil) and DeepSpeed's _capacity round; Mesh-TensorFlow's
 // Switch floors instead. No minimum capacity (Megatron-Core's default min_capacity is none).
