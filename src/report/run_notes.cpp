@@ -95,10 +95,6 @@ std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in) {
     notes.push_back(fmt::format("note: uncalibrated: no --calibration and the topology ({}) names none, so links and "
                                 "the GPU run at its nominal figures (hecate-sim calibrate fits them)",
                                 r.inputs.topology_file));
-  if (in.capacity_factor)
-    notes.push_back(fmt::format("note: the model's capacity_factor {:g} is ignored: routing is modelled dropless (no "
-                                "token dropped or padded)",
-                                *in.capacity_factor));
   if (in.trace_per_source && (in.split_given || in.seed_given))
     notes.push_back(fmt::format("note: {} no effect: the trace has per-source counts, nothing is split over GPUs",
                                 in.split_given && in.seed_given ? "--split and --seed have"

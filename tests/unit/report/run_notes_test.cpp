@@ -87,7 +87,7 @@ TEST_CASE("notes: a strategy whose result equals an earlier one's, with the reas
   CHECK(report::same_result(a, summary("c", 1e-3)));
 }
 
-TEST_CASE("notes: uncalibrated defaults, an ignored capacity_factor, --split / --seed on a per-source trace") {
+TEST_CASE("notes: uncalibrated defaults, --split / --seed on a per-source trace") {
   auto topo = test::node8();
   auto r = calibrated(topo);
   r.strategies = {summary("ep", 2e-3)};
@@ -98,10 +98,6 @@ TEST_CASE("notes: uncalibrated defaults, an ignored capacity_factor, --split / -
                                  "links and the GPU run at its nominal figures (hecate-sim calibrate fits them)"});
   r.inputs.calibration_file = "cal.yaml";
   report::NoteInputs in;
-  in.capacity_factor = 1.25;
-  CHECK(report::run_notes(r, in) == std::vector<std::string>{"note: the model's capacity_factor 1.25 is ignored: routing "
-                                                             "is modelled dropless (no token dropped or padded)"});
-  in = {};
   in.split_given = true;
   CHECK(report::run_notes(r, in).empty());  // a global-count trace: --split acts
   in.trace_per_source = true;

@@ -41,6 +41,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "cost/layout_memory.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
@@ -164,6 +165,7 @@ class LayoutFssdp final : public Strategy {
     const auto& m = ctx_.model;
     const int ep = layout_.ep;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    const TokenCapacity cap = token_capacity(m, layout_.tp);  // per replica group (strategy/capacity.hpp)
     // Per group and layer: the group's counts (ep x E, its GPUs' rows / tp) and their column sums.
     auto group_counts = [&](std::span<const double> all_layers, int l, int k, std::vector<double>& c,
                             std::vector<double>* sums) {
@@ -205,6 +207,7 @@ class LayoutFssdp final : public Strategy {
       plan.expert_tokens.assign(n_, {});
       plan.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
       plan.received_tokens.assign(n_, 0.0);
+      plan.routed_tokens = plan.dropped_tokens = 0;
       plan.copy_bytes.assign(n_, 0.0);
       plan.spag_flows.clear();
       plan.sprs_flows.clear();
@@ -215,6 +218,7 @@ class LayoutFssdp final : public Strategy {
         q.expert_tokens.assign(n_, {});
         q.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
         q.received_tokens.assign(n_, 0.0);
+        q.routed_tokens = q.dropped_tokens = 0;
       }
       for (int k = 0; k < G_; ++k) {
         const Group& grp = group_[l][k];
@@ -229,10 +233,11 @@ class LayoutFssdp final : public Strategy {
             for (int j = 0; j < ep; ++j)
               into.dispatch_bytes[static_cast<size_t>(x) * n_ + grp.gpus[j]] = d.bytes[static_cast<size_t>(i) * ep + j];
           }
+          into.routed_tokens += d.routed, into.dropped_tokens += d.dropped;
         };
-        auto route = [&](const std::vector<double>& cnt, LayerPlan& into) {
+        auto route = [&](const std::vector<double>& cnt, LayerPlan& into, double cap_of_cnt) {
           DispatchResult d;
-          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d);
+          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
           take(std::move(d), into);
         };
         // The forward spAG moves the predicted plan; calibration copies travel in their own task.
@@ -244,13 +249,13 @@ class LayoutFssdp final : public Strategy {
           if (gate_scaled.empty()) gate_counts = counts[k][l], gate_actual = actual[k][l];
           else group_counts(gate_scaled, l, k, gate_counts, &gate_actual);
           DispatchResult d;
-          dispatch(gate_counts, ep, local, grp.node_of, k_.dispatch, token_bytes, d);
+          dispatch(gate_counts, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap.iteration());
           std::vector<int> free_slots(ep, 0);
           for (int i = 0; i < ep; ++i) free_slots[i] = calibration_room(grp.gpus[i], l, local, i);
           collective::SparsePlacement q = local;
           if (extend_placement(q, gate_actual, grp.node_of, std::max(grp.t, 1), free_slots) > 0) {
             DispatchResult dq;
-            dispatch(gate_counts, ep, q, grp.node_of, k_.dispatch, token_bytes, dq);
+            dispatch(gate_counts, ep, q, grp.node_of, k_.dispatch, token_bytes, dq, cap.iteration());
             collective::SparsePlacement extra = added_copies(q, local);
             const auto extra_global = on_gpus(extra, grp.gpus);
             auto extra_flows = collective::sparse_allgather(extra_global, expert_bytes_, node_of_, k_.broadcast, channels_);
@@ -276,11 +281,11 @@ class LayoutFssdp final : public Strategy {
           }
           if (gate_scaled.empty()) take(std::move(d), plan), routed = true;  // judged on the iteration's counts
         }
-        if (!routed) route(counts[k][l], plan);
+        if (!routed) route(counts[k][l], plan, cap.iteration());
         // A trace with a micro-batch axis: each micro-batch routes its own counts under the same copies.
         for (size_t mb = 0; mb < loads.micro.size(); ++mb) {
           group_counts(loads.micro[mb], l, k, c, nullptr);
-          route(c, plan.micro[mb]);
+          route(c, plan.micro[mb], cap.micro_batch);
         }
         const auto p = on_gpus(local, grp.gpus);
         for (const auto& r : p.replicas)

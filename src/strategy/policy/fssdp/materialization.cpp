@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "strategy/capacity.hpp"
+
 namespace hs::strategy {
 
 namespace {
@@ -139,7 +141,8 @@ int extend_placement(collective::SparsePlacement& p, const std::vector<double>& 
 }
 
 void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
-              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out) {
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out,
+              double cap) {
   const int E = static_cast<int>(p.owner.size());
   // Instance slots: per GPU, one per expert it holds (owned or copy), in expert order.
   std::vector<std::vector<int>> slot_of(E);  // [e] -> slot index on each holder, parallel to holders
@@ -156,6 +159,16 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   for (int g = 0; g < n; ++g) out.expert_tokens[g].assign(per_gpu[g], 0.0);
   out.bytes.assign(static_cast<size_t>(n) * n, 0.0);
   out.received.assign(n, 0.0);
+  out.routed = out.dropped = 0;
+  std::vector<double> kept;
+  if (cap < std::numeric_limits<double>::infinity()) {  // the replica group's capacity, then route what is kept
+    std::vector<int> instances(E);
+    for (int e = 0; e < E; ++e) instances[e] = static_cast<int>(holders[e].size());
+    kept.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(n) * E);
+    const CapacityTally t = cut_to_capacity(kept, E, cap, instances);
+    out.routed = t.routed, out.dropped = t.dropped;
+    counts = kept;
+  }
   std::vector<int> chosen;
   for (int s = 0; s < n; ++s) {
     const double* row = counts.data() + static_cast<size_t>(s) * E;

@@ -22,8 +22,11 @@
 // dispatch(...): topology-aware token routing. A source's tokens for expert e stay on the source if
 // it holds e; else they go to the holders in the source's node; else to all holders; split evenly
 // across the chosen holders. The `even` rule splits across all holders regardless of topology.
+// With a finite `cap` (strategy/capacity.hpp) a source first keeps at most cap x (e's holders) of
+// its tokens for e: the replica group's capacity.
 #pragma once
 
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -75,10 +78,13 @@ struct DispatchResult {
   std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens per expert instance held
   std::vector<double> bytes;                       // n x n dispatch bytes (row = source)
   std::vector<double> received;                    // [gpu] tokens computed
+  double routed = 0, dropped = 0;                  // assignments given and dropped at the capacity
 };
 
 // counts: [source][expert] of one layer (n x E, row-major). token_bytes = d_model x activation bytes.
+// cap: assignments a source may send one instance of an expert (infinite: dropless).
 void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
-              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out);
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out,
+              double cap = std::numeric_limits<double>::infinity());
 
 }  // namespace hs::strategy
