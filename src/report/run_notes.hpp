@@ -1,6 +1,6 @@
 // One-line notes on what silently decided a run's result, computed in one place from the finished
 // RunReport and the few inputs it does not hold: FSSDP that made no copies, a strategy whose result
-// equals another's, uncalibrated defaults, and --split / --seed that cannot act on the trace. Each note is printed under the table and goes into the
+// equals another's, FSSDP slower than EP and why (the phases it exposes), uncalibrated defaults, and --split / --seed that cannot act on the trace. Each note is printed under the table and goes into the
 // JSON's `warnings` (RunInputs::warnings), in a fixed order, so outputs stay deterministic.
 #pragma once
 
@@ -19,7 +19,9 @@ struct NoteInputs {
 };
 
 // The notes, in order: per strategy (in the report's order) FSSDP without copies, then strategies
-// equal to an earlier one, then uncalibrated defaults, --split / --seed.
+// equal to an earlier one, then each FSSDP slower than EP (the first `ep` of the report) with the
+// breakdown components it spends more and less on, then uncalibrated defaults,
+// --split / --seed.
 std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in);
 
 // Whether two strategies' results are the same: iteration times (mean, p50, p99) and every

@@ -30,7 +30,6 @@
 #include <span>
 #include <vector>
 
-#include "collective/analytic_network.hpp"
 #include "collective/sparse_plan.hpp"
 
 namespace hs::strategy {
@@ -45,32 +44,9 @@ collective::SparsePlacement materialize(const std::vector<double>& load, const s
 int extend_placement(collective::SparsePlacement& p, const std::vector<double>& load, const std::vector<int>& node_of,
                      int t, std::vector<int>& free_slots);
 
-// The automatic overlap degree of one layer (Hecate's t, derived from what this simulator will run):
-// the largest t in [0, E] whose spAG plan, materialize(load, owner, node_of, t, m) broadcast with
-// `algo` and timed by the analytic tier alone on the network (route and pipeline latencies
-// included), takes at most `window` seconds: the attention forward the spAG hides behind.
-// The paper's formula floor(T_attn x bw / expert_bytes) assumes the copies travel at one link's
-// full bandwidth with no latency, on the one link bw names; on a node with several NICs or an
-// NVSwitch it overestimates t (spAGs of 1.8-3x the attention on the bundled presets). Binary search
-// assuming the spAG grows with t; only a t that was timed and fits is returned, and t + 1 was timed
-// and does not fit (unless t = E). `slots`: the per-GPU cap materialize(..., slots) plans with.
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
-                        collective::AnalyticNetwork& net, double window);
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
-                        double window);
-
 // A placement planned over a group of GPUs in the group's own ids (0..gpus.size()-1) on the
 // topology's GPUs: id i becomes gpus[i] (replica lists stay sorted).
 collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus);
-
-// plan_overlap_degree for one group of GPUs (an FSSDP group inside a pipeline stage): `owner` and
-// `slots` in the group's ids, materialize() plans over the group alone (the nodes of `gpus`), and
-// each plan tried is moved onto `gpus` before the network times its spAG.
-int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
-                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
-                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window);
 
 enum class DispatchRule { kTopology, kEven };
 
