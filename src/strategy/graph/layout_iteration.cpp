@@ -7,6 +7,7 @@
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "engine/simulation.hpp"
+#include "strategy/deepep_dispatch.hpp"
 #include "strategy/graph/path_breakdown.hpp"
 
 namespace hs::strategy {
@@ -119,6 +120,36 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   collective::CoflowLoads loads, loads_tr;
   double worst_a2a = -1;
   topology::LinkId bottleneck_link = -1;
+  // The all-to-alls' transfers on the flow tier (dispatch 2k, combine 2k + 1) and their extra latency.
+  std::vector<collective::Coflow> a2a_flows(flow ? 2 * VN : 0);
+  std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
+  // DeepEP's dispatch (layout dispatcher=deepep): variant k's coflows from the distinct-token
+  // estimate of its assignment bytes (strategy/deepep_dispatch.hpp), on either tier.
+  const bool deepep = L.dispatcher == workload::Dispatcher::kDeepEp;
+  if (deepep && !deepep_) deepep_ = std::make_unique<DeepEpMatrix>(topo);
+  const int node_limit = deepep_node_limit(m.route_groups, m.max_nodes, L.ep, topo.gpus_in_node(0));
+  std::vector<int> experts_on(n, 0);
+  auto deepep_variant = [&](int l, int k) {
+    const LayerPlan& p = variant_plan(l, k);
+    for (int x = 0; x < n; ++x) experts_on[x] = x < static_cast<int>(p.expert_tokens.size()) ? static_cast<int>(p.expert_tokens[x].size()) : 0;
+    estimate_deepep(variant_dispatch(l, k), experts_on, m.top_k, node_limit, *deepep_);
+    double extra = 0;
+    collective::Coflow fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
+    const double t_fwd = net_.loads(fwd, extra, loads);
+    const auto link_fwd = net_.last_bottleneck();
+    const double t_tr = net_.loads(tr, extra, loads_tr);
+    if (std::max(t_fwd, t_tr) > worst_a2a) {
+      worst_a2a = std::max(t_fwd, t_tr);
+      bottleneck_link = t_fwd >= t_tr ? link_fwd : net_.last_bottleneck();
+    }
+    if (!flow) {
+      dispatch_id[k] = coflow->define(loads);
+      combine_id[k] = coflow->define(loads_tr);
+      return;
+    }
+    a2a_flows[2 * k] = std::move(fwd), a2a_flows[2 * k + 1] = std::move(tr);
+    a2a_extra[2 * k] = a2a_extra[2 * k + 1] = extra;
+  };
   for (int l = 0; l < LM; ++l) {
     const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
     for (int k = first[l]; k < first[l + 1]; ++k) {
@@ -145,7 +176,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       }
       // The all-to-alls' coflows first, as they have always been defined; the slowest one alone
       // names the bottleneck link.
-      if (!flow) {
+      if (deepep) {
+        deepep_variant(l, k);
+      } else if (!flow) {
         const auto times = net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
         dispatch_id[k] = coflow->define(loads);
         combine_id[k] = coflow->define(loads_tr);
@@ -187,9 +220,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  std::vector<collective::Coflow> a2a_flows(flow ? 2 * VN : 0);
-  std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
-  if (flow)
+  if (flow && !deepep)
     for (int l = 0; l < LM; ++l)
       for (int k = first[l]; k < first[l + 1]; ++k) {
         const std::vector<double>& bytes = variant_dispatch(l, k);

@@ -81,6 +81,7 @@
 #include "engine/task_graph.hpp"
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
+#include "strategy/deepep_dispatch.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/graph/path_breakdown.hpp"
 #include "layout/parallel_layout.hpp"
@@ -246,6 +247,7 @@ class LayoutIterationGraph {
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
   std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
   std::vector<double> step_;  // [stage] parameters each GPU's optimizer steps
+  std::unique_ptr<DeepEpMatrix> deepep_;  // dispatcher=deepep: the per-pair bytes, kept between iterations
   int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }
