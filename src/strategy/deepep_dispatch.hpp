@@ -31,7 +31,9 @@
 //   * per GPU g of N with x_g experts, the tokens that reached N take each of them independently
 //     with probability b_g / (x_g D_N): F_g = D_N (1 - (1 - b_g / (x_g D_N))^x_g) (= b_g with one
 //     expert per GPU).
-// The unit tests compare the estimate with token-exact counts from the node-limited router.
+// The unit tests compare the estimate with token-exact counts from the node-limited router. A row
+// without some of its source's tokens (FasterMoE's shadowed experts compute them locally) makes T
+// smaller than the source's tokens, so the estimate reads its tokens as more concentrated.
 #pragma once
 
 #include <span>
