@@ -52,7 +52,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
 
   struct GenOptions {
     std::string model, preset = "aux_loss", out;
-    int sources = 0, iterations = 100;
+    int sources = 0, iterations = 100, max_nodes = 0;
     bool global = false;
     uint64_t seed = 1;
     std::vector<std::string> params, sets;
@@ -65,6 +65,10 @@ void setup_trace(CLI::App& sub, int& exit_code) {
   gen->add_option("--preset", g->preset, "uniform | aux_loss | aux_free | concentrated | collapsed");
   gen->add_option("--param", g->params, "override a generator parameter, e.g. --param sigma=0.5 (repeatable)");
   gen->add_option("--set", g->sets, "override a model field, e.g. --set experts=32 (repeatable; as in run, sweep and tune)");
+  gen->add_option("--max-nodes", g->max_nodes,
+                  "node-limited routing: every token's experts in at most M of the model's route_groups (the same "
+                  "as --set max_nodes=M; tokens are routed one by one)")
+      ->check(in_range(1, 1 << 20));
   gen->add_option("--seed", g->seed, "random seed (default 1)");
   gen->add_flag("--global", g->global, "write global counts (axes [layer, expert], summed over sources): smaller files");
   gen->add_option("-o,--out", g->out, "output file (.json or .json.gz), written atomically")->required();
@@ -96,6 +100,7 @@ void setup_trace(CLI::App& sub, int& exit_code) {
     if (const std::string bad = params->check(); !bad.empty())
       throw InputError({"--param", 0, 0}, bad.substr(0, bad.find(':')), bad.substr(bad.find(':') + 2));
     auto in = resolve_model(g->model);
+    if (g->max_nodes > 0) g->sets.push_back(fmt::format("max_nodes={}", g->max_nodes));
     auto model = workload::load_model(in.text, in.source, g->sets);
     // model.preset in the trace is what `run` resolves when no --model is given: the preset name
     // when the file is (a copy of) a bundled preset, else the path as given.

@@ -96,7 +96,7 @@ bool parse_positive(const std::string& v, Int& out) {
 }
 
 constexpr const char* kKeys =
-    "tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute, overlap_grad_reduce, overlap_param_gather, bucket_size";
+    "tp, pp, dp, ep, vpp, etp, sp, tp_span, dist_opt, recompute, overlap_grad_reduce, overlap_param_gather, bucket_size, dispatcher";
 
 }  // namespace
 
@@ -150,6 +150,10 @@ ParallelLayout parse_parallel_layout(const std::string& given, const SourceLocat
       if (value == "node") l.tp_across_nodes = false;
       else if (value == "any") l.tp_across_nodes = true;
       else d.error(source, field, fmt::format("'{}' is not node or any", value));
+    } else if (key == "dispatcher") {
+      if (value == "nccl") l.dispatcher = Dispatcher::kNccl;
+      else if (value == "deepep") l.dispatcher = Dispatcher::kDeepEp;
+      else d.error(source, field, fmt::format("'{}' is not nccl or deepep", value));
     } else if (key == "recompute") {
       if (value == "none") l.recompute = Recompute::kNone;
       else if (value == "selective") l.recompute = Recompute::kSelective;
@@ -226,12 +230,13 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
 
 std::string describe(const ParallelLayout& l) {
   return fmt::format("tp={},pp={},dp={},ep={},{}sp={},tp_span={},dist_opt={},recompute={},overlap_grad_reduce={},"
-                     "overlap_param_gather={}{}",
+                     "overlap_param_gather={}{}{}",
                      l.tp, l.pp, l.dp, l.ep, l.vpp > 1 ? fmt::format("vpp={},", l.vpp) : std::string(),
                      l.sequence_parallel ? "on" : "off", l.tp_across_nodes ? "any" : "node",
                      l.distributed_optimizer ? "on" : "off", recompute_name(l.recompute),
                      l.overlap_grad_reduce ? "on" : "off", l.overlap_param_gather ? "on" : "off",
-                     l.overlap_grad_reduce ? fmt::format(",bucket_size={}", l.bucket_size) : std::string());
+                     l.overlap_grad_reduce ? fmt::format(",bucket_size={}", l.bucket_size) : std::string(),
+                     l.dispatcher == Dispatcher::kDeepEp ? ",dispatcher=deepep" : "");
 }
 
 }  // namespace hs::workload

@@ -38,6 +38,12 @@ namespace hs::workload {
 enum class Recompute { kNone, kSelective, kFull };
 const char* recompute_name(Recompute r);
 
+// How the MoE dispatch / combine move tokens (layout key `dispatcher`): NCCL's all-to-all-v, one
+// copy per token x expert straight to the expert's GPU (Megatron-Core's alltoall dispatcher), or
+// DeepEP's normal kernels, one copy per destination node over the network and NVLink forwarding
+// inside it (strategy/deepep_dispatch.hpp).
+enum class Dispatcher { kNccl, kDeepEp };
+
 struct ParallelLayout {
   int tp = 1;
   int pp = 1;
@@ -48,6 +54,7 @@ struct ParallelLayout {
   bool tp_across_nodes = false;        // tp_span=node (default) | any
   bool distributed_optimizer = true;   // dist_opt=on|off (Megatron --use-distributed-optimizer)
   Recompute recompute = Recompute::kNone;
+  Dispatcher dispatcher = Dispatcher::kNccl;  // dispatcher=nccl|deepep
   // Megatron-Core's DistributedDataParallel (megatron/core/distributed): gradients and parameters
   // live in buckets; with overlap_grad_reduce a bucket's reduce-scatter (all-reduce without the
   // distributed optimizer) is issued as soon as the last micro-batch's backward has produced all its
@@ -90,7 +97,8 @@ struct ParallelLayout {
 // Syntax "[PRESET,]KEY=VALUE[,KEY=VALUE...]" (a preset of layout/layout_presets.hpp, then
 // overrides: a later key wins), keys tp, pp, dp, ep, vpp (positive integers), sp (on|off),
 // tp_span (node|any), dist_opt (on|off), recompute (none|selective|full), overlap_grad_reduce and
-// overlap_param_gather (on|off), bucket_size (a positive integer: parameters per bucket). `source` names where the
+// overlap_param_gather (on|off), bucket_size (a positive integer: parameters per bucket), dispatcher
+// (nccl|deepep). `source` names where the
 // text came from in diagnostics ("--layout", "sweep.yaml:12:3").
 ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source);
 
@@ -99,7 +107,8 @@ ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocati
 void resolve_layout(ParallelLayout& layout, int num_gpus, int gpus_per_node, const ModelSpec& model,
                     const SourceLocation& source);
 
-// "tp=8,pp=16,dp=8,ep=64,sp=on,..." with every field resolved, for outputs.
+// "tp=8,pp=16,dp=8,ep=64,sp=on,..." with every field resolved, for outputs (dispatcher only when
+// not nccl, so that outputs from before the key keep their text).
 std::string describe(const ParallelLayout& layout);
 
 }  // namespace hs::workload

@@ -101,6 +101,8 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     m.expert_mlp = *s == "swiglu" ? ExpertMlp::kSwiGlu : ExpertMlp::kPlain;
   m.experts = static_cast<int>(r.integer("experts", true, 1, 1 << 20).value_or(0));
   m.top_k = static_cast<int>(r.integer("top_k", true, 1, 1024).value_or(0));
+  m.route_groups = static_cast<int>(r.integer("route_groups", false, 1, 1 << 20).value_or(0));
+  m.max_nodes = static_cast<int>(r.integer("max_nodes", false, 1, 1 << 20).value_or(0));
   m.shared_experts = static_cast<int>(r.integer("shared_experts", false, 0, 1024).value_or(0));
   m.heads = static_cast<int>(r.integer("heads", true, 1, 1 << 16).value_or(0));
   m.seq_len = static_cast<int>(r.integer("seq_len", true, 1, 1 << 24).value_or(0));
@@ -170,6 +172,19 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     r.error("heads", fmt::format("d_model {} is not divisible by heads {}", m.d_model, m.heads));
   if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts)
     r.error("top_k", fmt::format("top_k {} exceeds the number of experts {}", m.top_k, m.experts));
+  if ((m.route_groups > 0) != (m.max_nodes > 0))
+    r.error(m.max_nodes > 0 ? "route_groups" : "max_nodes",
+            "node-limited routing needs both route_groups (the router's expert groups, one per node) and max_nodes "
+            "(groups a token may use), e.g. route_groups: 8 and max_nodes: 4 as DeepSeek-V3");
+  if (m.route_groups > 0 && m.experts > 0 && m.experts % m.route_groups != 0)
+    r.error("route_groups", fmt::format("route_groups {} must divide the {} experts (contiguous groups of equal size)",
+                                        m.route_groups, m.experts));
+  if (m.max_nodes > 0 && m.route_groups > 0 && m.max_nodes > m.route_groups)
+    r.error("max_nodes", fmt::format("max_nodes {} exceeds route_groups {}", m.max_nodes, m.route_groups));
+  if (m.max_nodes > 0 && m.route_groups > 0 && m.experts % m.route_groups == 0 && m.top_k > 0 &&
+      static_cast<long long>(m.max_nodes) * (m.experts / m.route_groups) < m.top_k)
+    r.error("max_nodes", fmt::format("max_nodes {} groups of {} experts hold fewer than top_k {} experts", m.max_nodes,
+                                     m.experts / m.route_groups, m.top_k));
   if (m.seq_len > 0 && m.tokens_per_gpu_iteration() > (1LL << 40))
     r.error("seq_len", fmt::format("micro_batch x seq_len x grad_accum = {} tokens per GPU per iteration, more than 2^40",
                                    m.tokens_per_gpu_iteration()));

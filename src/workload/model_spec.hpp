@@ -55,6 +55,13 @@ struct ModelSpec {
   ExpertMlp expert_mlp = ExpertMlp::kPlain;
   int experts = 0;
   int top_k = 0;
+  // Node-limited routing (DeepSeek-V3, arXiv 2412.19437 §2.1.2; its Hugging Face config's n_group /
+  // topk_group): the router splits the experts into `route_groups` contiguous groups, one per node
+  // of an EP group as DeepSeek-V3 lays them out, scores each group by the sum of its top_k /
+  // max_nodes highest affinities, keeps the max_nodes best groups and picks the top_k experts among
+  // theirs, so a token's copies land on at most max_nodes nodes. 0 / 0: no limit (plain top-k).
+  int route_groups = 0;
+  int max_nodes = 0;
   int shared_experts = 0;
   int heads = 0;
   int seq_len = 0;

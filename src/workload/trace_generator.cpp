@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/rng.hpp"
+#include "workload/node_limited_routing.hpp"
 
 namespace hs::workload {
 
@@ -132,6 +133,13 @@ void generate_trace_stream(const ModelSpec& model, const std::string& model_pres
   t.provenance_json = fmt::format(
       "{{\"kind\": \"synthetic\", \"generator\": \"lognormal-ar1\", \"preset\": \"{}\", \"seed\": {}, \"params\": {}}}",
       preset_name, seed, g.to_json());
+  // Node-limited routing (model.max_nodes): tokens are routed one by one (see below); the
+  // provenance says so, and traces without it keep their bytes.
+  const bool limited = model.max_nodes > 0;
+  if (limited)
+    t.provenance_json.insert(t.provenance_json.size() - 1,
+                             fmt::format(", \"routing\": {{\"route_groups\": {}, \"max_nodes\": {}}}",
+                                         model.route_groups, model.max_nodes));
   const int L = t.moe_layers, E = t.experts;
   const uint64_t tokens = static_cast<uint64_t>(t.tokens_per_source);
   const uint64_t assignments = tokens * static_cast<uint64_t>(t.top_k);
@@ -153,6 +161,9 @@ void generate_trace_stream(const ModelSpec& model, const std::string& model_pres
   Rng drift = Rng::derive(seed, 2);
   std::vector<double> p(E), ps(E);
   std::vector<uint64_t> draw(E);
+  NodeLimitedRouter router(E, t.top_k, model.route_groups, model.max_nodes);
+  std::vector<double> affinity(limited ? E : 0);
+  std::vector<int> chosen;
   TraceRecord rec;
   for (int it = 0; it < iterations; ++it) {
     const bool early = it < transient_iters;
@@ -180,6 +191,21 @@ void generate_trace_stream(const ModelSpec& model, const std::string& model_pres
         double ssum = 0;
         for (int e = 0; e < E; ++e) ssum += (ps[e] = p[e] * std::exp(g.source_noise * rs.normal()));
         for (double& v : ps) v /= ssum;
+        uint32_t* out = rec.counts.data() + (static_cast<size_t>(l) * sources + s) * E;
+        if (limited) {
+          // Token by token: affinities ps_e / Exp(1) (the order of log ps_e + Gumbel noise, so plain
+          // top-k draws top_k experts without replacement in proportion to ps), then the router's
+          // node-limited top-k. A token takes an expert at most once: the counts keep the invariants
+          // without the cap.
+          std::fill(draw.begin(), draw.end(), 0);
+          for (uint64_t tok = 0; tok < tokens; ++tok) {
+            for (int e = 0; e < E; ++e) affinity[e] = ps[e] / -std::log1p(-rs.uniform());
+            router.route(affinity, chosen);
+            for (int e : chosen) ++draw[e];
+          }
+          for (int e = 0; e < E; ++e) out[e] = static_cast<uint32_t>(draw[e]);
+          continue;
+        }
         cap_shares(ps, cap);
         rs.multinomial(assignments, ps, draw);
         // Sampling noise can push an expert past the cap: move the excess to the expert with the
@@ -195,7 +221,6 @@ void generate_trace_stream(const ModelSpec& model, const std::string& model_pres
             draw[room] += move;
           }
         }
-        uint32_t* out = rec.counts.data() + (static_cast<size_t>(l) * sources + s) * E;
         for (int e = 0; e < E; ++e) out[e] = static_cast<uint32_t>(draw[e]);
       }
     }

@@ -8,6 +8,11 @@
 // capped at 1/top_k (a token picks an expert at most once; the excess is redistributed), then
 // perturbed per source (log-normal noise of s.d. source_noise, fresh each iteration) and sampled
 // multinomially per source so every source's counts sum exactly to tokens x top_k.
+// With node-limited routing (the model's route_groups / max_nodes, workload/node_limited_routing.hpp)
+// the per-source shares are not sampled multinomially: every token draws affinities ps_e / Exp(1) and
+// the router keeps its top_k experts inside its max_nodes best groups, so no token's experts span
+// more than max_nodes groups; the counts are the sums over tokens (cost: tokens x experts draws per
+// source and layer) and the provenance records "routing".
 // Layers differ: sigma_l = sigma x U(1 - layer_spread, 1 + layer_spread), and the first and last
 // layers are flatter (x edge_flatness). The first `transient` fraction of iterations drifts with
 // transient_sd and phi_transient (early training's large, slower swings), then settles.

@@ -357,6 +357,17 @@ expect 2 "--layout: error: layout.tp: tp 1 x pp 16 = 16 does not divide the 8 GP
 expect 2 "layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 1" -- "${run[@]}" --layout pp=2,vpp=2
 expect 2 "--layout: error: layout.overlap_param_gather: overlap_param_gather=on needs overlap_grad_reduce=on" -- "${run[@]}" --layout ep=2,overlap_param_gather=on
 expect 2 "--layout: error: layout.overlap_grad_reduce: 'yes' is not on or off" -- "${run[@]}" --layout ep=2,overlap_grad_reduce=yes
+# DeepEP's dispatch: a bad value is named; node-limited routing needs both model fields.
+expect 2 "--layout: error: layout.dispatcher: 'deepp' is not nccl or deepep" -- "${run[@]}" --layout ep=2,dispatcher=deepp
+expect 2 "error: route_groups: node-limited routing needs both route_groups" -- "${run[@]}" --set max_nodes=2
+expect 2 "error: max_nodes: max_nodes 4 exceeds route_groups 2" -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --set route_groups=2 --max-nodes 4 -o "$tmp/x.json"
+expect 0 -- "$sim" trace gen --model "$fx/tiny-model.yaml" --sources 4 --iterations 2 --set route_groups=2 --max-nodes 1 -o "$tmp/nl.json"
+"${run[@]}" --layout ep=2,dispatcher=deepep --set route_groups=2 --set max_nodes=1 --strategy ep --format json > "$tmp/dd.json" 2>/dev/null
+python3 -c "
+import json, sys
+ep = json.load(open(sys.argv[1]))['strategies'][0]
+assert ep['resolved']['layout'].endswith(',dispatcher=deepep'), ep['resolved']
+" "$tmp/dd.json" && echo "ok: dispatcher=deepep runs and names itself" || { echo "FAIL: dispatcher=deepep"; fails=$((fails+1)); }
 "${run[@]}" --layout pp=2,vpp=2,ep=4 --set grad_accum=4 --set layers=4 --set "moe_layers=every 2" --strategy ep,fsdp --format json > "$tmp/lv.json" 2>/dev/null
 python3 -c "
 import json, sys

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "collective/all_to_all.hpp"
+#include "strategy/deepep_dispatch.hpp"
 #include "strategy/graph/layout_iteration.hpp"
 
 namespace hs::strategy {
@@ -40,6 +41,11 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers);
   std::vector<double> scratch, scaled;
   collective::CoflowLoads loads, loads_tr;
+  // DeepEP's dispatch (layout dispatcher=deepep): a variant's coflows from the distinct-token
+  // estimate of its assignment bytes (strategy/deepep_dispatch.hpp), on either tier.
+  const bool deepep = layout_.dispatcher == workload::Dispatcher::kDeepEp;
+  if (deepep && !deepep_) deepep_ = std::make_unique<DeepEpMatrix>(ctx_.topo);
+  std::vector<int> experts_on(deepep ? n : 0, 0);
   taken_[l].resize(V);
   for (int k = 0; k < V; ++k) {
     const LayerPlan& p = mbs == 0 ? plan : plan.micro[k];
@@ -79,7 +85,25 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     // the bottleneck link.
     double t_fwd, t_tr;
     topology::LinkId link_fwd, link_tr;
-    if (coflow_) {
+    if (deepep) {
+      for (int x = 0; x < n; ++x)
+        experts_on[x] = x < static_cast<int>(p.expert_tokens.size()) ? static_cast<int>(p.expert_tokens[x].size()) : 0;
+      const int node_limit = deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0));
+      estimate_deepep(*bytes, experts_on, m.top_k, node_limit, *deepep_);
+      double extra = 0;
+      collective::Coflow fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
+      t_fwd = net_.loads(fwd, extra, loads);
+      link_fwd = net_.last_bottleneck();
+      t_tr = net_.loads(tr, extra, loads_tr);
+      link_tr = net_.last_bottleneck();
+      if (coflow_) {
+        t.dispatch_id = coflow_->define(loads);
+        t.combine_id = coflow_->define(loads_tr);
+      } else {
+        t.flows[0] = std::move(fwd), t.flows[1] = std::move(tr);
+        t.extra[0] = t.extra[1] = extra;
+      }
+    } else if (coflow_) {
       const auto times = net_.alltoallv_loads_both(*bytes, loads, loads_tr);
       t.dispatch_id = coflow_->define(loads);
       t.combine_id = coflow_->define(loads_tr);

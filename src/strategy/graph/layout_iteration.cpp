@@ -7,6 +7,7 @@
 #include "collective/ring.hpp"
 #include "cost/layout_memory.hpp"
 #include "engine/simulation.hpp"
+#include "strategy/deepep_dispatch.hpp"
 #include "strategy/graph/path_breakdown.hpp"
 
 namespace hs::strategy {

@@ -81,6 +81,7 @@
 #include "engine/task_graph.hpp"
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
+#include "strategy/deepep_dispatch.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/graph/path_breakdown.hpp"
 #include "layout/parallel_layout.hpp"
@@ -274,6 +275,7 @@ class LayoutIterationGraph {
   std::vector<std::vector<TakenVariant>> taken_;
   double worst_a2a_ = -1;
   topology::LinkId bottleneck_link_ = -1;
+  std::unique_ptr<DeepEpMatrix> deepep_;  // dispatcher=deepep: the per-pair bytes, kept between iterations
   int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }

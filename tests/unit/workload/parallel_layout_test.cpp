@@ -142,3 +142,20 @@ TEST_CASE("interleaved stages: chunks of pp x vpp, stage s holds chunks s, s + p
   CHECK(fields("vpp=0", 4).front().find("layout.vpp: '0' is not a positive integer") == 0);
   CHECK(fields("pp=2,vpp=2147483647", 4).front().find("layout.vpp: the model's 16 blocks do not split evenly") == 0);
 }
+
+TEST_CASE("layout key dispatcher: nccl (default, not printed) or deepep (printed), anything else named") {
+  auto l = workload::parse_parallel_layout("ep=4", kSrc);
+  CHECK(l.dispatcher == workload::Dispatcher::kNccl);
+  l = workload::parse_parallel_layout("ep=4,dispatcher=deepep", kSrc);
+  workload::resolve_layout(l, 16, 8, model16(), kSrc);
+  CHECK(l.dispatcher == workload::Dispatcher::kDeepEp);
+  CHECK(workload::describe(l) == "tp=1,pp=1,dp=16,ep=4,sp=on,tp_span=node,dist_opt=on,recompute=none,"
+                                 "overlap_grad_reduce=off,overlap_param_gather=off,dispatcher=deepep");
+  // describe() parses back to the same layout.
+  auto again = workload::parse_parallel_layout(workload::describe(l), kSrc);
+  CHECK(again.dispatcher == workload::Dispatcher::kDeepEp);
+  l = workload::parse_parallel_layout("ep=4,dispatcher=nccl", kSrc);
+  workload::resolve_layout(l, 16, 8, model16(), kSrc);
+  CHECK(workload::describe(l).find("dispatcher") == std::string::npos);
+  CHECK(error_fields("dispatcher=deepp", 16, 8) == std::vector<std::string>{"layout.dispatcher"});
+}
