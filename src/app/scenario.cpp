@@ -50,6 +50,7 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
   s->model_in = resolve_input(model_arg, "models");
   s->model = std::make_unique<workload::ModelSpec>(workload::load_model(s->model_in.text, s->model_in.source, a.sets));
   cost::resolve_attention(*s->model, s->topo->gpu_model());
+  cost::check_precision(*s->model, s->topo->gpu_model(), s->model_in.source, s->topo_in.source);
   s->loads = std::make_unique<strategy::IterationLoads>(
       *s->trace, *s->model, s->topo->num_gpus(), a.trace, s->warnings,
       a.split == "even" ? strategy::GlobalSplit::kEven : strategy::GlobalSplit::kMultinomial, a.seed);

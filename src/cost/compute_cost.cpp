@@ -2,8 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "util/diagnostics.hpp"
 
 namespace hs::cost {
+
+double fp8_quantize_bytes(double tokens, double in_width, double out_width, double weights, bool backward) {
+  if (!backward) return weights * kFp8QuantizeWeightBytes + tokens * in_width * kFp8QuantizeBytes;
+  return weights * kFp8QuantizeWeightBytes + tokens * out_width * 2.0 * kFp8QuantizeBytes +
+         tokens * in_width * kFp8RetileBytes;
+}
+
+void check_precision(const workload::ModelSpec& m, const topology::GpuModel& gpu, const std::string& model_source,
+                     const std::string& topology_source) {
+  if (!m.precision.fp8() || gpu.peak_fp8.value() > 0) return;
+  throw InputError({topology_source, 0, 0}, "gpu.peak_fp8",
+                   fmt::format("model {} ({}) sets precision.compute: fp8, but the topology's GPU {} has no FP8 tensor "
+                               "cores (no gpu.peak_fp8; FP8 needs Hopper, compute capability 8.9 or newer): run it "
+                               "with --set precision.compute=bf16, or give gpu.peak_fp8",
+                               m.name, model_source, gpu.model));
+}
 
 void resolve_attention(workload::ModelSpec& m, const topology::GpuModel& gpu) {
   m.attention = workload::resolve_attention(m.attention, gpu.compute_capability);
@@ -12,29 +32,41 @@ void resolve_attention(workload::ModelSpec& m, const topology::GpuModel& gpu) {
 ComputeCost::ComputeCost(const topology::GpuModel& gpu, const workload::ModelSpec& model, ComputeParams p)
     : gpu_(gpu), m_(model), p_(p) {
   resolve_attention(m_, gpu_);
+  if (m_.precision.fp8() && !(gpu_.peak_fp8.value() > 0))  // check_precision refuses it at the input
+    throw std::invalid_argument("ComputeCost: an FP8 model on a GPU without gpu.peak_fp8");
 }
 
 // One GEMM group of `mats` matrices k x n applied to `tokens` rows; flop_mult = 1 forward, 2 backward.
+// FP8 models run it at the FP8 peak and efficiency with FP8 weights unless keep_bf16 (the output head).
 // extra_bytes_per_weight: bytes touched per weight beyond reading it once (backward writes grads).
 Seconds ComputeCost::gemm(double tokens, double k, double n, double mats, double flop_mult,
-                          double extra_bytes_per_weight) const {
+                          double extra_bytes_per_weight, bool keep_bf16) const {
   if (tokens <= 0) return Seconds(0);
   const double tile = p_.tile_rows;
   const double t_pad = std::ceil(tokens / tile) * tile;
   const double flops_per_token = 2.0 * k * n * mats * flop_mult;
   // FLOPs(t) / eta_c(t) = FLOPs(t + t_half) / eta_max; the padded tile at eta_max is the floor.
   const double effective_tokens = std::max(tokens + p_.t_half, t_pad);
-  const double pb = m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+  const bool fp8 = m_.precision.fp8() && !keep_bf16;
+  const double pb = fp8 ? 1.0 : m_.precision.param_bytes, ab = m_.precision.activation_bytes;
   const double weight_bytes = k * n * mats * (pb * flop_mult + extra_bytes_per_weight);
   const double act_bytes = tokens * (k + n * mats) * ab * flop_mult * 2;  // in and out
-  const double t_compute = flops_per_token * effective_tokens / (p_.eta_max * gpu_.peak_flops.value());
+  const double rate = fp8 ? p_.eta_max_fp8 * gpu_.peak_fp8.value() : p_.eta_max * gpu_.peak_flops.value();
+  const double t_compute = flops_per_token * effective_tokens / rate;
   const double t_memory = (weight_bytes + act_bytes) / (p_.eta_mem * gpu_.hbm_bandwidth.value());
   return Seconds(std::max(t_compute, t_memory));
 }
 
+Seconds ComputeCost::expert_quantize(double tokens, bool backward) const {
+  if (!m_.precision.fp8() || tokens <= 0) return Seconds(0);
+  const double k = m_.d_model, n = m_.d_ffn, mats = m_.n_mats();
+  const double bytes = fp8_quantize_bytes(tokens, k + n, n * (mats - 1) + k, k * n * mats, backward);
+  return Seconds(bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
+}
+
 Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
   Seconds total = p_.launch;
-  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0);
+  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(t, false);
   return total;
 }
 
@@ -46,16 +78,18 @@ Seconds ComputeCost::grouped_gemm_forward(std::span<const double> tokens, double
 
 Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
   Seconds total = p_.launch * 2;  // data-grad and weight-grad grouped launches
-  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes);
+  for (double t : tokens)
+    total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) + expert_quantize(t, true);
   return total;
 }
 
 Seconds ComputeCost::expert_forward_uniform(double tokens_each, int experts) const {
-  return p_.launch + gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) * experts;
+  return p_.launch + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(tokens_each, false)) * experts;
 }
 
 Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) const {
-  return p_.launch * 2 + gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) * experts;
+  return p_.launch * 2 + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) +
+                          expert_quantize(tokens_each, true)) * experts;
 }
 
 // See the header for the formulas and byte counts.
@@ -66,10 +100,17 @@ Seconds ComputeCost::attention_time(bool backward) const {
   const double mem_rate = p_.eta_mem * gpu_.hbm_bandwidth.value();
   const double pass = backward ? 2.0 : 1.0;  // backward: data- and weight-gradients
   const double proj_flops = pass * b * 8.0 * s * d * d;
-  const double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
+  double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
+  // Projections: bf16 at eta_attn, or FP8 at eta_attn_fp8 with their quantization kernels (inputs:
+  // the QKV and output projections' d each; output gradients: Q, K, V and the output's d each).
+  Seconds proj(proj_flops / gemm_rate);
+  if (m_.precision.fp8()) {
+    proj = Seconds(proj_flops / (p_.eta_attn_fp8 * gpu_.peak_fp8.value()));
+    norm_bytes += fp8_quantize_bytes(b * s, 2.0 * d, 4.0 * d, 4.0 * d * d, backward);
+  }
   if (m_.attention != workload::AttentionImpl::kStandard) {
     const double score_flops = pass * b * 4.0 * s * s * d * (m_.causal ? 0.5 : 1.0);
-    return Seconds((proj_flops + score_flops) / gemm_rate + norm_bytes / mem_rate) + p_.launch * (backward ? 10 : 6);
+    return proj + Seconds(score_flops / gemm_rate + norm_bytes / mem_rate) + p_.launch * (backward ? 10 : 6);
   }
   // Standard: 2 score/value GEMMs forward, 4 backward, each over the full square.
   const double elems = b * a * s * s;
@@ -77,7 +118,7 @@ Seconds ComputeCost::attention_time(bool backward) const {
   const double bmm_bytes = elems * ab + 2.0 * b * s * d * ab;
   const Seconds bmm(std::max(bmm_flops / gemm_rate, bmm_bytes / mem_rate));
   const double elementwise_bytes = elems * (backward ? 5.0 * ab + 1.0 : 4.0 * ab + 1.0);
-  return Seconds(proj_flops / gemm_rate + (elementwise_bytes + norm_bytes) / mem_rate) + bmm * (backward ? 4 : 2) +
+  return proj + Seconds((elementwise_bytes + norm_bytes) / mem_rate) + bmm * (backward ? 4 : 2) +
          p_.launch * (backward ? 15 : 9);
 }
 
@@ -101,22 +142,29 @@ Seconds ComputeCost::unpermute(double tokens) const {
 
 Seconds ComputeCost::dense_ffn_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0);
+  return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0) + dense_quantize(tok, false);
 }
 
 Seconds ComputeCost::dense_ffn_backward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes);
+  return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes) + dense_quantize(tok, true);
 }
 
+Seconds ComputeCost::dense_quantize(double tokens, bool backward) const {
+  if (!m_.precision.fp8()) return Seconds(0);
+  const double d = m_.d_model, f = m_.d_ffn_dense;
+  return Seconds(fp8_quantize_bytes(tokens, d + f, f + d, 2.0 * d * f, backward) / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
+}
+
+// The output head stays bf16 under FP8 (DeepSeek-V3 §3.3.1): its GEMM at the bf16 peak.
 Seconds ComputeCost::head_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch + gemm(tok, m_.d_model, m_.vocab, 1, 1.0, 0.0);
+  return p_.launch + gemm(tok, m_.d_model, m_.vocab, 1, 1.0, 0.0, true);
 }
 
 Seconds ComputeCost::head_backward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch * 2 + gemm(tok, m_.d_model, m_.vocab, 1, 2.0, m_.precision.grad_bytes);
+  return p_.launch * 2 + gemm(tok, m_.d_model, m_.vocab, 1, 2.0, m_.precision.grad_bytes, true);
 }
 
 Seconds ComputeCost::optimizer_step(double params) const {

@@ -45,12 +45,34 @@
 //       dropout backward: read dP ab and the mask 1, write ab                        = 2*ab + 1
 //       softmax backward: read probabilities ab and their gradient ab, write ab      = 3*ab
 //     i.e. (5*ab + 1)*E bytes, 11 B per element in bf16; norms 2x; 15 launches.
+// * FP8 (model precision.compute: fp8; DeepSeek-V3, arXiv 2412.19437, §3.3, and Transformer Engine's
+//   block scaling). The linear layers' GEMMs (expert FFNs, shared experts, dense FFNs, the attention
+//   projections; Fprop, Dgrad and Wgrad alike) run at the GPU's FP8 peak (gpu.peak_fp8: 1,979 TFLOPS
+//   dense on H100/H800/H200, twice bf16) with their own efficiency, DeepGEMM's published FP8 GEMMs
+//   with DeepSeek-V3's fine-grained scaling on H800 (deepseek-ai/DeepGEMM README, first release,
+//   "Performance": tensor-core MMA with the CUDA-core FP32 promotion every 128 elements of K included):
+//     eta_max_fp8  = grouped GEMMs, contiguous layout (the MoE training forward), mean of the four
+//                    shapes (4 x 8192 x 4096 x 7168: 1297, 4 x 8192 x 7168 x 2048: 1099, 8 x 4096 x
+//                    4096 x 7168: 1288, 8 x 4096 x 7168 x 2048: 1093 TFLOPS) = 1194 / 1979 = 0.603,
+//                    in place of eta_max for the expert and dense-FFN GEMMs (same t_half and tiles);
+//     eta_attn_fp8 = normal dense GEMMs with M = 4096 (1058, 990, 590, 1358, 1304, 1025 TFLOPS),
+//                    mean 1054 / 1979 = 0.533, for the attention projections (the flash kernel
+//                    stays bf16 at eta_attn).
+//   The GEMM reads FP8 weights (1 B each). The quantization kernels are memory-bound (HBM read +
+//   write at eta_m; quantize_bytes): each quantized element reads 2 B (bf16), writes 1 B and one fp32
+//   scale per 128 elements (1x128 tiles: kFp8QuantizeBytes = 3 + 4/128) or per 128x128 block
+//   (weights: 3 + 4/16384). Weights are quantized each micro-batch (no FP8 weight cache is kept),
+//   once for Fprop and once transposed for Dgrad. Forward: the weights and every GEMM input
+//   (tokens x in_width); backward: the weights again, every output gradient twice (row tiles for
+//   Dgrad, column tiles for Wgrad) and the cached FP8 inputs re-tiled for Wgrad (read 1 B + scale,
+//   write 1 B + scale). Router, attention core, embedding and output head stay bf16 (§3.3.1).
 // * Memory-bound kernels (router, permute/unpermute, optimizer step, materialization copies):
 //   bytes / (eta_m * hbm_bw) + launch.
 // Defaults are hardware.md's figures and are meant to be replaced by calibration.
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "topology/topology.hpp"
 #include "util/units.hpp"
@@ -66,7 +88,29 @@ struct ComputeParams {
   double eta_mem = 0.85;     // achievable fraction of HBM bandwidth
   Seconds launch{5e-6};      // per kernel launch / grouped launch
   double norm_bytes_factor = 12;  // memory-bound bytes per token per d_model in one block (norms, residual, dropout, bias)
+  double eta_max_fp8 = 1194.25 / 1979;  // FP8 grouped-GEMM fraction of the FP8 peak (DeepGEMM on H800; see above)
+  double eta_attn_fp8 = 1054.17 / 1979; // FP8 attention projections (DeepGEMM dense, M = 4096)
 };
+
+// Bytes the FP8 quantization kernels move per element: read bf16 (2), write fp8 (1), one fp32 scale
+// per 1x128 tile (activations, gradients) or per 128x128 block (weights). Re-tiling a cached FP8
+// tensor reads and writes 1 B and a scale.
+inline constexpr double kFp8QuantizeBytes = 3.0 + 4.0 / 128;
+inline constexpr double kFp8QuantizeWeightBytes = 3.0 + 4.0 / (128 * 128);
+inline constexpr double kFp8RetileBytes = 2.0 + 8.0 / 128;
+
+// HBM bytes of the quantization kernels around one FP8 linear-layer group of `weights` parameters
+// run over `tokens` rows, whose GEMM inputs add up to in_width elements per token and output
+// gradients to out_width (an expert MLP: in k + n, out n (mats - 1) + k).
+//   forward  = weights x kFp8QuantizeWeightBytes + tokens x in_width x kFp8QuantizeBytes
+//   backward = weights x kFp8QuantizeWeightBytes + tokens x out_width x 2 x kFp8QuantizeBytes
+//              + tokens x in_width x kFp8RetileBytes
+double fp8_quantize_bytes(double tokens, double in_width, double out_width, double weights, bool backward);
+
+// Where a model meets a topology: precision.compute fp8 needs FP8 tensor cores (gpu.peak_fp8 > 0);
+// throws InputError naming `topology_source` and the GPU otherwise (V100 and A100 have none).
+void check_precision(const workload::ModelSpec& m, const topology::GpuModel& gpu, const std::string& model_source,
+                     const std::string& topology_source);
 
 // Where a model meets a topology (the CLI, once): rewrites m.attention == kAuto to what this GPU runs
 // (workload::resolve_attention with gpu.compute_capability), so that activation_bytes(m, ...) and the
@@ -109,11 +153,18 @@ class ComputeCost {
   // A memory-bound copy of `bytes` (read + write).
   Seconds memory_copy(Bytes bytes) const;
 
+  // The FP8 quantization kernels' time (memory-bound) around one expert GEMM group of `tokens` rows;
+  // 0 for a bf16 model. Part of expert_forward / expert_backward and the *_uniform forms.
+  Seconds expert_quantize(double tokens, bool backward) const;
+
   double expert_param_bytes() const;  // one expert's parameters in the working precision
   const ComputeParams& params() const { return p_; }
 
  private:
-  Seconds gemm(double tokens, double k, double n, double mats, double flop_mult, double extra_bytes_per_weight) const;
+  Seconds gemm(double tokens, double k, double n, double mats, double flop_mult, double extra_bytes_per_weight,
+               bool keep_bf16 = false) const;
+  // FP8 quantization kernels of a dense FFN over `tokens` rows (0 for bf16).
+  Seconds dense_quantize(double tokens, bool backward) const;
   // Forward (backward = false) or backward attention block, launches included.
   Seconds attention_time(bool backward) const;
   topology::GpuModel gpu_;

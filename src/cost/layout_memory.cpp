@@ -1,6 +1,8 @@
 #include "cost/layout_memory.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
 
 namespace hs::cost {
 
@@ -49,15 +51,17 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
   const double sbh = s * b * h;
   const double tokens = s * b / t;  // tokens of the GPU's sequence shard (MoE needs sp with tp > 1)
   const auto blocks = l.stage_block_ids(stage, m.layers);
+  const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
+  const AttentionKept attn = attention_kept_per_token(m);
   auto block = [&](int blk) {
-    double bytes = (l.sequence_parallel ? 15.0 / t : 7.0 + 8.0 / t) * sbh * half;
+    double bytes = (l.sequence_parallel ? attn.total() / t : attn.replicated + attn.split / t) * s * b;
     if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
       bytes += 5.0 * m.heads * s * s * b / t * half;
     if (m.is_moe(blk)) {
-      bytes += tokens * m.top_k * h * ab;                                    // permuted copies sent
-      bytes += tokens * m.shared_experts * (h + m.n_mats() * m.d_ffn) * ab;  // shared experts
+      bytes += tokens * m.top_k * h * ab;                                                  // permuted copies sent
+      bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts
     } else {
-      bytes += s * b * (h + 2.0 * m.d_ffn_dense) / t * ab;
+      bytes += s * b / t * mlp_kept_per_token(m, m.d_ffn_dense, false, true);
     }
     return bytes;
   };
@@ -67,13 +71,14 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
     largest = std::max(largest, x);
     bytes += x;
   }
-  bytes += received_tokens * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
+  const double routed_kept = mlp_kept_per_token(m, m.d_ffn, swiglu, false);
+  bytes += received_tokens * routed_kept;
   if (l.recompute == workload::Recompute::kFull) {
     // Each block's input kept; one block (and its routed tokens) re-materialized at a time.
     const int n = static_cast<int>(blocks.size());
     const double per_block_routed = n > 0 ? received_tokens / n : 0.0;
     bytes = n * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
-            per_block_routed * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
+            per_block_routed * routed_kept;
   }
   if (stage == l.pp - 1) bytes += s * b * static_cast<double>(m.vocab) * 4.0 / t;  // fp32 logits, vocab-parallel
   return bytes;
@@ -89,6 +94,18 @@ double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int
   return static_cast<double>(std::max(1, chunks)) / l.vpp;
 }
 
+double in_flight_micro_batches(std::string_view schedule, const workload::ParallelLayout& l, int stage,
+                               int micro_batches) {
+  if (schedule == kScheduleDualPipe) return (l.pp + 1) / 2.0;
+  if (schedule == k1F1B || schedule == kScheduleZbH1) return in_flight_micro_batches(l, stage, micro_batches);
+  throw std::invalid_argument(fmt::format("in_flight_micro_batches: unknown pipeline schedule '{}'", schedule));
+}
+
+std::vector<int> device_stages(std::string_view schedule, int pp, int rank_stage) {
+  if (schedule == kScheduleDualPipe && pp - 1 - rank_stage != rank_stage) return {rank_stage, pp - 1 - rank_stage};
+  return {rank_stage};
+}
+
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens, double received_max_layer, double extra_experts) {
   const auto& pr = m.precision;
@@ -97,7 +114,7 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   MemoryBreakdown mem;
   mem.params = p.total() * pr.param_bytes;
   mem.grads = p.total() * pr.grad_bytes;
-  const double state = pr.master_bytes + pr.optimizer_bytes();
+  const double state = optimizer_state_bytes_per_param(m);
   mem.optimizer = l.distributed_optimizer ? state * (p.dense / l.dp + p.experts / l.edp()) : state * p.total();
   mem.activations = in_flight_micro_batches(l, stage, m.grad_accum) * stage_activation_bytes(m, l, stage, received_tokens);
   const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;

@@ -27,6 +27,9 @@
 // Interleaved 1F1B (vpp > 1) keeps more: see in_flight_micro_batches.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "cost/memory_model.hpp"
 #include "layout/parallel_layout.hpp"
 
@@ -65,6 +68,24 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
 // (stage 0: (2(pp - 1) + (vpp - 1) pp + 1) / vpp = pp + (pp - 1) / vpp = pp (1 + (pp - 1) / (pp vpp)),
 // Korthikanti et al. 2022's figure for the interleaved schedule's first stage).
 double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches);
+
+// Pipeline schedules by name, for what a GPU keeps in flight and which stages it holds:
+//  * "1f1b" (Megatron's 1F1B; interleaved when vpp > 1) and "zb-h1" (zero-bubble ZB-H1, Qi et al.
+//    2023, which keeps 1F1B's peak activation memory, its Table 1 / DeepSeek-V3's Table 2: PP):
+//    in_flight_micro_batches(l, stage, m) above, one stage per GPU.
+//  * "dualpipe" (DeepSeek-V3, arXiv 2412.19437, §3.2.1, Table 2): GPU i holds two stages, i and
+//    pp - 1 - i (the two directions' copies: "Parameter 2x"), and keeps PP + 1 micro-batches of
+//    activations in all (Table 2, in units of one stage's micro-batch): (pp + 1) / 2 for each of its
+//    two stages. A middle stage of an odd pp is held once (its copies coincide).
+inline constexpr std::string_view k1F1B = "1f1b";
+inline constexpr std::string_view kScheduleZbH1 = "zb-h1";
+inline constexpr std::string_view kScheduleDualPipe = "dualpipe";
+// Micro-batches of `stage` whose activations a GPU keeps at once under `schedule`; throws
+// std::invalid_argument for an unknown name (names are validated where the layout is parsed).
+double in_flight_micro_batches(std::string_view schedule, const workload::ParallelLayout& l, int stage,
+                               int micro_batches);
+// The stages whose parameters and activations a GPU of pipeline rank `rank_stage` holds.
+std::vector<int> device_stages(std::string_view schedule, int pp, int rank_stage);
 
 // The whole breakdown of one GPU of `stage`: state, activations of the micro-batches in flight,
 // all-to-all buffers of the largest layer (received_max_layer: its routed tokens per micro-batch),

@@ -52,21 +52,46 @@ ParamCounts count_params(const workload::ModelSpec& m) {
   return c;
 }
 
+double optimizer_state_bytes_per_param(const workload::ModelSpec& m) {
+  const auto& pr = m.precision;
+  return pr.master_bytes + pr.optimizer_bytes() + (m.ema == workload::EmaPlacement::kGpu ? kEmaBytesPerParam : 0.0);
+}
+
+AttentionKept attention_kept_per_token(const workload::ModelSpec& m) {
+  const double h = m.d_model, ab = m.precision.activation_bytes;
+  const bool fp8 = m.precision.fp8();
+  AttentionKept k;
+  const double qkv_input = m.recompute.rmsnorm ? 0.0 : h * (fp8 ? kFp8CachedBytes : ab);
+  k.replicated = 2.0 * h * ab + qkv_input + h * ab / 2.0;  // norm inputs, QKV input, dropout mask
+  const double qkv = m.recompute.attention_up_proj ? m.mla_latent * ab : 3.0 * h * ab;
+  k.split = qkv + h * (fp8 ? kE5M6CachedBytes : ab);  // Q, K, V (or the latents); output projection input
+  return k;
+}
+
+double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swiglu, bool input_is_norm_output) {
+  const double h = m.d_model, ab = m.precision.activation_bytes;
+  const bool fp8 = m.precision.fp8();
+  const double input = input_is_norm_output && m.recompute.rmsnorm ? 0.0 : h * (fp8 ? kFp8CachedBytes : ab);
+  if (!fp8) return input + (swiglu ? 3.0 : 2.0) * d_ffn * ab;
+  return input + (swiglu ? 2.0 * d_ffn * kFp8CachedBytes : d_ffn * (ab + kFp8CachedBytes));
+}
+
 double activation_bytes(const workload::ModelSpec& m, double received_tokens_all_layers) {
   const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes;
   const double tokens = s * b;
-  double bytes = m.layers * 15.0 * s * b * h * (ab / 2.0);
+  const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
+  double bytes = m.layers * attention_kept_per_token(m).total() * tokens;
   if (m.attention == workload::AttentionImpl::kStandard)  // scores kept: Korthikanti's 5as^2b per block
     bytes += m.layers * 5.0 * m.heads * s * s * b * (ab / 2.0);
   for (int blk = 0; blk < m.layers; ++blk) {
     if (m.is_moe(blk)) {
-      bytes += tokens * m.top_k * h * ab;                                 // permuted copies sent
-      bytes += tokens * m.shared_experts * (h + m.n_mats() * m.d_ffn) * ab; // shared experts
+      bytes += tokens * m.top_k * h * ab;                                                  // permuted copies sent
+      bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts
     } else {
-      bytes += tokens * (h + 2.0 * m.d_ffn_dense) * ab;
+      bytes += tokens * mlp_kept_per_token(m, m.d_ffn_dense, false, true);
     }
   }
-  bytes += received_tokens_all_layers * (h + m.n_mats() * static_cast<double>(m.d_ffn)) * ab;
+  bytes += received_tokens_all_layers * mlp_kept_per_token(m, m.d_ffn, swiglu, false);
   bytes += tokens * static_cast<double>(m.vocab) * 4.0;  // fp32 logits
   return bytes;
 }

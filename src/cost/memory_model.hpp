@@ -28,6 +28,22 @@
 // and the FFN intermediates (n_mats * d_ffn), plus the permuted token copies on the sending side; the
 // LM head keeps fp32 logits (tokens x vocab x 4).
 //
+// As trained (model fields `precision.compute`, `recompute`, `mla_latent`; DeepSeek-V3, arXiv
+// 2412.19437, §3.2.3 and §3.3.3), per token and block, bytes (h = d_model, ab = activation bytes,
+// c = kFp8CachedBytes = 1 + 4/128: an FP8 element and its share of a 1x128 tile's fp32 scale):
+//   attention, Korthikanti's 15sbh by tensor      default   rmsnorm   up_proj      fp8
+//     the two norms' inputs (residual stream)     2 h ab/2*2   kept      kept        kept
+//     QKV projection input (a norm's output)      h ab        0         kept         h c
+//     Q, K, V (the attention core's inputs)       3 h ab      kept      mla_latent ab kept
+//     output projection input                     h ab        kept      kept         h (1.5 + 4/128)
+//     dropout mask                                h ab/2      kept      kept         kept
+//   (the output projection's input is kept in DeepSeek's E5M6, 12 bits, §3.3.3). An MLP (dense FFN,
+//   shared or routed expert) per token: its input (a norm's output for dense FFNs and shared experts:
+//   dropped under rmsnorm; the received token for routed experts) h ab, FP8: h c; its intermediates
+//   n_mats d_ffn ab, FP8: SwiGLU keeps its input (gate and up outputs, 2 d_ffn c) and recomputes its
+//   output (§3.3.3), a plain MLP keeps the activation's input (d_ffn ab) and output (d_ffn c). The
+//   output head's fp32 logits and the permuted copies stay as they are.
+//
 // All-to-all buffers. Megatron-LM's all-to-all token dispatcher permutes a layer's routed tokens
 // into one send buffer (tokens sent x h x act_bytes) and receives into another (tokens received x
 // h x act_bytes); the combine runs the same exchange backwards, and backward runs both again for
@@ -77,6 +93,29 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const workload::ModelSpec& m);
+
+// Optimizer-side bytes per parameter the GPU holds for what it owns: master weights, moments and,
+// with `ema: gpu`, the fp32 EMA copy.
+double optimizer_state_bytes_per_param(const workload::ModelSpec& m);
+inline constexpr double kEmaBytesPerParam = 4;  // fp32
+
+// Bytes of one FP8-cached activation element: 1 B and one fp32 scale per 1x128 tile.
+inline constexpr double kFp8CachedBytes = 1.0 + 4.0 / 128;
+// DeepSeek-V3's E5M6 cache of the attention output projection's input (12 bits, §3.3.3).
+inline constexpr double kE5M6CachedBytes = 1.5 + 4.0 / 128;
+
+// Bytes per token one block's attention keeps for backward (the table above), split into what
+// tensor parallelism leaves whole without sequence parallelism (norm inputs, the QKV input, the
+// dropout mask) and what it splits t-ways (Q, K, V and the output projection's input).
+struct AttentionKept {
+  double replicated = 0;
+  double split = 0;
+  double total() const { return replicated + split; }
+};
+AttentionKept attention_kept_per_token(const workload::ModelSpec& m);
+// Bytes per token an MLP of width `d_ffn` keeps for backward: `swiglu` (3 matrices) or plain (2);
+// `input_is_norm_output` (dense FFN, shared expert) or a routed token.
+double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swiglu, bool input_is_norm_output);
 
 // Activation bytes for one micro-batch, given the routed tokens this GPU receives per MoE layer
 // (summed over MoE layers) and the tokens it sends (permuted copies).

@@ -114,7 +114,10 @@ std::string render_table(const RunReport& r) {
     fmt::format_to(it, "{:<{}}", s.name, w);
     const auto terms = s.peak_memory.terms();
     for (size_t k = 0; k < terms.size(); ++k) fmt::format_to(it, "{}{:.2f}", k ? " / " : " ", terms[k].bytes / G);
-    o += s.fits_memory ? "\n" : "   DOES NOT FIT\n";
+    const double capacity = r.topo ? r.topo->gpu_model().memory.value() : 0;
+    if (!s.fits_memory) o += "   DOES NOT FIT\n";
+    else if (capacity > 0) fmt::format_to(it, "   fits, {:.2f} GiB to spare\n", (capacity - s.peak_memory.total()) / G);
+    else o += '\n';
   }
   for (const auto& s : r.strategies)
     if (const std::string v = memory_verdict(s, r.topo ? r.topo->gpu_model().memory.value() : 0); !v.empty())

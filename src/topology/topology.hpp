@@ -51,6 +51,9 @@ struct GpuModel {
   // published figure that isolates it (the validation backend's overlap suite measures both).
   double compute_slowdown = 0.189;
   double communication_slowdown = 0.0;
+  // Dense FP8 tensor-core peak (`gpu.peak_fp8`); 0 = the GPU has no FP8 tensor cores (V100, A100).
+  // H100/H800/H200 SXM: 1,979 TFLOPS, twice the bf16 989 (NVIDIA H100 / H200 datasheets, dense).
+  FlopRate peak_fp8{0};
 };
 
 // Compute capability of a known GPU family named in `model` (case-insensitive, as a word: "V100",

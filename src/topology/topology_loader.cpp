@@ -46,6 +46,7 @@ GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
   MapReader r(n, "gpu", ctx);
   g.model = r.str("model").value_or("");
   g.peak_flops = FlopRate(r.quantity("peak_bf16", Dimension::kFlopRate).value_or(0));
+  g.peak_fp8 = FlopRate(r.quantity("peak_fp8", Dimension::kFlopRate, false).value_or(0));
   g.hbm_bandwidth = Bandwidth(r.quantity("hbm_bandwidth", Dimension::kBandwidth).value_or(0));
   g.memory = Bytes(r.quantity("memory", Dimension::kBytes).value_or(0));
   // compute_capability: MAJOR.MINOR as CUDA writes it (7.0, 7.5, 8.0, 8.6, 9.0, 10.0); absent: inferred

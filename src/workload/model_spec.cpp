@@ -26,6 +26,8 @@ AttentionImpl resolve_attention(AttentionImpl requested, double compute_capabili
   return compute_capability >= kFlashAttentionMinCapability ? AttentionImpl::kFlash : AttentionImpl::kStandard;
 }
 
+const char* compute_dtype_name(ComputeDtype c) { return c == ComputeDtype::kFp8 ? "fp8" : "bf16"; }
+
 namespace {
 
 std::optional<double> dtype_bytes(const std::string& s) {
@@ -116,6 +118,25 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
                   : *s == "standard" ? AttentionImpl::kStandard
                                      : AttentionImpl::kAuto;
   m.causal = r.boolean("causal", false).value_or(true);
+  m.mla_latent = static_cast<int>(r.integer("mla_latent", false, 0, 1 << 22).value_or(0));
+  if (auto s = r.choice("ema", {"none", "gpu", "cpu"}, false))
+    m.ema = *s == "gpu" ? EmaPlacement::kGpu : *s == "cpu" ? EmaPlacement::kCpu : EmaPlacement::kNone;
+  // recompute: [rmsnorm, attention_up_proj] (a list; [] or absent: nothing recomputed)
+  if (YAML::Node rc = r.child("recompute", false); rc.IsDefined()) {
+    if (!rc.IsSequence()) {
+      r.error("recompute", fmt::format("expected a list of rmsnorm, attention_up_proj, got {}", describe_yaml_type(rc)));
+    } else {
+      for (size_t i = 0; i < rc.size(); ++i) {
+        const std::string v = rc[i].IsScalar() ? rc[i].Scalar() : "";
+        if (v == "rmsnorm") m.recompute.rmsnorm = true;
+        else if (v == "attention_up_proj") m.recompute.attention_up_proj = true;
+        else
+          diags.error(ctx.at(rc[i]), fmt::format("recompute[{}]", i),
+                      fmt::format("expected rmsnorm or attention_up_proj, got {}",
+                                  rc[i].IsScalar() ? fmt::format("'{}'", v) : describe_yaml_type(rc[i])));
+      }
+    }
+  }
 
   // moe_layers: all | "every N" | [block indices]
   YAML::Node ml = r.child("moe_layers", false);
@@ -159,6 +180,9 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     bytes_of("activations", m.precision.activation_bytes);
     if (auto s = p.choice("optimizer", {"adam", "sgd"}, false))
       m.precision.optimizer = *s == "adam" ? OptimizerKind::kAdam : OptimizerKind::kSgd;
+    if (auto s = p.choice("moments", {"fp32", "bf16"}, false)) m.precision.moment_bytes = *s == "fp32" ? 4.0 : 2.0;
+    if (auto s = p.choice("compute", {"bf16", "fp16", "fp8"}, false))
+      m.precision.compute = *s == "fp8" ? ComputeDtype::kFp8 : ComputeDtype::kBf16;
     p.finish();
   }
   YAML::Node cf = r.child("capacity_factor", false);
@@ -188,6 +212,8 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   if (m.seq_len > 0 && m.tokens_per_gpu_iteration() > (1LL << 40))
     r.error("seq_len", fmt::format("micro_batch x seq_len x grad_accum = {} tokens per GPU per iteration, more than 2^40",
                                    m.tokens_per_gpu_iteration()));
+  if (m.mla_latent > 0 && !m.recompute.attention_up_proj)
+    r.error("mla_latent", "only the activation memory uses mla_latent, and only with recompute: [attention_up_proj]");
   if (m.layers > 0 && m.moe_layer_ids.empty() && !diags.has_errors())
     r.error("moe_layers", "the model has no MoE layer");
   diags.throw_if_errors();

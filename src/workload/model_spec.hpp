@@ -34,16 +34,51 @@ inline constexpr double kFlashAttentionMinCapability = 8.0;
 // kAuto -> kFlash if compute_capability >= 8.0 else kStandard; kFlash / kStandard are kept as given.
 AttentionImpl resolve_attention(AttentionImpl requested, double compute_capability);
 
+// The number format the linear layers' GEMMs run in (model field `precision.compute`).
+//  * kBf16: bf16 (or fp16) tensor cores, every GEMM at the GPU's bf16 peak.
+//  * kFp8: FP8 mixed precision as DeepSeek-V3 trains (arXiv 2412.19437, §3.3; docs/model.md §3): the
+//    Fprop, Dgrad and Wgrad GEMMs of the linear layers (attention projections, dense FFNs, shared and
+//    routed experts) run on FP8 tensor cores with fine-grained scaling (1x128 tiles of activations,
+//    128x128 blocks of weights, FP32 accumulation promoted to CUDA cores every 128 elements of K);
+//    the attention core, embedding, output head, router and norms stay in bf16/fp32. Needs a GPU with
+//    FP8 tensor cores (gpu.peak_fp8 in the topology; checked where model meets topology,
+//    cost::check_precision).
+enum class ComputeDtype { kBf16, kFp8 };
+const char* compute_dtype_name(ComputeDtype c);  // "bf16", "fp8"
+
 struct Precision {
   double param_bytes = 2;      // bf16 working copy
   double grad_bytes = 2;       // bf16 gradients
   double master_bytes = 4;     // fp32 master weights (0 = none)
-  OptimizerKind optimizer = OptimizerKind::kAdam;  // Adam: 2 fp32 moments (8 B/param)
+  OptimizerKind optimizer = OptimizerKind::kAdam;  // Adam: 2 moments
+  double moment_bytes = 4;     // bytes of each Adam moment (`precision.moments`; DeepSeek-V3 §3.3.3: bf16)
   double activation_bytes = 2; // bf16 activations
-  double optimizer_bytes() const { return optimizer == OptimizerKind::kAdam ? 8.0 : 0.0; }
+  ComputeDtype compute = ComputeDtype::kBf16;
+  bool fp8() const { return compute == ComputeDtype::kFp8; }
+  double optimizer_bytes() const { return optimizer == OptimizerKind::kAdam ? 2.0 * moment_bytes : 0.0; }
   // Bytes per parameter of params + grads + master + optimizer states (16 for bf16 mixed Adam).
   double state_bytes_per_param() const { return param_bytes + grad_bytes + master_bytes + optimizer_bytes(); }
 };
+
+// What the backward pass recomputes instead of keeping (model field `recompute`, a list), as
+// DeepSeek-V3 trains (arXiv 2412.19437, §3.2.3 "Recomputation of RMSNorm and MLA Up-Projection"):
+//  * rmsnorm: every norm's output is recomputed from its input in backward: the input is kept (the
+//    residual stream), the output (the QKV projection's input, the MLP's input) is not.
+//  * attention_up_proj: the attention projections producing Q, K and V are recomputed in backward,
+//    so Q, K and V are not kept; what is kept instead is the projections' input, which for MLA is the
+//    compressed latent (`mla_latent` elements per token) and for plain multi-head attention the
+//    norm output (dropped too under rmsnorm).
+// This is separate from the layout's `recompute` (none / selective / full, Korthikanti et al.), which
+// applies on top of it under --layout.
+struct ActivationRecompute {
+  bool rmsnorm = false;
+  bool attention_up_proj = false;
+};
+
+// Exponential moving average of the parameters (model field `ema`): none, kept on the GPU (one fp32
+// copy of the GPU's parameters) or on the CPU, updated asynchronously after each step (DeepSeek-V3
+// §3.2.3 "Exponential Moving Average in CPU": no GPU memory, no step time).
+enum class EmaPlacement { kNone, kGpu, kCpu };
 
 struct ModelSpec {
   std::string name;
@@ -77,6 +112,14 @@ struct ModelSpec {
   // Causal (decoder, GPT-like) self-attention. Default true: MoE LMs are decoders; encoder models
   // (BERT) set false. Flash kernels skip the masked half; the standard path computes the full square.
   bool causal = true;
+  ActivationRecompute recompute;
+  // MLA (DeepSeek-V2/V3): elements per token of the compressed latents the attention keeps when its
+  // up-projections are recomputed (q_lora_rank + kv_lora_rank + qk_rope_head_dim: 1536 + 512 + 64 =
+  // 2112 in DeepSeek-V3, its config.json). 0: the attention is plain multi-head. Used by the
+  // activation memory only; the projections' FLOPs and parameters stay multi-head's 4 d^2 per block
+  // (DeepSeek-V3's MLA has 187M per block against 4 d^2 = 206M: 9% fewer).
+  int mla_latent = 0;
+  EmaPlacement ema = EmaPlacement::kNone;
 
   int moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
   bool is_moe(int block) const;

@@ -205,6 +205,8 @@ sed 's/"version": "1.1"/"version": "1.0"/' "$mfx" > "$tmp/mb-v10.json"
 expect 2 "mb-v10.json:2:[0-9]+" "version" "needs version 1.1" -- "$sim" trace validate "$tmp/mb-v10.json"
 sed 's/"micro_batches": 2/"micro_batches": 3/' "$mfx" > "$tmp/mb-3.json"
 expect 2 "mb-3.json:4:[0-9]+" "workload.micro_batches" "3 micro-batches do not split tokens_per_source 128" -- "$sim" trace validate "$tmp/mb-3.json"
+# An FP8 model on a GPU without FP8 tensor cores (A100: no gpu.peak_fp8) is refused, naming the field.
+expect 2 "aws-p4d-a100-4node" "gpu.peak_fp8" "has no FP8 tensor cores" -- "$sim" run aws-p4d-a100-4node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --set precision.compute=fp8 --iterations 1
 # The importers: SmartMoE keeps its micro-batches unless --sum-micro-batches; a log whose layers record
 # different numbers of micro-batches is located; CSV with a micro_batch column, one missing.
 expect 0 "in 2 micro-batches" -- "$sim" trace import smartmoe "$tmp/smartmoe" -o "$tmp/smm.json"

@@ -89,3 +89,35 @@ TEST_CASE("attention and causal: defaults, values, overrides, errors") {
   }
   CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"attention=sparse"}), InputError);
 }
+
+TEST_CASE("as trained: precision.compute, moments, recompute, mla_latent, ema; errors name the field") {
+  auto m = workload::load_model(kModel, "m.yaml");
+  CHECK_FALSE(m.precision.fp8());
+  CHECK(m.precision.optimizer_bytes() == 8);  // two fp32 moments
+  CHECK_FALSE(m.recompute.rmsnorm);
+  CHECK(m.ema == workload::EmaPlacement::kNone);
+  auto t = workload::load_model(kModel, "m.yaml",
+                                {"precision.compute=fp8", "precision.moments=bf16", "recompute=[rmsnorm, attention_up_proj]",
+                                 "mla_latent=96", "ema=cpu"});
+  CHECK(t.precision.fp8());
+  CHECK(t.precision.optimizer_bytes() == 4);  // two bf16 moments (DeepSeek-V3 §3.3.3)
+  CHECK(t.recompute.rmsnorm);
+  CHECK(t.recompute.attention_up_proj);
+  CHECK(t.mla_latent == 96);
+  CHECK(t.ema == workload::EmaPlacement::kCpu);
+  auto error_of = [](const std::vector<std::string>& sets) {
+    try {
+      workload::load_model(kModel, "m.yaml", sets);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of({"precision.compute=int8"}).find("precision.compute") != std::string::npos);
+  CHECK(error_of({"precision.moments=fp8"}).find("precision.moments") != std::string::npos);
+  CHECK(error_of({"recompute=[attention]"}).find("recompute[0]") != std::string::npos);
+  CHECK(error_of({"recompute=rmsnorm"}).find("expected a list") != std::string::npos);
+  CHECK(error_of({"ema=host"}).find("ema") != std::string::npos);
+  // mla_latent without recomputed up-projections would be ignored: refused.
+  CHECK(error_of({"mla_latent=96"}).find("attention_up_proj") != std::string::npos);
+}

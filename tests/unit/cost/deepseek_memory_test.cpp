@@ -1,0 +1,137 @@
+// DeepSeek-V3 as trained (arXiv 2412.19437, §3.2.3 and §3.3): memory per GPU under its published
+// layout (PP16 x EP64 x ZeRO-1 DP128 on 2,048 H800s), broken down term by term and summed by hand.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "cost/layout_memory.hpp"
+#include "support/approx.hpp"
+
+using namespace hs;
+
+namespace {
+
+// models/deepseek-v3-like.yaml as trained: FP8 compute, fp32 gradients and master weights, bf16
+// AdamW moments, RMSNorm and MLA up-projections recomputed, MLA latents 1536 + 512 + 64, EMA on CPU.
+const char* kModel = R"(schema: hecate-sim/model@1
+name: DeepSeek-V3-like
+layers: 61
+moe_layers: from 3
+d_model: 7168
+d_ffn: 2048
+d_ffn_dense: 18432
+expert_mlp: swiglu
+experts: 256
+top_k: 8
+shared_experts: 1
+heads: 128
+seq_len: 4096
+micro_batch: 1
+grad_accum: 120
+vocab: 129280
+precision: {params: bf16, grads: fp32, master: fp32, optimizer: adam, moments: bf16, activations: bf16, compute: fp8}
+recompute: [rmsnorm, attention_up_proj]
+mla_latent: 2112
+ema: cpu
+)";
+
+const SourceLocation kSrc{"--layout", 0, 0};
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3 memory per GPU, stage 1 of PP16 under 1F1B, summed by hand") {
+  const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
+  auto l = workload::parse_parallel_layout("tp=1,pp=16,ep=64,dist_opt=on", kSrc);
+  workload::resolve_layout(l, 2048, 8, m, kSrc);
+  REQUIRE(l.dp == 128);
+  REQUIRE(l.edp() == 2);
+  // Stage 1 holds blocks 4..7 (61 = 16 x 3 + 13: the first 13 stages take 4), all MoE.
+  // Params, per MoE block (d = 7168):
+  //   attention 4 d^2 + 4 d + two norms 4 d    = 205,520,896 + 28,672 + 28,672 = 205,578,240
+  //   router gate d x 256                      =   1,835,008
+  //   shared expert 3 x 7168 x 2048            =  44,040,192
+  //   dense                                    = 251,453,440;  x 4 blocks = 1,005,813,760
+  //   routed experts 256 / 64 = 4 x 44,040,192 = 176,160,768;  x 4 blocks =   704,643,072
+  //   total 1,710,456,832 parameters.
+  const double dense = 1005813760.0, experts = 704643072.0, all = dense + experts;
+  // Balanced routing: a GPU receives 4,096 tokens x 8 x (4 of 256 experts) x 64 senders = 32,768
+  // routed tokens per MoE block and micro-batch, 131,072 over the stage's four blocks.
+  const auto mem = cost::layout_memory(m, l, 1, 131072, 32768);
+  CHECK(mem.params == hs::test::approx(all * 2));  // bf16 working copy: 3,420,913,664 B = 3.19 GiB
+  CHECK(mem.grads == hs::test::approx(all * 4));   // fp32 gradients:    6,841,827,328 B = 6.37 GiB
+  // Optimizer: fp32 master 4 + two bf16 moments 4 = 8 B, dense over dp 128, experts over edp 2:
+  //   8 x (1,005,813,760 / 128 + 704,643,072 / 2) = 8 x 360,179,456 = 2,881,435,648 B = 2.68 GiB
+  //   (EMA on CPU: nothing on the GPU; with ema: gpu another 4 B per parameter).
+  CHECK(mem.optimizer == hs::test::approx(8 * (dense / 128 + experts / 2)));
+  // Activations of one micro-batch, per token of a block (bytes, h = 7168):
+  //   attention: norm inputs 2 h x 2 = 28,672; QKV input 0 (RMSNorm recomputed); dropout mask h =
+  //   7,168; Q, K, V replaced by the MLA latents 2,112 x 2 = 4,224 (up-projections recomputed);
+  //   output projection input in E5M6 h x (1.5 + 4/128) = 10,976           -> 51,040 B per token
+  //   shared expert: input 0 (a norm output), SwiGLU input 2 x 2048 x (1 + 4/128) = 4,224 B per token
+  // Per block: 4,096 x (51,040 + 4,224) = 226,361,344, plus the permuted copies 4,096 x 8 x h x 2 =
+  // 469,762,048: 696,123,392; x 4 blocks = 2,784,493,568.
+  // Routed tokens: input h x (1 + 4/128) = 7,392 + SwiGLU input 4,224 = 11,616 B, x 131,072 =
+  // 1,522,532,352. One micro-batch: 4,307,025,920 B. 1F1B keeps pp - 1 = 15 of them on stage 1:
+  //   64,605,388,800 B = 60.17 GiB.
+  CHECK(cost::stage_activation_bytes(m, l, 1, 131072) == hs::test::approx(4307025920.0));
+  CHECK(mem.activations == hs::test::approx(15 * 4307025920.0));
+  // All-to-all buffers: (4,096 x 8 sent + 32,768 received) x h x 2 = 939,524,096 B; reserve 1 GiB.
+  CHECK(mem.comm_buffers == hs::test::approx(939524096.0));
+  // Sum: 3,420,913,664 + 6,841,827,328 + 2,881,435,648 + 64,605,388,800 + 939,524,096 + 1,073,741,824
+  //    = 79,762,831,360 B = 74.29 GiB: fits in 80 GiB with 5.71 GiB to spare (NCCL's buffers, counted
+  //    by the strategies, come on top).
+  CHECK(mem.total() == hs::test::approx(79762831360.0));
+  CHECK(mem.total() < 80.0 * (1 << 30));
+
+  // The same model trained as the preset did before (bf16 compute, bf16 gradients, fp32 moments,
+  // nothing recomputed) keeps 15 sbh + per routed token (h + 3 x 2048) x 2 B: it does not fit.
+  auto bf16 = m;
+  bf16.precision.compute = workload::ComputeDtype::kBf16;
+  bf16.precision.grad_bytes = 2;
+  bf16.precision.moment_bytes = 4;
+  bf16.recompute = {};
+  bf16.mla_latent = 0;
+  // Per block 4,096 x (15 x 7,168 + shared (h + 3 x 2048) x 2 = 26,624) + 469,762,048 = 1,019,215,872;
+  // routed 131,072 x 26,624 = 3,489,660,928; one micro-batch 4 x 1,019,215,872 + 3,489,660,928.
+  CHECK(cost::stage_activation_bytes(bf16, l, 1, 131072) == hs::test::approx(4 * 1019215872.0 + 3489660928.0));
+  CHECK(cost::layout_memory(bf16, l, 1, 131072, 32768).total() > 80.0 * (1 << 30));
+}
+
+TEST_CASE("pipeline schedules by name: 1F1B and ZB-H1 keep pp - s micro-batches, DualPipe PP + 1 over two stages") {
+  const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
+  auto l = workload::parse_parallel_layout("tp=1,pp=16,ep=64", kSrc);
+  workload::resolve_layout(l, 2048, 8, m, kSrc);
+  for (int s : {0, 1, 15}) {
+    CHECK(cost::in_flight_micro_batches(cost::k1F1B, l, s, 120) == cost::in_flight_micro_batches(l, s, 120));
+    CHECK(cost::in_flight_micro_batches(cost::kScheduleZbH1, l, s, 120) == 16 - s);
+    // DualPipe (DeepSeek-V3 Table 2): PP + 1 = 17 micro-batches over a GPU's two stages, 8.5 each.
+    CHECK(cost::in_flight_micro_batches(cost::kScheduleDualPipe, l, s, 120) == 8.5);
+  }
+  // GPU of pipeline rank 0 holds stage 0 (the embedding) and stage 15 (the output head): 2x params.
+  CHECK(cost::device_stages(cost::kScheduleDualPipe, 16, 0) == std::vector<int>{0, 15});
+  CHECK(cost::device_stages(cost::kScheduleDualPipe, 16, 9) == std::vector<int>{9, 6});
+  CHECK(cost::device_stages(cost::k1F1B, 16, 9) == std::vector<int>{9});
+  CHECK_THROWS_AS(cost::in_flight_micro_batches("gpipe", l, 0, 120), std::invalid_argument);
+}
+
+TEST_CASE("the bundled deepseek-v3-like preset is the model of this test") {
+  const char* root = std::getenv("HECATE_SOURCE_ROOT");
+  if (!root) {
+    MESSAGE("HECATE_SOURCE_ROOT not set: bundled preset not checked");
+    return;
+  }
+  const auto path = (std::filesystem::path(root) / "models" / "deepseek-v3-like.yaml").string();
+  const auto preset = workload::load_model_file(path, {"grad_accum=120"});
+  const auto here = workload::load_model(kModel, "deepseek-v3.yaml");
+  CHECK(preset.precision.fp8());
+  CHECK(preset.precision.grad_bytes == here.precision.grad_bytes);
+  CHECK(preset.precision.moment_bytes == here.precision.moment_bytes);
+  CHECK(preset.precision.master_bytes == here.precision.master_bytes);
+  CHECK(preset.recompute.rmsnorm);
+  CHECK(preset.recompute.attention_up_proj);
+  CHECK(preset.mla_latent == here.mla_latent);
+  CHECK(preset.ema == workload::EmaPlacement::kCpu);
+  CHECK(preset.layers == here.layers);
+  CHECK(preset.d_model == here.d_model);
+}
