@@ -44,6 +44,69 @@ std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batche
   return ops;
 }
 
+std::vector<PipelineOp> zb_h1(int stages, int stage, int micro_batches) {
+  std::vector<PipelineOp> ops;
+  int w = 0;  // W passes issued
+  for (const PipelineOp& op : one_f_one_b(stages, stage, micro_batches)) {
+    if (op.forward) {
+      ops.push_back(op);
+      continue;
+    }
+    ops.push_back({false, op.mb, 0, true, false, false});
+    if (op.mb - w >= stage) ops.push_back({false, w++, 0, false, true, false});
+  }
+  while (w < micro_batches) ops.push_back({false, w++, 0, false, true, false});
+  return ops;
+}
+
+std::vector<PipelineOp> dualpipe(int stages, int stage, int micro_batches) {
+  const int h = stages / 2, r = std::min(stage, stages - 1 - stage), half = micro_batches / 2;
+  const bool second = stage >= h, middle = stage == h - 1 || stage == h;
+  int fwd[2] = {0, 0}, bwd[2] = {0, 0};
+  std::vector<PipelineOp> ops, deferred;  // deferred: B's whose W is still to run, oldest first
+  size_t next_w = 0;
+  auto chunk = [&](int phase) { return phase ^ (second ? 1 : 0); };
+  auto f = [&](int phase, bool paired = false) {
+    const int c = chunk(phase);
+    ops.push_back({true, c * half + fwd[c]++, c, false, false, paired});
+  };
+  auto b = [&](int phase, bool split = false) {
+    const int c = chunk(phase);
+    ops.push_back({false, c * half + bwd[c]++, c, split, false, false});
+    if (split) deferred.push_back(ops.back());
+  };
+  auto w = [&] {
+    const PipelineOp& d = deferred.at(next_w++);
+    ops.push_back({false, d.mb, d.chunk, false, true, false});
+  };
+  for (int i = 0; i < 2 * (h - r - 1); ++i) f(0);        // step 1: nF0
+  for (int i = 0; i < r + 1; ++i) f(0), f(1);            // step 2: nF0F1
+  for (int i = 0; i < h - r - 1; ++i) b(1, true), w(), f(1);  // step 3: nB1W1F1
+  for (int i = 0; i < half - stages + r + 1; ++i) {      // step 4: nF0B1F1B0
+    f(0, !(i == 0 && middle)), b(1);
+    f(1, true), b(0);
+  }
+  for (int i = 0; i < h - r - 1; ++i) b(1), f(1, true), b(0);  // step 5: nB1F1B0
+  bool zb = false;                                       // step 6: nB1B0, the later half split
+  for (int i = 0; i < r + 1; ++i) {
+    if (i == (r + 1) / 2 && r % 2 == 1) zb = true;
+    b(1, zb);
+    if (i == (r + 1) / 2 && r % 2 == 0) zb = true;
+    b(0, zb);
+  }
+  for (int i = 0; i < h - r - 1; ++i) w(), b(0, true);   // step 7: nWB0
+  while (next_w < deferred.size()) w();                  // step 8: nW
+  return ops;
+}
+
+std::vector<PipelineOp> pipeline_ops(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  switch (l.schedule) {
+    case workload::Schedule::kZbH1: return zb_h1(l.pp, stage, micro_batches);
+    case workload::Schedule::kDualPipe: return dualpipe(l.pp, stage, micro_batches);
+    default: return interleaved_1f1b(l.pp, stage, micro_batches, l.vpp);
+  }
+}
+
 TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool moe_block) {
   TpTraffic t;
   if (l.tp == 1) return t;
@@ -68,11 +131,24 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
   const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), LM = m.moe_layers();
+  // DualPipe: the micro-batches fed from stage P - 1 (mb >= M/2) run every layer on the mirror of
+  // its stage, P - 1 - s, whose GPU x holds the copy of what the plan places on GPU mirror(x): their
+  // expert work and all-to-alls are the plan's, moved to the mirror stage.
+  const bool dual = L.schedule == workload::Schedule::kDualPipe;
+  auto mirror = [&](int x) { return x + (P - 1 - 2 * L.pp_rank(x)) * S; };
+  auto home_gpu = [&](int x, int mb) { return dual && mb >= M / 2 ? mirror(x) : x; };
+  auto expert_var = [](Var w) {
+    return w == Var::kExpertFwd || w == Var::kExpertBwd || w == Var::kExpertBwdInput || w == Var::kExpertW;
+  };
   std::vector<char> shape(3 * LM + 1);
   for (int l = 0; l < LM; ++l) shape[l] = !sparse_.shadow && !plans[l].spag_flows.empty();
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   for (int l = 0; l < LM; ++l) shape[2 * LM + 1 + l] = !plans[l].calibration_flows.empty();
+  if (dual && (sparse_.shadow || std::any_of(shape.begin(), shape.end(), [](char c) { return c != 0; })))
+    throw InputError(SourceLocation{"--layout", 0, 0}, "layout.schedule",
+                     "schedule=dualpipe runs expert parallelism as planned; copies, shadows, replicas or migrations "
+                     "of experts (FSSDP, FasterMoE, FlexMoE, SmartMoE) on the mirrored stage are not built");
   if (builds_ == 0 || shape != shape_) {
     build(shape);
     shape_ = std::move(shape);
@@ -115,7 +191,15 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     for (size_t i = 0; i < b.size(); ++i) scratch[i] = b[i] / div;
     return scratch;
   };
-  std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1);
+  std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1), dispatch_mid(VN, -1), combine_mid(VN, -1);
+  // The same matrix between the mirrors of its GPUs (DualPipe's second direction).
+  std::vector<double> mirrored;
+  auto mirror_matrix = [&](const std::vector<double>& b) -> const std::vector<double>& {
+    mirrored.assign(b.size(), 0.0);
+    for (int x = 0; x < n; ++x)
+      for (int y = 0; y < n; ++y) mirrored[static_cast<size_t>(mirror(x)) * n + mirror(y)] = b[static_cast<size_t>(x) * n + y];
+    return mirrored;
+  };
   collective::CoflowLoads loads, loads_tr;
   double worst_a2a = -1;
   topology::LinkId bottleneck_link = -1;
@@ -149,6 +233,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         const auto times = net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
         dispatch_id[k] = coflow->define(loads);
         combine_id[k] = coflow->define(loads_tr);
+        if (dual) {
+          net_.alltoallv_loads_both(mirror_matrix(variant_dispatch(l, k)), loads, loads_tr);
+          dispatch_mid[k] = coflow->define(loads);
+          combine_mid[k] = coflow->define(loads_tr);
+        }
         if (std::max(times.fwd, times.tr) > worst_a2a) {
           worst_a2a = std::max(times.fwd, times.tr);
           bottleneck_link = times.fwd >= times.tr ? times.link_fwd : times.link_tr;
@@ -169,11 +258,15 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
   for (const VarTask& v : vars_) {
     double d = 0;
-    if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) {
+    if (expert_var(v.what)) {
       const bool f = v.what == Var::kExpertFwd;
       const int k = variant(v.layer, v.mb);
-      d = f ? ef[k][v.gpu] : eb[k][v.gpu];
-      mean_[g.tag(v.task)] = f ? ef_mean[k] : eb_mean[k];
+      // The B and W halves of a split backward: the grouped GEMM's data- and weight-gradient
+      // GEMMs, of equal FLOPs (iteration_builder.cpp, durations()).
+      const double share = v.what == Var::kExpertBwdInput || v.what == Var::kExpertW ? 0.5 : 1.0;
+      const int x = home_gpu(v.gpu, v.mb);
+      d = share * (f ? ef[k][x] : eb[k][x]);
+      mean_[g.tag(v.task)] = share * (f ? ef_mean[k] : eb_mean[k]);
     } else if (v.what == Var::kOptimizer) {
       d = cc.optimizer_step(step_[v.layer] + (extra_step_params.empty() ? 0.0 : extra_step_params[v.gpu])).value();
     } else if (v.what == Var::kShadowFwd || v.what == Var::kShadowBwd) {
@@ -187,7 +280,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  std::vector<collective::Coflow> a2a_flows(flow ? 2 * VN : 0);
+  std::vector<collective::Coflow> a2a_flows(flow ? (dual ? 4 : 2) * VN : 0);
   std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
   if (flow)
     for (int l = 0; l < LM; ++l)
@@ -195,6 +288,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         const std::vector<double>& bytes = variant_dispatch(l, k);
         a2a_flows[2 * k] = collective::alltoallv_flows(topo, bytes, false, a2a_extra[2 * k]);
         a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, bytes, true, a2a_extra[2 * k + 1]);
+        if (dual) {
+          const std::vector<double> mb = mirror_matrix(bytes);
+          a2a_flows[2 * (VN + k)] = collective::alltoallv_flows(topo, mb, false, a2a_extra[2 * (VN + k)]);
+          a2a_flows[2 * (VN + k) + 1] = collective::alltoallv_flows(topo, mb, true, a2a_extra[2 * (VN + k) + 1]);
+        }
       }
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
@@ -204,8 +302,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
       const int k = variant(b.index, b.mb);
-      if (flow) flow->assign(b.task, a2a_flows[2 * k + c], a2a_extra[2 * k + c]);
-      else coflow->assign(b.task, c ? combine_id[k] : dispatch_id[k]);
+      const bool mir = dual && b.mb >= M / 2;
+      const int fk = 2 * (mir ? VN + k : k) + c;
+      if (flow) flow->assign(b.task, a2a_flows[fk], a2a_extra[fk]);
+      else coflow->assign(b.task, c ? (mir ? combine_mid[k] : combine_id[k]) : (mir ? dispatch_mid[k] : dispatch_id[k]));
       continue;
     }
     if (b.what == Bind::kFixed) {
@@ -250,7 +350,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   stats_ = {};
   std::vector<int> expert_gpu(g.num_tasks(), -1);
   for (const VarTask& v : vars_)
-    if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) expert_gpu[v.task] = v.gpu;
+    if (expert_var(v.what)) expert_gpu[v.task] = v.gpu;
   auto charge = [&](engine::TaskId x) {
     const uint32_t tag = g.tag(x);
     TaskCharge c;

@@ -87,11 +87,18 @@
 
 namespace hs::strategy {
 
-// Micro-batch order of one stage under 1F1B: (forward?, micro-batch, model chunk) triples.
+// Micro-batch order of one stage: (pass, micro-batch, model chunk). A backward is the whole
+// backward (input and weight gradients) unless `split`: then it computes the input gradients only
+// (B, what the previous stage waits for) and a later `weight` op (W) the weight gradients of the same
+// micro-batch and chunk (Qi et al., arXiv 2401.10241 §2). `paired`: a forward that DualPipe runs
+// overlapped with the backward that follows it (DeepSeek-V3 report, arXiv 2412.19437 §3.2.1, Fig. 4).
 struct PipelineOp {
   bool forward = true;
   int mb = 0;
-  int chunk = 0;  // which of the stage's vpp model chunks (virtual stage chunk x pp + stage)
+  int chunk = 0;  // which of the stage's model chunks (ParallelLayout::piece_of)
+  bool split = false;
+  bool weight = false;
+  bool paired = false;
 };
 std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
 // Megatron's interleaved 1F1B with `chunks` (vpp) model chunks per stage (chunks = 1: one_f_one_b).
@@ -100,6 +107,24 @@ std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
 // with (pp - s - 1) x 2 + (vpp - 1) x pp forwards (all of them when m == pp), then alternates one
 // forward and one backward. Needs m % pp == 0 (resolve_layout checks it).
 std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
+// ZB-H1 (Qi et al., arXiv 2401.10241 §3.1, Fig. 3): 1F1B's order of forwards and backwards, every
+// backward split into B and W; stage s runs the W of micro-batch k - s after the B of micro-batch k
+// (W deferred by s: stage s then holds at most pp micro-batches' activations, the peak 1F1B has
+// on stage 0) and the rest at the end, so that in the cool-down the B passes travel up the pipeline
+// without waiting for W passes, which fill the stages' waits instead.
+std::vector<PipelineOp> zb_h1(int stages, int stage, int micro_batches);
+// DualPipe (deepseek-ai/DualPipe, dualpipe.py, DualPipe.step, steps 1-8): micro-batches 0 .. m/2 - 1
+// enter at stage 0 (chunk 0: piece s), m/2 .. m - 1 at stage pp - 1 (chunk 1: piece pp - 1 - s).
+// With h = pp/2 and r = min(s, pp - 1 - s), in the directions of stage s (its first half's "phase 0"
+// is chunk 0, its second half's chunk 1): 2(h - r - 1) forwards of phase 0; r + 1 times a forward of
+// each phase; h - r - 1 times B (split) of phase 1, a W, a forward of phase 1; m/2 - pp + r + 1 times
+// the pairs F0&B1, F1&B0 (the middle stages run their first F0 and B1 unpaired); h - r - 1 times a
+// backward of phase 1 and the pair F1&B0; r + 1 times the backwards of phase 1 and 0 (the later half
+// split); h - r - 1 times a W and a split backward of phase 0; the remaining r + 1 W's. W's run in
+// the order their B's ran (DualPipe's WeightGradStore is a FIFO).
+std::vector<PipelineOp> dualpipe(int stages, int stage, int micro_batches);
+// The op order of stage s under the layout's schedule.
+std::vector<PipelineOp> pipeline_ops(const workload::ParallelLayout& l, int stage, int micro_batches);
 
 // Per transformer block, forward (backward moves the same): the TP collectives one GPU runs, each on
 // `payload` bytes (the s x b x h activation), and the bytes it sends in them on a ring.
@@ -195,7 +220,10 @@ class LayoutIterationGraph {
   // layer's copies (in: parameters, before the expert forward; out: gradients, after the last
   // backward) or FasterMoE's shadows' forward / backward.
   // kOptimizer: a GPU's optimizer step (its stage's step_ plus the run's extra parameters).
-  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd };
+  // kExpertBwdInput / kExpertW: the B and W halves of an expert backward (ZB-H1, DualPipe).
+  enum class Var : uint8_t {
+    kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd, kExpertBwdInput, kExpertW
+  };
   struct VarTask {
     engine::TaskId task;
     Var what;
