@@ -84,8 +84,10 @@ TEST_CASE("layout presets: the published layouts by name, overridable; an unknow
   CHECK(ds.text == "deepseek-v3");
   // On 2,048 GPUs: 128 per stage, two EP groups of 64 each, expert-DP 2.
   auto ds_model = test::small_moe_model("ds", 256, 8, 4096, 1, 64);
+  ds_model.grad_accum = 32;  // DualPipe: an even number of micro-batches, at least 2 x pp
   workload::resolve_layout(ds, 2048, 8, ds_model, kSrc);
   CHECK(ds.dp == 128);
+  CHECK(ds.schedule == workload::Schedule::kDualPipe);  // §3.2.1
   CHECK(ds.edp() == 2);
   // Megatron-LM's recommended Mixtral 8x7B training layout TP1EP8PP4; later keys override.
   auto mx = workload::parse_parallel_layout("mixtral-8x7b,recompute=full,pp=2", kSrc);
