@@ -126,7 +126,7 @@ enum class BwdPart : uint8_t { kFull, kInput, kWeight };
 class LayoutIterationGraph::Builder {
  public:
   Builder(LayoutIterationGraph& graph, const std::vector<char>& shape)
-      : m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
+      : graph_(graph), m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
         P(L.pp), M(m.grad_accum), V(L.stage_chunks()), VS(P * V), S(L.stage_size()), LM(m.moe_layers()), t(L.tp),
         shape(shape), g(graph.g_), net(graph.net_), sparse_(graph.sparse_), comp_(graph.comp_), labels_(graph.labels_),
         cls_(graph.cls_), mean_(graph.mean_), fixed_(graph.fixed_), bindings_(graph.bindings_), vars_(graph.vars_),
@@ -332,18 +332,10 @@ class LayoutIterationGraph::Builder {
   }
 
   // Slots (v = chunk x P + stage): the model piece each runs and its neighbours along its
-  // micro-batches' path (-1 at the ends).
+  // micro-batches' path (-1 at the ends: LayoutIterationGraph::prev_slot / next_slot).
   int piece(int v) const { return L.piece_of(v % P, v / P); }
-  int prev_slot(int v) const {
-    if (L.schedule != workload::Schedule::kDualPipe) return v - 1;
-    const int s = v % P;
-    return v < P ? (s > 0 ? v - 1 : -1) : (s + 1 < P ? v + 1 : -1);
-  }
-  int next_slot(int v) const {
-    if (L.schedule != workload::Schedule::kDualPipe) return v + 1 < VS ? v + 1 : -1;
-    const int s = v % P;
-    return v < P ? (s + 1 < P ? v + 1 : -1) : (s > 0 ? v - 1 : -1);
-  }
+  int prev_slot(int v) const { return graph_.prev_slot(v); }
+  int next_slot(int v) const { return graph_.next_slot(v); }
 
   // A task on `res` (its label from where the build is); run() binds communication to bytes.
   engine::TaskId add(std::span<const engine::ResourceId> res, double dur, Component c, Cls k, bool communication,
@@ -667,7 +659,7 @@ class LayoutIterationGraph::Builder {
     cur_mb = op.mb;
     const int v = op.chunk * P + s;
     cur_v = v;
-    cur_pass = op.forward ? Pass::kForward : Pass::kBackward;
+    cur_pass = op.forward ? Pass::kForward : op.weight ? Pass::kWeightGrad : Pass::kBackward;
     cur_block = -1;
     sync = chunk_done;
     if (op.forward) {
@@ -802,6 +794,7 @@ class LayoutIterationGraph::Builder {
     }
   }
 
+  const LayoutIterationGraph& graph_;
   const workload::ModelSpec& m;
   const cost::ComputeCost& cc;
   const workload::ParallelLayout& L;

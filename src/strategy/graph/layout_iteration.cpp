@@ -119,6 +119,18 @@ TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayou
   return t;
 }
 
+int LayoutIterationGraph::prev_slot(int v) const {
+  const int P = layout_.pp, s = v % P;
+  if (layout_.schedule != workload::Schedule::kDualPipe) return v - 1;
+  return v < P ? (s > 0 ? v - 1 : -1) : (s + 1 < P ? v + 1 : -1);
+}
+
+int LayoutIterationGraph::next_slot(int v) const {
+  const int P = layout_.pp, s = v % P;
+  if (layout_.schedule != workload::Schedule::kDualPipe) return v + 1 < P * layout_.stage_chunks() ? v + 1 : -1;
+  return v < P ? (s + 1 < P ? v + 1 : -1) : (s > 0 ? v - 1 : -1);
+}
+
 LayoutIterationGraph::LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout,
                                            LayoutSparse sparse)
     : ctx_(ctx), layout_(layout), sparse_(sparse), net_(ctx.topo) {}

@@ -239,7 +239,7 @@ class LayoutIterationGraph {
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
     kDpAllGather, kMigration, kCalibration
   };
-  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute };
+  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute, kWeightGrad };  // kWeightGrad: a W op
   struct Label {
     Op op;
     Pass pass;
@@ -247,6 +247,11 @@ class LayoutIterationGraph {
     int16_t block, mb, chunk, bucket;
   };
   void build(const std::vector<char>& shape);
+  // Slots (v = chunk x pp + stage): the slot of the previous / next model piece on the path of v's
+  // micro-batches (v - 1 / v + 1; DualPipe's chunk 1 runs from stage pp - 1 towards stage 0), -1 at
+  // the ends.
+  int prev_slot(int v) const;
+  int next_slot(int v) const;
   // Reports the simulated iteration's tasks (layout_timeline.cpp).
   void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
                      const collective::Coflow& migrations, TimelineSink& sink) const;
