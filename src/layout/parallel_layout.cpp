@@ -328,6 +328,9 @@ void resolve_pipeline(ParallelLayout& l, const ModelSpec& m, const SourceLocatio
     if (l.pp < 2 || l.pp % 2 != 0)
       d.error(source, "layout.schedule", fmt::format("schedule=dualpipe needs an even pp >= 2 (stage s pairs with "
                                                      "stage pp - 1 - s), got pp {}", l.pp));
+    if (l.overlap_grad_reduce)
+      d.error(source, "layout.overlap_grad_reduce", "overlap_grad_reduce=on with schedule=dualpipe is not built (the two "
+                                                    "copies' gradients are summed after the last backward, then reduced)");
     if (m.grad_accum % 2 != 0 || m.grad_accum < 2 * l.pp)
       d.error(source, "layout.schedule", fmt::format("schedule=dualpipe needs an even number of micro-batches, at least "
                                                      "2 x pp = {} (DualPipe asserts it): grad_accum is {}",

@@ -318,10 +318,10 @@ class LayoutIterationGraph::Builder {
           if (!received(s, op, recv)) break;
           if (op.paired) {
             if (!received(s, ops[s][i + 1], recv2)) break;
-            pair_ops(s, op, ops[s][i + 1], recv, recv2, i + 2 == ops[s].size(), chunk_done[s][i + 1]);
+            pair_ops(s, op, ops[s][i + 1], recv, recv2, i + 2 == ops[s].size() && !dual(), chunk_done[s][i + 1]);
             next[s] += 2;
           } else {
-            pipeline_op(s, op, recv, i + 1 == ops[s].size(), chunk_done[s][i]);
+            pipeline_op(s, op, recv, i + 1 == ops[s].size() && !dual(), chunk_done[s][i]);
             ++next[s];
           }
           progress = true;
@@ -329,7 +329,29 @@ class LayoutIterationGraph::Builder {
     }
     for (int s = 0; s < P; ++s)
       if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
+    if (!dual()) return;
+    // DualPipe: stage s and its mirror pp - 1 - s hold the same two pieces; each copy's gradients
+    // must be the sum of both (deepseek-ai/DualPipe, examples/example_dualpipe.py adds the mirror's
+    // gradients to each copy before comparing with the reference). Every GPU sends its gradients to
+    // the GPU with the same coordinates on the mirror stage (on dp, after its stage's last op), and
+    // each stage's DP reduction waits for both directions.
+    std::vector<engine::TaskId> sent(P);
+    for (int s = 0; s < P; ++s) {
+      const auto params = cost::stage_params(m, L, s);
+      collective::Coflow flows;
+      for (int x : stage_gpus[s])
+        flows.push_back({x, x + (P - 1 - 2 * s) * S, (params.dense + params.experts) * pr.grad_bytes});
+      sent[s] = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kMirrorGradients);
+      bind(sent[s], Bind::kFixed, fixed(std::move(flows), 0.0));
+      dp_tasks_.push_back({sent[s], s});
+    }
+    for (int s = 0; s < P; ++s) {
+      mirror_sum = {sent[s], sent[P - 1 - s]};
+      dp_reduction(s);
+    }
   }
+
+  bool dual() const { return L.schedule == workload::Schedule::kDualPipe; }
 
   // Slots (v = chunk x P + stage): the model piece each runs and its neighbours along its
   // micro-batches' path (-1 at the ends: LayoutIterationGraph::prev_slot / next_slot).
@@ -776,6 +798,7 @@ class LayoutIterationGraph::Builder {
       const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true, -1);
       const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true, -1);
       for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
+      for (engine::TaskId r : mirror_sum) g.add_dependency(r, rs_d), g.add_dependency(r, rs_e);
       stage_rs[s] = {rs_e, rs_d};
     }
     const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
@@ -850,6 +873,7 @@ class LayoutIterationGraph::Builder {
   std::vector<std::vector<char>> waited_d, waited_e;
   std::vector<std::vector<engine::TaskId>> stage_rs, sprs_of;    // [stage] reductions; [MoE layer] spRS
   bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
+  std::vector<engine::TaskId> mirror_sum;  // DualPipe: the gradient exchanges the DP reduction waits for
   // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
   // tasks (the expert-DP reduction waits for them).
   std::vector<engine::TaskId> pending_spag;

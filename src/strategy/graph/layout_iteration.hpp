@@ -237,7 +237,7 @@ class LayoutIterationGraph {
     kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
     kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
-    kDpAllGather, kMigration, kCalibration
+    kDpAllGather, kMigration, kCalibration, kMirrorGradients
   };
   enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute, kWeightGrad };  // kWeightGrad: a W op
   struct Label {
