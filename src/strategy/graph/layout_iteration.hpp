@@ -31,6 +31,19 @@
 // stage holds vpp model chunks (virtual stages chunk x pp + s) and runs Megatron's interleaved
 // schedule (interleaved_1f1b): a micro-batch's activations leave stage pp-1's chunk k for stage 0's
 // chunk k+1, so each micro-batch crosses the pipeline vpp times and the bubble shrinks about vpp-fold.
+// The schedule is the layout's (ParallelLayout::schedule, pipeline_ops). ZB-H1 (zb_h1) splits each
+// backward into B (input gradients: recomputation, TP collectives and all-to-alls, the send to the
+// previous stage) and a later W op (the weight-gradient GEMMs of every block, no communication; the
+// gradient buckets fill there). DualPipe (dualpipe) runs slots v = chunk x pp + s whose pieces are
+// ParallelLayout::piece_of (chunk 0: piece s, chunk 1: piece pp - 1 - s); micro-batches m/2 .. m - 1
+// travel chunk 1 from stage pp - 1 to stage 0 (prev_slot / next_slot) and run every MoE layer on the
+// mirror of its stage (run() moves the plan's expert work and all-to-alls to the mirrored GPUs). Its
+// paired ops (a forward and the next backward) start once both inputs have arrived and are emitted as
+// two coroutines resumed in turn (iteration_builder.cpp, Steps), each up to its next all-to-all, so the
+// compute stream interleaves the two chunks and one's all-to-all runs while the other computes. After
+// the last op each stage sends its gradients to the mirror stage (the same two pieces) and reduces.
+// The blocks of a piece are ParallelLayout::chunk_blocks: the even split, or Megatron's
+// pipeline_layout / first and last stage layer counts.
 // Tasks are created in an order consistent with every dependency, stage by stage in rounds.
 // After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
 // expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
