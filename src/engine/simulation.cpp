@@ -15,13 +15,17 @@ ModelId Simulation::add_model(ActivityModel* model) {
 }
 
 void Simulation::try_start(TaskId t) {
-  if (started_[t] || deps_left_[t] > 0) return;
-  for (ResourceId r : graph_.resources(t)) {
-    auto q = graph_.queue(r);
-    if (head_[r] >= q.size() || q[head_[r]] != t) return;
-  }
+  if (started_[t] || deps_left_[t] > 0 || heads_at_[t] < graph_.resources(t).size()) return;
   started_[t] = 1;
   ready_.push_back(t);
+}
+
+void Simulation::land(ResourceId r) {
+  auto q = graph_.queue(r);
+  if (head_[r] >= q.size()) return;
+  // A task that lists r k times sits k times in a row in r's queue: its head counts k.
+  const TaskId t = q[head_[r]];
+  for (size_t i = head_[r]; i < q.size() && q[i] == t; ++i) ++heads_at_[t];
 }
 
 namespace {
@@ -81,6 +85,8 @@ void Simulation::run() {
   deps_left_.resize(n);
   started_.assign(n, 0);
   head_.assign(graph_.num_resources(), 0);
+  heads_at_.assign(n, 0);
+  for (ResourceId r = 0; r < static_cast<ResourceId>(graph_.num_resources()); ++r) land(r);
   for (TaskId t = 0; t < n; ++t) deps_left_[t] = graph_.num_dependencies(t);
   for (auto* m : models_) m->reset(graph_);
   const bool interfere = interference_.active();
@@ -126,6 +132,7 @@ void Simulation::run() {
       for (ResourceId r : graph_.resources(f)) {
         auto q = graph_.queue(r);
         ++head_[r];
+        land(r);
         if (head_[r] < q.size()) {
           TaskId nxt = q[head_[r]];
           crit_[nxt] = f;

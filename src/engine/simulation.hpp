@@ -73,6 +73,10 @@ class Simulation {
   std::vector<TaskId> crit_;
   std::vector<int> deps_left_;
   std::vector<uint32_t> head_;
+  // Per task: the resources' queue heads resting on it (a resource listed twice counts twice); it may
+  // start when that is all of its resources and no dependency is left.
+  std::vector<uint32_t> heads_at_;
+  void land(ResourceId r);  // resource r's head has moved: count it on the task it rests on
   std::vector<char> started_;
   std::vector<TaskId> ready_, finished_;
   Interference interference_;

@@ -30,7 +30,12 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
     const int n = ctx_.topo.num_gpus(), E = m.experts, L = m.moe_layers();
     const double token_bytes = m.d_model * m.precision.activation_bytes;
     std::vector<double> rows;
+    // Layer after layer into one dispatch matrix (a2a_): the graph takes each layer's all-to-alls
+    // as soon as it is routed, so one n x n matrix lives instead of one per MoE layer.
+    TimelineSink* timeline = take_timeline();
+    moves_.resize(L);
     for (int l = 0; l < L; ++l) {
+      plans_[l].dispatch_bytes.swap(a2a_);
       auto route = [&](std::span<const double> counts, LayerPlan& plan) {
         // One stage without TP (every run without --layout): every GPU routes its own rows, as given.
         const double* c = layout_.pp == 1 && layout_.tp == 1 ? counts.data()
@@ -43,9 +48,12 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
       route(loads.layer(l, n, E), plans_[l]);
       // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
       route_micro_batches(loads, l, n, E, plans_[l], route);
+      moves_[l] = layer_moves_tokens(plans_[l], n);
+      graph_.take_layer(l, plans_[l], timeline != nullptr);
+      plans_[l].dispatch_bytes.swap(a2a_);
     }
-    IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
-    set_layout_memory(m, layout_, stage_, plans_, nccl_, r);
+    IterationResult r = graph_.run(plans_, {}, {}, timeline);
+    set_layout_memory(m, layout_, stage_, plans_, nccl_, r, 0, {}, moves_);
     return r;
   }
 
@@ -53,6 +61,8 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
 
  private:
   bool balanced_;
+  std::vector<double> a2a_;  // the dispatch matrix every layer is routed into in turn
+  std::vector<char> moves_;  // [MoE layer] its all-to-all moves tokens between GPUs
 };
 
 }  // namespace
@@ -75,11 +85,14 @@ std::span<const double> stage_rows(const workload::ParallelLayout& layout, int s
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, std::span<const double> nccl,
                        IterationResult& r, int reserve_slots,
-                       const std::function<void(int x, cost::MemoryBreakdown&)>& add) {
+                       const std::function<void(int x, cost::MemoryBreakdown&)>& add, std::span<const char> given) {
   const double M = m.grad_accum;
   const int n = static_cast<int>(nccl.size());
-  std::vector<char> moves(plans.size());
-  for (size_t l = 0; l < plans.size(); ++l) moves[l] = layer_moves_tokens(plans[l], n);
+  std::vector<char> moves(given.begin(), given.end());
+  if (given.empty()) {
+    moves.resize(plans.size());
+    for (size_t l = 0; l < plans.size(); ++l) moves[l] = layer_moves_tokens(plans[l], n);
+  }
   for (int s = 0; s < layout.pp; ++s)
     for (int x : layout.stage_gpus(s)) {
       double received = 0, largest = 0, extra = 0;

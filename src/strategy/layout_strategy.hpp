@@ -88,11 +88,14 @@ std::unique_ptr<Strategy> make_layout_bound(const StrategySpec& spec, const Cont
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
 // every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
 // given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).
-// `nccl`: per GPU NCCL buffer bytes (layout_nccl_bytes).
+// `nccl`: per GPU NCCL buffer bytes (layout_nccl_bytes). `moves`, when given, says per MoE layer
+// whether its all-to-all moves tokens between GPUs (layer_moves_tokens of a plan whose dispatch
+// matrix is gone: streamed into the graph); else it is read from plans[l].dispatch_bytes.
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, std::span<const double> nccl,
                        IterationResult& r, int reserve_slots = 0,
-                       const std::function<void(int x, cost::MemoryBreakdown&)>& add = {});
+                       const std::function<void(int x, cost::MemoryBreakdown&)>& add = {},
+                       std::span<const char> moves = {});
 
 // The resolved settings every strategy under a layout reports: layout, pp_bubble, the TP / PP /
 // DP communication on the critical path (dp_comm_on_path_ms: the DP communication overlap left

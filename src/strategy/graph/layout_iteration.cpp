@@ -142,13 +142,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const auto& cc = ctx_.compute;
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
-  const int n = topo.num_gpus(), P = L.pp, M = m.grad_accum, S = L.stage_size(), LM = m.moe_layers();
-  // DualPipe: the micro-batches fed from stage P - 1 (mb >= M/2) run every layer on the mirror of
-  // its stage, P - 1 - s, whose GPU x holds the copy of what the plan places on GPU mirror(x): their
-  // expert work and all-to-alls are the plan's, moved to the mirror stage.
+  const int n = topo.num_gpus(), P = L.pp, LM = m.moe_layers(), M = m.grad_accum;
+  // DualPipe: the micro-batches fed from stage P - 1 (mb >= M/2) run every layer on the mirror of its
+  // stage, P - 1 - s; take_layer gives the mirrored GPUs the plan's expert work and defines the
+  // all-to-alls between them.
   const bool dual = L.schedule == workload::Schedule::kDualPipe;
-  auto mirror = [&](int x) { return x + (P - 1 - 2 * L.pp_rank(x)) * S; };
-  auto home_gpu = [&](int x, int mb) { return dual && mb >= M / 2 ? mirror(x) : x; };
   auto expert_var = [](Var w) {
     return w == Var::kExpertFwd || w == Var::kExpertBwd || w == Var::kExpertBwdInput || w == Var::kExpertW;
   };
@@ -166,124 +164,32 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     shape_ = std::move(shape);
   }
   engine::TaskGraph& g = g_;
-  std::unique_ptr<network::FlowNetwork> flow;
-  std::unique_ptr<network::CoflowNetwork> coflow;
-  if (ctx_.flow_network) flow = std::make_unique<network::FlowNetwork>(topo, ctx_.flow_precision);
-  else coflow = std::make_unique<network::CoflowNetwork>(topo);
-
-  // This iteration's loads: per-micro-batch expert durations (and the stage's means), copies. A
-  // layer's variants: one per micro-batch when its plan has them (a trace with a micro-batch axis:
-  // each micro-batch routes its own counts), else one that every micro-batch runs (the iteration's
-  // counts / grad_accum). Variant k of layer l is entry first[l] + k.
-  std::vector<int> first(LM + 1, 0);
-  for (int l = 0; l < LM; ++l) {
-    const size_t mbs = plans[l].micro.size();
-    if (mbs != 0 && mbs != static_cast<size_t>(M))
-      throw std::logic_error(fmt::format("layer plan with {} micro-batches for grad_accum {}", mbs, M));
-    first[l + 1] = first[l] + (mbs == 0 ? 1 : M);
-  }
-  const int VN = first[LM];
-  auto variant = [&](int l, int mb) { return first[l] + (first[l + 1] - first[l] == 1 ? 0 : mb); };
+  // This iteration's loads: every layer not streamed in already (take_layer) is taken now.
+  open_iteration();
+  for (int l = 0; l < LM; ++l)
+    if (taken_[l].empty()) take_layer(l, plans[l], timeline != nullptr);
+  network::FlowNetwork* flow = flow_.get();
+  network::CoflowNetwork* coflow = coflow_.get();
+  // Variant of layer l that micro-batch mb runs (its own, or the one every micro-batch runs).
+  auto variant = [&](int l, int mb) -> const TakenVariant& { return taken_[l][taken_[l].size() == 1 ? 0 : mb]; };
   // The plan micro-batch mb of layer l runs (FasterMoE's shadows come with it).
   auto plan_of = [&](int l, int mb) -> const LayerPlan& { return plans[l].micro.empty() ? plans[l] : plans[l].micro[mb]; };
-  std::vector<std::vector<double>> ef(VN, std::vector<double>(n, 0.0)), eb(VN, std::vector<double>(n, 0.0));
-  std::vector<std::vector<double>> sf(sparse_.shadow ? VN : 0, std::vector<double>(n, 0.0)), sb = sf;  // shadows
-  std::vector<double> ef_mean(VN, 0), eb_mean(VN, 0);
-  std::vector<double> scratch;
-  // Variant k of layer l: its plan and what its counts and bytes are divided by (a micro-batch's own
-  // counts, or the iteration's / grad_accum), and its dispatch bytes so divided, into `scratch`.
-  auto variant_plan = [&](int l, int k) -> const LayerPlan& {
-    return first[l + 1] - first[l] > 1 ? plans[l].micro[k - first[l]] : plans[l];
-  };
-  auto variant_div = [&](int l) { return first[l + 1] - first[l] > 1 ? 1.0 : static_cast<double>(M); };
-  auto variant_dispatch = [&](int l, int k) -> const std::vector<double>& {
-    const std::vector<double>& b = variant_plan(l, k).dispatch_bytes;
-    const double div = variant_div(l);
-    scratch.resize(b.size());
-    for (size_t i = 0; i < b.size(); ++i) scratch[i] = b[i] / div;
-    return scratch;
-  };
-  std::vector<int> dispatch_id(VN, -1), combine_id(VN, -1), dispatch_mid(VN, -1), combine_mid(VN, -1);
-  // The same matrix between the mirrors of its GPUs (DualPipe's second direction).
-  std::vector<double> mirrored;
-  auto mirror_matrix = [&](const std::vector<double>& b) -> const std::vector<double>& {
-    mirrored.assign(b.size(), 0.0);
-    for (int x = 0; x < n; ++x)
-      for (int y = 0; y < n; ++y) mirrored[static_cast<size_t>(mirror(x)) * n + mirror(y)] = b[static_cast<size_t>(x) * n + y];
-    return mirrored;
-  };
-  collective::CoflowLoads loads, loads_tr;
-  double worst_a2a = -1;
-  topology::LinkId bottleneck_link = -1;
-  for (int l = 0; l < LM; ++l) {
-    const int s = L.stage_of_block(m.moe_layer_ids[l], m.layers);
-    for (int k = first[l]; k < first[l + 1]; ++k) {
-      const LayerPlan& p = variant_plan(l, k);
-      const double div = variant_div(l);
-      for (int x : L.stage_gpus(s)) {
-        if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
-          ef[k][x] = p.expert_fwd_seconds[x];
-          eb[k][x] = p.expert_bwd_seconds[x];
-        } else {
-          scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
-          for (double& v : scratch) v /= div;
-          ef[k][x] = cc.expert_forward(scratch).value();
-          eb[k][x] = cc.expert_backward(scratch).value();
-        }
-        ef_mean[k] += ef[k][x] / S;
-        eb_mean[k] += eb[k][x] / S;
-        // FasterMoE: the GPU's own tokens of the shadowed experts, their own grouped GEMM (none without).
-        if (!sparse_.shadow || p.shadow_tokens.empty()) continue;
-        scratch.assign(p.shadow_tokens[x].begin(), p.shadow_tokens[x].end());
-        for (double& v : scratch) v /= div;
-        if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
-          sf[k][x] = cc.expert_forward(scratch).value(), sb[k][x] = cc.expert_backward(scratch).value();
-      }
-      // The all-to-alls' coflows first, as they have always been defined; the slowest one alone
-      // names the bottleneck link.
-      if (!flow) {
-        const auto times = net_.alltoallv_loads_both(variant_dispatch(l, k), loads, loads_tr);
-        dispatch_id[k] = coflow->define(loads);
-        combine_id[k] = coflow->define(loads_tr);
-        if (dual) {
-          net_.alltoallv_loads_both(mirror_matrix(variant_dispatch(l, k)), loads, loads_tr);
-          dispatch_mid[k] = coflow->define(loads);
-          combine_mid[k] = coflow->define(loads_tr);
-        }
-        if (std::max(times.fwd, times.tr) > worst_a2a) {
-          worst_a2a = std::max(times.fwd, times.tr);
-          bottleneck_link = times.fwd >= times.tr ? times.link_fwd : times.link_tr;
-        }
-      } else {
-        const auto& bytes = variant_dispatch(l, k);
-        const double t_fwd = net_.alltoallv_time(bytes, false);
-        const auto link_fwd = net_.last_bottleneck();
-        const double t_tr = net_.alltoallv_time(bytes, true);
-        const auto link_tr = net_.last_bottleneck();
-        if (std::max(t_fwd, t_tr) > worst_a2a) {
-          worst_a2a = std::max(t_fwd, t_tr);
-          bottleneck_link = t_fwd >= t_tr ? link_fwd : link_tr;
-        }
-      }
-    }
-  }
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
   for (const VarTask& v : vars_) {
     double d = 0;
     if (expert_var(v.what)) {
       const bool f = v.what == Var::kExpertFwd;
-      const int k = variant(v.layer, v.mb);
+      const TakenVariant& k = variant(v.layer, v.mb);
       // The B and W halves of a split backward: the grouped GEMM's data- and weight-gradient
       // GEMMs, of equal FLOPs (iteration_builder.cpp, durations()).
       const double share = v.what == Var::kExpertBwdInput || v.what == Var::kExpertW ? 0.5 : 1.0;
-      const int x = home_gpu(v.gpu, v.mb);
-      d = share * (f ? ef[k][x] : eb[k][x]);
-      mean_[g.tag(v.task)] = share * (f ? ef_mean[k] : eb_mean[k]);
+      d = share * (f ? k.ef[v.gpu] : k.eb[v.gpu]);
+      mean_[g.tag(v.task)] = share * (f ? k.ef_mean : k.eb_mean);
     } else if (v.what == Var::kOptimizer) {
       d = cc.optimizer_step(step_[v.layer] + (extra_step_params.empty() ? 0.0 : extra_step_params[v.gpu])).value();
     } else if (v.what == Var::kShadowFwd || v.what == Var::kShadowBwd) {
-      const int k = variant(v.layer, v.mb);
-      d = v.what == Var::kShadowFwd ? sf[k][v.gpu] : sb[k][v.gpu];
+      const TakenVariant& k = variant(v.layer, v.mb);
+      d = v.what == Var::kShadowFwd ? k.sf[v.gpu] : k.sb[v.gpu];
     } else {
       const auto& cb = (sparse_.shadow ? plan_of(v.layer, v.mb) : plans[v.layer]).copy_bytes;
       const double ratio = v.what == Var::kCopyIn ? 1.0 : grad_ratio;
@@ -292,20 +198,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  std::vector<collective::Coflow> a2a_flows(flow ? (dual ? 4 : 2) * VN : 0);
-  std::vector<double> a2a_extra(a2a_flows.size(), 0.0);
-  if (flow)
-    for (int l = 0; l < LM; ++l)
-      for (int k = first[l]; k < first[l + 1]; ++k) {
-        const std::vector<double>& bytes = variant_dispatch(l, k);
-        a2a_flows[2 * k] = collective::alltoallv_flows(topo, bytes, false, a2a_extra[2 * k]);
-        a2a_flows[2 * k + 1] = collective::alltoallv_flows(topo, bytes, true, a2a_extra[2 * k + 1]);
-        if (dual) {
-          const std::vector<double> mb = mirror_matrix(bytes);
-          a2a_flows[2 * (VN + k)] = collective::alltoallv_flows(topo, mb, false, a2a_extra[2 * (VN + k)]);
-          a2a_flows[2 * (VN + k) + 1] = collective::alltoallv_flows(topo, mb, true, a2a_extra[2 * (VN + k) + 1]);
-        }
-      }
+  collective::CoflowLoads loads;
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr
@@ -313,11 +206,14 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
                                                                              : &plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
-      const int k = variant(b.index, b.mb);
-      const bool mir = dual && b.mb >= M / 2;
-      const int fk = 2 * (mir ? VN + k : k) + c;
-      if (flow) flow->assign(b.task, a2a_flows[fk], a2a_extra[fk]);
-      else coflow->assign(b.task, c ? (mir ? combine_mid[k] : combine_id[k]) : (mir ? dispatch_mid[k] : dispatch_id[k]));
+      const TakenVariant& k = variant(b.index, b.mb);
+      if (dual && b.mb >= M / 2) {
+        if (flow) flow->assign(b.task, k.mirror_flows[c], k.mirror_extra[c]);
+        else coflow->assign(b.task, c ? k.mirror_combine_id : k.mirror_dispatch_id);
+        continue;
+      }
+      if (flow) flow->assign(b.task, k.flows[c], k.extra[c]);
+      else coflow->assign(b.task, c ? k.combine_id : k.dispatch_id);
       continue;
     }
     if (b.what == Bind::kFixed) {
@@ -350,15 +246,16 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       coflow->assign(b.task, coflow->define(loads));
     }
   }
+  open_ = false;  // the next take_layer starts the next iteration
   engine::Simulation sim(g);
-  if (flow) sim.add_model(flow.get());
-  else sim.add_model(coflow.get());
+  if (flow) sim.add_model(flow);
+  else sim.add_model(coflow);
   sim.set_interference(ctx_.interference);
   sim.run();
 
   IterationResult res;
   res.time = sim.makespan();
-  res.bottleneck_link = bottleneck_link;
+  res.bottleneck_link = bottleneck_link_;
   stats_ = {};
   std::vector<int> expert_gpu(g.num_tasks(), -1);
   for (const VarTask& v : vars_)

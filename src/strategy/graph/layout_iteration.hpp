@@ -203,6 +203,14 @@ class LayoutIterationGraph {
   // names and args).
   IterationResult run(std::span<const LayerPlan> plans, const collective::Coflow& migrations = {},
                       std::span<const double> extra_step_params = {}, TimelineSink* timeline = nullptr);
+  // Streams MoE layer l's plan into the next run() (layer_intake.cpp): its expert durations and its
+  // all-to-alls (the coflows' link loads on the analytic tier, the transfers on the flow tier, and
+  // with `for_timeline` every GPU's dispatch bytes) are taken now, so that the caller may reuse the
+  // plan's dispatch_bytes for the next layer: one n x n matrix alive instead of one per layer. run()
+  // takes every layer not taken since the last run() from `plans` (whose dispatch_bytes it then
+  // does not read for a taken layer); layers are taken in increasing order. The same results as
+  // passing every matrix to run().
+  void take_layer(int l, const LayerPlan& plan, bool for_timeline);
   const LayoutStats& stats() const { return stats_; }
   // How often run() built the graph (tests: once while the shape stays).
   int builds() const { return builds_; }
@@ -265,6 +273,22 @@ class LayoutIterationGraph {
   // the ends.
   int prev_slot(int v) const;
   int next_slot(int v) const;
+  // One routing variant of a MoE layer (the iteration's counts / grad_accum, or one micro-batch's
+  // own) as take_layer digested it.
+  struct TakenVariant {
+    std::vector<double> ef, eb, sf, sb;  // [gpu] expert (and FasterMoE shadow) seconds, fwd / bwd
+    double ef_mean = 0, eb_mean = 0;     // over the stage's GPUs
+    int dispatch_id = -1, combine_id = -1;  // analytic tier: coflows defined on coflow_
+    collective::Coflow flows[2];            // flow tier: dispatch, combine
+    double extra[2] = {0, 0};
+    // DualPipe: the same between the mirrors of the GPUs (micro-batches fed from stage pp - 1).
+    int mirror_dispatch_id = -1, mirror_combine_id = -1;
+    collective::Coflow mirror_flows[2];
+    double mirror_extra[2] = {0, 0};
+    std::vector<double> sent, received;  // [gpu] dispatch bytes (for the timeline)
+  };
+  // Starts the iteration's intake (networks, taken_) unless it is open.
+  void open_iteration();
   // Reports the simulated iteration's tasks (layout_timeline.cpp).
   void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
                      const collective::Coflow& migrations, TimelineSink& sink) const;
@@ -292,6 +316,14 @@ class LayoutIterationGraph {
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream
   std::vector<std::pair<engine::TaskId, int>> dp_tasks_;  // DP collectives and their stages
   std::vector<double> step_;  // [stage] parameters each GPU's optimizer steps
+  // This iteration's intake (take_layer): the networks the all-to-alls are defined on, each MoE
+  // layer's variants (empty: not taken yet), the slowest all-to-all and its bottleneck link.
+  bool open_ = false;
+  std::unique_ptr<network::FlowNetwork> flow_;
+  std::unique_ptr<network::CoflowNetwork> coflow_;
+  std::vector<std::vector<TakenVariant>> taken_;
+  double worst_a2a_ = -1;
+  topology::LinkId bottleneck_link_ = -1;
   int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }

@@ -7,6 +7,7 @@
 // GPUs shown: every GPU with up to kAllGpus GPUs, else each stage's first GPU (its TP / DP / EP
 // peers run the same schedule; the collectives they share show on it).
 #include <fmt/format.h>
+#include <stdexcept>
 
 #include "strategy/graph/layout_iteration.hpp"
 
@@ -79,7 +80,7 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
 void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
                                          const collective::Coflow& migrations, TimelineSink& sink) const {
   const auto& L = layout_;
-  const int n = ctx_.topo.num_gpus(), M = ctx_.model.grad_accum, P = L.pp;
+  const int n = ctx_.topo.num_gpus(), P = L.pp;
   std::vector<char> shown(n, n <= kAllGpus);
   for (int s = 0; s < P; ++s) shown[L.stage_gpus(s).front()] = 1;
   std::vector<int> binding(g_.num_tasks(), -1);
@@ -92,9 +93,9 @@ void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::spa
     const bool own = !plans[b.index].micro.empty();
     const LayerPlan& p = own ? plans[b.index].micro[b.mb] : plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {  // the combine runs the matrix transposed
-      double sum = 0;
-      for (int y = 0; y < n; ++y) sum += b.what == Bind::kDispatch ? p.dispatch_bytes[x * n + y] : p.dispatch_bytes[y * n + x];
-      return own ? sum : sum / M;
+      const TakenVariant& v = taken_[b.index][own ? b.mb : 0];
+      if (v.sent.empty()) throw std::logic_error("timeline asked of a MoE layer taken without its bytes");
+      return b.what == Bind::kDispatch ? v.sent[x] : v.received[x];
     }
     const LayerPlan& q = sparse_.shadow ? p : plans[b.index];  // FasterMoE's shadows come per micro-batch
     return sent(b.what == Bind::kSpag          ? q.spag_flows

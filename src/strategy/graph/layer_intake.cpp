@@ -1,0 +1,138 @@
+// LayoutIterationGraph::take_layer: a MoE layer's plan digested into what run() binds and times,
+// so that a policy may route layer after layer into one dispatch matrix (layout_iteration.hpp).
+#include <algorithm>
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "collective/all_to_all.hpp"
+#include "strategy/graph/layout_iteration.hpp"
+
+namespace hs::strategy {
+
+void LayoutIterationGraph::open_iteration() {
+  if (open_) return;
+  open_ = true;
+  // One network per iteration, as its coflows and transfers are this iteration's.
+  flow_.reset();
+  coflow_.reset();
+  if (ctx_.flow_network) flow_ = std::make_unique<network::FlowNetwork>(ctx_.topo, ctx_.flow_precision);
+  else coflow_ = std::make_unique<network::CoflowNetwork>(ctx_.topo);
+  taken_.resize(ctx_.model.moe_layers());
+  for (auto& t : taken_) t.clear();
+  worst_a2a_ = -1;
+  bottleneck_link_ = -1;
+}
+
+void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_timeline) {
+  open_iteration();
+  const auto& m = ctx_.model;
+  const auto& cc = ctx_.compute;
+  const int n = ctx_.topo.num_gpus(), M = m.grad_accum, S = layout_.stage_size();
+  const size_t mbs = plan.micro.size();
+  if (mbs != 0 && mbs != static_cast<size_t>(M))
+    throw std::logic_error(fmt::format("layer plan with {} micro-batches for grad_accum {}", mbs, M));
+  if (!taken_[l].empty()) throw std::logic_error(fmt::format("MoE layer {} taken twice in one iteration", l));
+  // Variants: one per micro-batch when the plan has them (a trace with a micro-batch axis: each
+  // micro-batch routes its own counts, not divided), else one that every micro-batch runs (the
+  // iteration's counts / grad_accum).
+  const int V = mbs == 0 ? 1 : M;
+  const double div = mbs == 0 ? static_cast<double>(M) : 1.0;
+  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers), P = layout_.pp;
+  const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
+  std::vector<int> mirror_of(dual ? n : 0, -1);  // DualPipe: GPU x of stage s -> its mirror on P - 1 - s
+  std::vector<double> scratch, scaled, mirrored;
+  collective::CoflowLoads loads, loads_tr;
+  taken_[l].resize(V);
+  for (int k = 0; k < V; ++k) {
+    const LayerPlan& p = mbs == 0 ? plan : plan.micro[k];
+    TakenVariant& t = taken_[l][k];
+    t.ef.assign(n, 0.0);
+    t.eb.assign(n, 0.0);
+    t.sf.assign(sparse_.shadow ? n : 0, 0.0);
+    t.sb.assign(sparse_.shadow ? n : 0, 0.0);
+    t.ef_mean = t.eb_mean = 0;
+    for (int x : layout_.stage_gpus(s)) {
+      if (dual) mirror_of[x] = x + (P - 1 - 2 * s) * S;
+      if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
+        t.ef[x] = p.expert_fwd_seconds[x];
+        t.eb[x] = p.expert_bwd_seconds[x];
+      } else {
+        scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
+        for (double& v : scratch) v /= div;
+        t.ef[x] = cc.expert_forward(scratch).value();
+        t.eb[x] = cc.expert_backward(scratch).value();
+      }
+      t.ef_mean += t.ef[x] / S;
+      t.eb_mean += t.eb[x] / S;
+      // FasterMoE: the GPU's own tokens of the shadowed experts, their own grouped GEMM (none without).
+      if (!sparse_.shadow || p.shadow_tokens.empty()) continue;
+      scratch.assign(p.shadow_tokens[x].begin(), p.shadow_tokens[x].end());
+      for (double& v : scratch) v /= div;
+      if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
+        t.sf[x] = cc.expert_forward(scratch).value(), t.sb[x] = cc.expert_backward(scratch).value();
+    }
+    // DualPipe: the mirror stage's GPUs hold the same experts in the same places and run the
+    // micro-batches fed from stage P - 1 (the graph's tasks there read these entries).
+    if (dual)
+      for (int x : layout_.stage_gpus(s)) t.ef[mirror_of[x]] = t.ef[x], t.eb[mirror_of[x]] = t.eb[x];
+    // The dispatch's bytes for one micro-batch (the plan's own, or / grad_accum).
+    const std::vector<double>* bytes = &p.dispatch_bytes;
+    if (div != 1.0) {
+      scaled.resize(p.dispatch_bytes.size());
+      for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = p.dispatch_bytes[i] / div;
+      bytes = &scaled;
+    }
+    // The all-to-alls' coflows (the combine runs the matrix transposed); the slowest one alone names
+    // the bottleneck link.
+    double t_fwd, t_tr;
+    topology::LinkId link_fwd, link_tr;
+    if (dual) {  // the same matrix between the mirrors of its GPUs
+      mirrored.assign(bytes->size(), 0.0);
+      for (int x : layout_.stage_gpus(s))
+        for (int y : layout_.stage_gpus(s))
+          mirrored[static_cast<size_t>(mirror_of[x]) * n + mirror_of[y]] = (*bytes)[static_cast<size_t>(x) * n + y];
+      if (coflow_) {
+        net_.alltoallv_loads_both(mirrored, loads, loads_tr);
+        t.mirror_dispatch_id = coflow_->define(loads);
+        t.mirror_combine_id = coflow_->define(loads_tr);
+      } else {
+        t.mirror_flows[0] = collective::alltoallv_flows(ctx_.topo, mirrored, false, t.mirror_extra[0]);
+        t.mirror_flows[1] = collective::alltoallv_flows(ctx_.topo, mirrored, true, t.mirror_extra[1]);
+      }
+    }
+    if (coflow_) {
+      const auto times = net_.alltoallv_loads_both(*bytes, loads, loads_tr);
+      t.dispatch_id = coflow_->define(loads);
+      t.combine_id = coflow_->define(loads_tr);
+      t_fwd = times.fwd, t_tr = times.tr, link_fwd = times.link_fwd, link_tr = times.link_tr;
+    } else {
+      t_fwd = net_.alltoallv_time(*bytes, false);
+      link_fwd = net_.last_bottleneck();
+      t_tr = net_.alltoallv_time(*bytes, true);
+      link_tr = net_.last_bottleneck();
+      t.flows[0] = collective::alltoallv_flows(ctx_.topo, *bytes, false, t.extra[0]);
+      t.flows[1] = collective::alltoallv_flows(ctx_.topo, *bytes, true, t.extra[1]);
+    }
+    if (std::max(t_fwd, t_tr) > worst_a2a_) {
+      worst_a2a_ = std::max(t_fwd, t_tr);
+      bottleneck_link_ = t_fwd >= t_tr ? link_fwd : link_tr;
+    }
+    // Every GPU's dispatch bytes sent and received (the combine's are the other way round), summed
+    // in the order of the matrix's rows, then / grad_accum as the variant's bytes are.
+    t.sent.clear();
+    t.received.clear();
+    if (!for_timeline) continue;
+    t.sent.assign(n, 0.0);
+    t.received.assign(n, 0.0);
+    const std::vector<double>& b = p.dispatch_bytes;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        t.sent[y] += b[static_cast<size_t>(y) * n + x];
+        t.received[x] += b[static_cast<size_t>(y) * n + x];
+      }
+    if (div != 1.0)
+      for (int x = 0; x < n; ++x) t.sent[x] /= div, t.received[x] /= div;
+  }
+}
+
+}  // namespace hs::strategy
