@@ -132,6 +132,8 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       }
     if (div != 1.0)
       for (int x = 0; x < n; ++x) t.sent[x] /= div, t.received[x] /= div;
+    if (dual)  // the mirrored all-to-alls move the same bytes between the mirrors
+      for (int x : layout_.stage_gpus(s)) t.sent[mirror_of[x]] = t.sent[x], t.received[mirror_of[x]] = t.received[x];
   }
 }
 
