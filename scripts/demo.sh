@@ -16,3 +16,9 @@ build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-m
 echo >&2
 echo "== hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-collapsed.json.gz  (router near collapse)" >&2
 build-release/src/cli/hecate-sim run topologies/dgx-h100-4node.yaml traces/gpt-moe-s-collapsed.json.gz
+echo >&2
+# FSSDP winning with its copies: on V100 (standard attention) the attention forward is long enough to
+# hide 6-10 experts' spAG behind it (overlap_degree=hidden), so hot experts get copies and the
+# straggler and the 100 Gb/s all-to-all shrink (1.10x EP, ahead of the balanced oracle).
+echo "== hecate-sim run topologies/aws-p3dn-v100-2node.yaml traces/gpt-moe-s-aux_loss.json.gz  (V100, 100 Gb/s: copies hide behind a long attention)" >&2
+build-release/src/cli/hecate-sim run topologies/aws-p3dn-v100-2node.yaml traces/gpt-moe-s-aux_loss.json.gz

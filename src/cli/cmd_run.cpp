@@ -141,7 +141,6 @@ int run(const RunOptions& o) {
   // when no table shows them.
   report::NoteInputs notes_in;
   notes_in.experts = model.experts;
-  notes_in.capacity_factor = model.capacity_factor;
   notes_in.trace_per_source = sc->trace->per_source();
   notes_in.split_given = o.split_given;
   notes_in.seed_given = o.seed_given;

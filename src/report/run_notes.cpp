@@ -52,6 +52,38 @@ std::string sameness_reason(const strategy::RunSummary& s, const strategy::RunSu
   return o;
 }
 
+// Why an FSSDP run came out slower than EP, from the two breakdowns along the critical path: the
+// components where it spends more (largest first, at most three: which phase is exposed and by how
+// much) against those where it spends less (at most two). A component counts from 1 us up.
+std::string loss_to_ep(const strategy::RunSummary& fs, const strategy::RunSummary& ep) {
+  std::vector<std::pair<double, int>> diff;
+  for (int c = 0; c < strategy::kNumComponents; ++c) {
+    const double d = fs.breakdown[c] - ep.breakdown[c];
+    if (std::abs(d) >= 1e-6) diff.push_back({d, c});
+  }
+  std::stable_sort(diff.begin(), diff.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+  auto list = [&](bool more, size_t most) {
+    std::string o;
+    size_t k = 0;
+    for (const auto& [d, c] : diff) {
+      if ((d > 0) != more || k == most) continue;
+      o += fmt::format("{}{} {:+.2f} ms", k++ ? ", " : "", strategy::component_name(static_cast<strategy::Component>(c)),
+                       d * 1e3);
+    }
+    return o;
+  };
+  const std::string more = list(true, 3), less = list(false, 2);
+  std::string o = fmt::format("note: {} is {:.2f}x {} ({:.2f} vs {:.2f} ms per iteration): on its critical path {}", fs.name,
+                              ep.mean / fs.mean, ep.name, fs.mean * 1e3, ep.mean * 1e3,
+                              more.empty() ? std::string("nothing grows") : more);
+  o += less.empty() ? " and nothing shrinks" : fmt::format(" outweigh {}", less);
+  return o;
+}
+
+bool is(const std::string& spec, const std::string& strategy) {
+  return spec == strategy || spec.rfind(strategy + ":", 0) == 0;
+}
+
 }  // namespace
 
 bool same_result(const strategy::RunSummary& a, const strategy::RunSummary& b) {
@@ -91,14 +123,17 @@ std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in) {
                                     sameness_reason(r.strategies[j], r.strategies[i])));
         break;
       }
+  // FSSDP slower than EP: which phases it exposes beyond EP's, against what it saves.
+  const strategy::RunSummary* ep = nullptr;
+  for (const auto& s : r.strategies)
+    if (!ep && is(s.name, "ep")) ep = &s;
+  if (ep)
+    for (const auto& s : r.strategies)
+      if (is(s.name, "fssdp") && s.mean > ep->mean) notes.push_back(loss_to_ep(s, *ep));
   if (r.inputs.calibration_file.empty())
     notes.push_back(fmt::format("note: uncalibrated: no --calibration and the topology ({}) names none, so links and "
                                 "the GPU run at its nominal figures (hecate-sim calibrate fits them)",
                                 r.inputs.topology_file));
-  if (in.capacity_factor)
-    notes.push_back(fmt::format("note: the model's capacity_factor {:g} is ignored: routing is modelled dropless (no "
-                                "token dropped or padded)",
-                                *in.capacity_factor));
   if (in.trace_per_source && (in.split_given || in.seed_given))
     notes.push_back(fmt::format("note: {} no effect: the trace has per-source counts, nothing is split over GPUs",
                                 in.split_given && in.seed_given ? "--split and --seed have"

@@ -83,6 +83,16 @@ std::string render_table(const RunReport& r) {
       if (&s != &b) fmt::format_to(it, " {} {:.2f}x", s.name, s.mean / b.mean);
     o += '\n';
   }
+  // Token dropping (strategy/capacity.hpp), when the model sets a capacity_factor: one line.
+  if (std::any_of(r.strategies.begin(), r.strategies.end(), [](const auto& s) { return !s.dropped_tokens.empty(); })) {
+    o += "dropped at capacity (token-expert assignments per iteration, share of routed):";
+    for (const auto& s : r.strategies) {
+      double dropped = 0;
+      for (double v : s.dropped_tokens) dropped += v;
+      fmt::format_to(it, " {} {:.6g} ({:.2f}%)", s.name, dropped, 100 * s.dropped_fraction());
+    }
+    o += '\n';
+  }
   for (const auto& n : r.notes) fmt::format_to(it, "{}\n", n);
   fmt::format_to(it, "\nbreakdown along the critical path (ms per iteration, mean)\n{:<{}}", "strategy", w);
   for (int c = 0; c < strategy::kNumComponents; ++c)
@@ -172,6 +182,15 @@ std::string render_json(const RunReport& r) {
     for (size_t k = 0; k < s.resolved.size(); ++k)
       fmt::format_to(it, "{}\"{}\": {}", k ? ", " : "", s.resolved[k].key, s.resolved[k].json);
     fmt::format_to(it, "}},\n");
+    if (!s.dropped_tokens.empty()) {  // token dropping: only with a capacity_factor, so dropless output is unchanged
+      auto list = [](const std::vector<double>& v) {
+        std::string t;
+        for (size_t l = 0; l < v.size(); ++l) t += (l ? ", " : "") + num(v[l]);
+        return t;
+      };
+      fmt::format_to(it, "     \"dropped_tokens\": {{\"per_layer\": [{}], \"routed_per_layer\": [{}], \"fraction\": {}}},\n",
+                     list(s.dropped_tokens), list(s.routed_tokens), num(s.dropped_fraction()));
+    }
     fmt::format_to(it, "     \"simulated_iterations\": {}}}{}\n", s.simulated_iterations,
                    i + 1 < r.strategies.size() ? "," : "");
   }

@@ -18,6 +18,12 @@ KnobDomain KnobDomain::integer(int64_t min, int64_t max, bool allows_auto) {
   return d;
 }
 
+KnobDomain KnobDomain::integer_or(int64_t min, int64_t max, std::vector<std::string> words) {
+  KnobDomain d = integer(min, max);
+  d.words = std::move(words);
+  return d;
+}
+
 KnobDomain KnobDomain::boolean() {
   KnobDomain d;
   d.kind = Kind::kBool;
@@ -82,7 +88,9 @@ std::optional<double> parse_number(const std::string& s) {
 std::string KnobDomain::describe() const {
   const std::string a = allows_auto ? " | auto" : "";
   switch (kind) {
-    case Kind::kInt: return fmt::format("int [{}, {}]{}", min, max, a);
+    case Kind::kInt:
+      if (!words.empty()) return fmt::format("int [{}, {}] | {}{}", min, max, fmt::join(words, " | "), a);
+      return fmt::format("int [{}, {}]{}", min, max, a);
     case Kind::kBool: return "true | false";
     case Kind::kChoice: return fmt::format("{}", fmt::join(choices, " | "));
     case Kind::kSize:
@@ -100,6 +108,9 @@ std::optional<std::string> KnobDomain::check(const std::string& value) const {
     case Kind::kInt: {
       auto v = parse_int(value);
       if (v && *v >= min && *v <= max) return std::nullopt;
+      for (const auto& w : words)
+        if (value == w) return std::nullopt;
+      if (!words.empty()) return fmt::format("an integer in [{}, {}] or one of {}{}", min, max, fmt::join(words, ", "), a);
       return fmt::format("an integer in [{}, {}]{}", min, max, a);
     }
     case Kind::kBool:

@@ -18,6 +18,7 @@ struct KnobDomain {
   int64_t min = 0, max = 0;          // kInt
   double lo = 0, hi = 0;             // kNumber
   bool allows_auto = false;          // kInt, kSize, kNumber: the word "auto" is also accepted
+  std::vector<std::string> words;    // kInt: named values accepted beside the integers (modes)
   Dimension dimension = Dimension::kBytes;  // kSize: a quantity of this dimension (bytes, bandwidth, FLOP/s)
   std::vector<std::string> choices;  // kChoice
   std::vector<std::string> tune_values;  // kInt, kSize: the values `tune` tries (none: not tuned)
@@ -28,6 +29,8 @@ struct KnobDomain {
   std::vector<std::string> candidates() const;
 
   static KnobDomain integer(int64_t min, int64_t max, bool allows_auto = false);
+  // An integer in [min, max] or one of `words` (a knob whose automatic value has named modes).
+  static KnobDomain integer_or(int64_t min, int64_t max, std::vector<std::string> words);
   static KnobDomain boolean();
   static KnobDomain choice(std::vector<std::string> words);
   static KnobDomain size(bool allows_auto);

@@ -15,6 +15,9 @@ struct LayerPlan {
   std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens of each expert instance it runs
   std::vector<double> dispatch_bytes;              // n x n, row = source GPU
   std::vector<double> received_tokens;             // [gpu] tokens it computes (for activation memory)
+  // Token dropping (strategy/capacity.hpp): assignments the layer's routing was given and those it
+  // dropped at the model's capacity (0 and 0 when dropless); the kept ones are in the fields above.
+  double routed_tokens = 0, dropped_tokens = 0;
   // Sparse collectives of this layer (FSSDP, FSDP): the forward spAG of the copies, the spRS of
   // their gradients and the calibration stage's extra spAG (empty = none).
   collective::Coflow spag_flows, sprs_flows, calibration_flows;

@@ -4,13 +4,14 @@ namespace hs::strategy {
 
 void route_in_groups(std::span<const double> all, const workload::ParallelLayout& layout, int stage, int experts,
                      const std::vector<int>& node_of, std::span<const collective::SparsePlacement> placement,
-                     DispatchRule rule, double token_bytes, LayerPlan& plan,
+                     DispatchRule rule, double token_bytes, double cap, LayerPlan& plan,
                      std::vector<std::vector<double>>* group_loads) {
   const int n = static_cast<int>(node_of.size()), ep = layout.ep, E = experts;
   const int G = static_cast<int>(placement.size());
   plan.expert_tokens.assign(n, {});
   plan.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
   plan.received_tokens.assign(n, 0.0);
+  plan.routed_tokens = plan.dropped_tokens = 0;
   if (group_loads) group_loads->assign(G, std::vector<double>(E, 0.0));
   std::vector<double> counts;
   for (int k = 0; k < G; ++k) {
@@ -26,7 +27,9 @@ void route_in_groups(std::span<const double> all, const workload::ParallelLayout
       }
     }
     DispatchResult d;
-    dispatch(counts, ep, placement[k], nodes, rule, token_bytes, d);
+    dispatch(counts, ep, placement[k], nodes, rule, token_bytes, d, cap);
+    plan.routed_tokens += d.routed;
+    plan.dropped_tokens += d.dropped;
     for (int i = 0; i < ep; ++i) {
       plan.expert_tokens[gpus[i]] = std::move(d.expert_tokens[i]);
       plan.received_tokens[gpus[i]] = d.received[i];

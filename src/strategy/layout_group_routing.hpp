@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective/sparse_plan.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/policy/fssdp/materialization.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/strategy.hpp"
@@ -18,10 +19,13 @@ namespace hs::strategy {
 // `all`: the layer's counts over every GPU (n x E, the iteration's or one micro-batch's);
 // placement[k]: group k's owners and replicas; node_of: every GPU's node. Fills plan's
 // expert_tokens, dispatch_bytes and received_tokens over all n GPUs (the other stages' GPUs get
-// none). group_loads, when given, gets each group's tokens per expert ([group][expert]).
+// none). group_loads, when given, gets each group's tokens per expert ([group][expert]), as the gate
+// routed them: before `cap`, the assignments a GPU may send one instance of an expert
+// (strategy/capacity.hpp: the capacity of `all`, an iteration's or a micro-batch's; infinite = dropless),
+// which dispatch() applies per replica group; plan's routed_tokens / dropped_tokens get the tally.
 void route_in_groups(std::span<const double> all, const workload::ParallelLayout& layout, int stage, int experts,
                      const std::vector<int>& node_of, std::span<const collective::SparsePlacement> placement,
-                     DispatchRule rule, double token_bytes, LayerPlan& plan,
+                     DispatchRule rule, double token_bytes, double cap, LayerPlan& plan,
                      std::vector<std::vector<double>>* group_loads = nullptr);
 
 }  // namespace hs::strategy

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cost/layout_memory.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/policy/ep/ep.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/graph/layout_iteration.hpp"
@@ -29,6 +30,7 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
     const auto& m = ctx_.model;
     const int n = ctx_.topo.num_gpus(), E = m.experts, L = m.moe_layers();
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    const TokenCapacity capacity = token_capacity(m, layout_.tp);
     std::vector<double> rows;
     // Layer after layer into one dispatch matrix (a2a_): the graph takes each layer's all-to-alls
     // as soon as it is routed, so one n x n matrix lives instead of one per MoE layer.
@@ -36,18 +38,28 @@ class LayoutExpertParallel final : public LayoutStrategyBase {
     moves_.resize(L);
     for (int l = 0; l < L; ++l) {
       plans_[l].dispatch_bytes.swap(a2a_);
-      auto route = [&](std::span<const double> counts, LayerPlan& plan) {
+      // `cap`: the capacity of `counts` (strategy/capacity.hpp), an iteration's or a micro-batch's.
+      auto route = [&](std::span<const double> counts, LayerPlan& plan, double cap) {
         // One stage without TP (every run without --layout): every GPU routes its own rows, as given.
-        const double* c = layout_.pp == 1 && layout_.tp == 1 ? counts.data()
-                                                              : stage_rows(layout_, stage_[l], counts, n, E, rows).data();
+        const bool own = layout_.pp == 1 && layout_.tp == 1;
+        const double* c = own ? counts.data() : stage_rows(layout_, stage_[l], counts, n, E, rows).data();
+        plan.routed_tokens = plan.dropped_tokens = 0;
+        if (!capacity.dropless()) {  // one instance of each expert per EP group: the GPU's own capacity
+          if (own) rows.assign(counts.begin(), counts.end());
+          const CapacityTally t = cut_to_capacity(rows, E, cap);
+          plan.routed_tokens = t.routed, plan.dropped_tokens = t.dropped;
+          c = rows.data();
+        }
+        // The oracle spreads the tokens EP keeps.
         if (balanced_)
           balance_ep_layer(c, n, E, layout_.ep, token_bytes, layout_.stage_gpus(stage_[l]), plan);
         else
           route_ep_layer(c, n, E, layout_.ep, token_bytes, {}, plan);
       };
-      route(loads.layer(l, n, E), plans_[l]);
+      route(loads.layer(l, n, E), plans_[l], capacity.iteration());
       // A trace with a micro-batch axis: each micro-batch routes its own counts (none: cleared).
-      route_micro_batches(loads, l, n, E, plans_[l], route);
+      route_micro_batches(loads, l, n, E, plans_[l],
+                          [&](std::span<const double> counts, LayerPlan& plan) { route(counts, plan, capacity.micro_batch); });
       moves_[l] = layer_moves_tokens(plans_[l], n);
       graph_.take_layer(l, plans_[l], timeline != nullptr);
       plans_[l].dispatch_bytes.swap(a2a_);

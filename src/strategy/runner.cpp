@@ -15,6 +15,13 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+double RunSummary::dropped_fraction() const {
+  double routed = 0, dropped = 0;
+  for (double v : routed_tokens) routed += v;
+  for (double v : dropped_tokens) dropped += v;
+  return routed > 0 ? dropped / routed : 0.0;
+}
+
 IterationCounts iteration_counts(const IterationLoads& loads, int record, CountBuffers& buf) {
   if (loads.micro_batches() > 0) {
     loads.load(record, buf.total, buf.micro);
@@ -64,6 +71,12 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
     if (r.memory_rematerialized &&
         (!out.peak_memory_rematerialized || r.memory_rematerialized->total() > out.peak_memory_rematerialized->total()))
       out.peak_memory_rematerialized = r.memory_rematerialized;
+    if (out.routed_tokens.size() < r.routed_tokens.size()) {
+      out.routed_tokens.resize(r.routed_tokens.size(), 0.0);
+      out.dropped_tokens.resize(r.dropped_tokens.size(), 0.0);
+    }
+    for (size_t l = 0; l < r.routed_tokens.size(); ++l)
+      out.routed_tokens[l] += r.routed_tokens[l], out.dropped_tokens[l] += r.dropped_tokens[l];
     if (progress) progress(i + 1, iterations);
   }
   double sum = 0;
@@ -73,6 +86,8 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
   out.p99 = percentile(out.times, 0.99);
   for (auto& b : out.breakdown) b /= std::max(1, iterations);
   out.hidden_comm /= std::max(1, iterations);
+  for (double& v : out.routed_tokens) v /= std::max(1, iterations);
+  for (double& v : out.dropped_tokens) v /= std::max(1, iterations);
   auto best = [](const std::map<int, int>& votes) {
     int id = -1, n = 0;
     for (auto [k, v] : votes)

@@ -27,6 +27,10 @@ struct RunSummary {
   topology::LinkId bottleneck_link = -1;
   int simulated_iterations = 0;     // distinct simulations (repeated records are re-used when stateless)
   std::vector<ResolvedSetting> resolved;  // what automatic knobs became (as of the last iteration)
+  // Token dropping (strategy/capacity.hpp): per MoE layer, assignments routed and dropped, mean per
+  // iteration; empty when the model is dropless.
+  std::vector<double> routed_tokens, dropped_tokens;
+  double dropped_fraction() const;  // dropped / routed over all layers (0 when nothing is routed)
 };
 
 // Percentile by linear interpolation between closest ranks (numpy's default), q in [0, 1].

@@ -65,6 +65,9 @@ struct IterationResult {
   // re-materialization's copy lifetimes (a second evaluation of the memory model, not a second
   // simulation), for the verdict "fits with rematerialize=on". Unset for every other strategy.
   std::optional<cost::MemoryBreakdown> memory_rematerialized;
+  // Token dropping (strategy/capacity.hpp), per MoE layer: token-expert assignments routed and those
+  // dropped at the capacity. Empty when the model is dropless.
+  std::vector<double> routed_tokens, dropped_tokens;
 };
 
 struct Knob {

@@ -62,7 +62,7 @@ struct ModelSpec {
   int grad_accum = 1;               // micro-batches per iteration
   int vocab = 50257;
   Precision precision;
-  std::optional<double> capacity_factor;  // nullopt = dropless
+  std::optional<double> capacity_factor;  // nullopt = dropless; else tokens beyond capacity dropped (strategy/capacity.hpp)
   // `attention` as given (auto | flash | standard) until resolved for a GPU: cost::resolve_attention
   // rewrites kAuto where the model meets a topology (the CLI, once); ComputeCost resolves its own copy
   // from its GpuModel; activation_bytes() counts a still-kAuto model as kFlash.

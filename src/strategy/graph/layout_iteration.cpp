@@ -333,6 +333,18 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     idle += flush - last_busy;
     stats_.bubble += idle / flush / P;
   }
+  if (m.capacity_factor) {  // token dropping (strategy/capacity.hpp): each layer's tally, its micro-batches' summed
+    res.routed_tokens.assign(LM, 0.0);
+    res.dropped_tokens.assign(LM, 0.0);
+    for (int l = 0; l < LM; ++l) {
+      if (plans[l].micro.empty()) {
+        res.routed_tokens[l] = plans[l].routed_tokens, res.dropped_tokens[l] = plans[l].dropped_tokens;
+        continue;
+      }
+      for (const LayerPlan& p : plans[l].micro)
+        res.routed_tokens[l] += p.routed_tokens, res.dropped_tokens[l] += p.dropped_tokens;
+    }
+  }
   if (timeline) emit_timeline(sim, plans, migrations, *timeline);
   return res;
 }

@@ -75,7 +75,7 @@ TEST_CASE("notes: a strategy whose result equals an earlier one's, with the reas
   auto close = summary("smartmoe", 2e-3 * (1 + 1e-6));  // not equal: 1e-6 relative apart
   r.strategies = {summary("ep", 2e-3), fm, fs, fd, other, close};
   const auto notes = report::run_notes(r, {});
-  CHECK(notes.size() == 3);
+  CHECK(notes.size() == 4);  // and fssdp slower than ep (its own test below)
   CHECK(has(notes, "note: fastermoe equals ep on this input (no expert shadowed)"));
   CHECK(has(notes, "note: fsdp equals fssdp on this input (the same copies in every layer)"));
   CHECK(has(notes, "note: oracle equals ep on this input (identical iteration times and breakdowns)"));
@@ -87,7 +87,33 @@ TEST_CASE("notes: a strategy whose result equals an earlier one's, with the reas
   CHECK(report::same_result(a, summary("c", 1e-3)));
 }
 
-TEST_CASE("notes: uncalibrated defaults, an ignored capacity_factor, --split / --seed on a per-source trace") {
+TEST_CASE("notes: FSSDP slower than EP says which phases it exposes and what it saves, from the breakdowns") {
+  auto topo = test::node8();
+  auto r = calibrated(topo);
+  auto ep = summary("ep", 10e-3), fs = summary("fssdp:overlap_degree=8", 10.5e-3), fast = summary("fssdp", 8e-3);
+  auto at = [](strategy::RunSummary& s, strategy::Component c) -> double& { return s.breakdown[static_cast<int>(c)]; };
+  // EP: attention 5, all-to-all 5 ms. FSSDP: attention 5, all-to-all 4, exposed spRS 0.9, exposed
+  // spAG 0.4, copies 0.15, interference 0.05 ms (4 components grow, the smallest is left out);
+  // 10.5 ms in all, 10 / 10.5 = 0.95x.
+  at(fs, strategy::Component::kAttention) = 5e-3;
+  at(fs, strategy::Component::kAllToAll) = 4e-3;
+  at(fs, strategy::Component::kExposedSprs) = 0.9e-3;
+  at(fs, strategy::Component::kExposedSpag) = 0.4e-3;
+  at(fs, strategy::Component::kMaterializeCopy) = 0.15e-3;
+  at(fs, strategy::Component::kOverlapSlowdown) = 0.05e-3;
+  r.strategies = {summary("oracle", 9e-3), ep, fs, fast};
+  CHECK(report::run_notes(r, {}) ==
+        std::vector<std::string>{"note: fssdp:overlap_degree=8 is 0.95x ep (10.50 vs 10.00 ms per iteration): on its "
+                                 "critical path exposed_sprs +0.90 ms, exposed_spag +0.40 ms, materialize_copy +0.15 ms "
+                                 "outweigh all_to_all -1.00 ms"});
+  // FSSDP faster than EP, or no EP in the report: nothing to say.
+  r.strategies = {summary("ep", 11e-3), fs};
+  CHECK(report::run_notes(r, {}).empty());
+  r.strategies = {summary("oracle", 9e-3), fs};
+  CHECK(report::run_notes(r, {}).empty());
+}
+
+TEST_CASE("notes: uncalibrated defaults, --split / --seed on a per-source trace") {
   auto topo = test::node8();
   auto r = calibrated(topo);
   r.strategies = {summary("ep", 2e-3)};
@@ -98,10 +124,6 @@ TEST_CASE("notes: uncalibrated defaults, an ignored capacity_factor, --split / -
                                  "links and the GPU run at its nominal figures (hecate-sim calibrate fits them)"});
   r.inputs.calibration_file = "cal.yaml";
   report::NoteInputs in;
-  in.capacity_factor = 1.25;
-  CHECK(report::run_notes(r, in) == std::vector<std::string>{"note: the model's capacity_factor 1.25 is ignored: routing "
-                                                             "is modelled dropless (no token dropped or padded)"});
-  in = {};
   in.split_given = true;
   CHECK(report::run_notes(r, in).empty());  // a global-count trace: --split acts
   in.trace_per_source = true;

@@ -61,7 +61,7 @@ struct Events : strategy::TimelineSink {
 };
 }  // namespace
 
-TEST_CASE("bound: no registered strategy is faster, over random loads on four platforms") {
+TEST_CASE("bound: no registered strategy is faster, over random loads on five platforms") {
   test::ClusterShape two_nodes;  // 2 nodes x 4 GPUs, one 25 GB/s NIC per GPU
   two_nodes.nodes = 2, two_nodes.gpus_per_node = 4, two_nodes.nics = 4, two_nodes.nic_bw = 25e9;
   test::ClusterShape four;  // one node of 4 slow-linked GPUs
@@ -76,6 +76,11 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on four pl
   starved.nics = 1, starved.nic_bw = 2e9;
   platforms.push_back(std::make_unique<Platform>("2x4, one slow NIC, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2),
                                                  test::make_cluster(starved)));
+  // Token dropping (strategy/capacity.hpp): the bound computes what one instance per expert keeps,
+  // the least any strategy keeps (replicas only raise a source's capacity).
+  auto dropping = test::small_moe_model("m16", 16, 2, 1024, 2);
+  dropping.capacity_factor = 1.0;
+  platforms.push_back(std::make_unique<Platform>("node8, 16 experts, capacity_factor 1.0", dropping, test::node8()));
   int traffic_bound = 0;  // iterations where the traffic floor, not the compute graph, is the bound
   std::mt19937 rng(12345);
   for (auto& pp : platforms) {

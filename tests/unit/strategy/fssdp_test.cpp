@@ -314,41 +314,6 @@ TEST_CASE("FSDP of experts keeps every token on its GPU: no all-to-all, all expe
   CHECK(r.memory.copy_params > 0);
 }
 
-TEST_CASE("automatic overlap degree: the spAG it plans fits behind the attention, one more does not") {
-  // Property over platforms (one NIC per node, a NIC per GPU, one NVSwitch node), broadcasts and
-  // random skewed loads: t = plan_overlap_degree(...) times at most `window`, t + 1 more (t < E).
-  std::vector<topology::Topology> platforms;
-  platforms.push_back(two_nodes());
-  {
-    test::ClusterShape c;
-    c.nodes = 4, c.gpus_per_node = 8, c.nics = 8, c.nic_bw = 25e9, c.fabric = "rail-optimized";
-    platforms.push_back(test::make_cluster(c));
-  }
-  platforms.push_back(test::make_cluster(test::ClusterShape{}));
-  hs::Rng rng(5);
-  for (const auto& t : platforms) {
-    const int n = t.num_gpus(), E = 2 * n;
-    std::vector<int> node_of(n), owner(E);
-    for (int g = 0; g < n; ++g) node_of[g] = t.node_of(g);
-    for (int e = 0; e < E; ++e) owner[e] = e / 2;
-    collective::AnalyticNetwork net(t);
-    for (auto algo : {collective::BroadcastAlgo::kChain, collective::BroadcastAlgo::kDirect})
-      for (int rep = 0; rep < 4; ++rep) {
-        std::vector<double> load(E);
-        for (auto& x : load) x = std::exp(2 * rng.normal());
-        const double bytes = 4e6, window = 100e-6 + 2e-3 * rng.uniform();
-        const int m = 1 + static_cast<int>(rng.below(E));
-        const int td = plan_overlap_degree(load, owner, node_of, m, bytes, algo, net, window);
-        auto spag = [&](int k) {
-          return net.coflow_time(collective::sparse_allgather(materialize(load, owner, node_of, k, m), bytes, node_of, algo,
-                                                              collective::chain_channels(t)));
-        };
-        CHECK(spag(td) <= window);
-        if (td < E) CHECK(spag(td + 1) > window);
-      }
-  }
-}
-
 namespace {
 struct Recorder : TimelineSink {
   std::vector<TimelineEvent> events;

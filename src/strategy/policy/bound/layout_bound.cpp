@@ -83,6 +83,7 @@
 // a layer differ, and it is not applied there (the bound is then the compute floor's graph: a
 // floor, weaker where the fabric binds; resolved settings say so).
 #include "cost/layout_memory.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/graph/layout_iteration.hpp"
 #include "strategy/layout_strategy.hpp"
@@ -92,6 +93,23 @@
 namespace hs::strategy {
 
 namespace {
+
+// The iteration's counts[layer][gpu][expert] as one instance per expert keeps them at `capacity`
+// (tp = 1): each micro-batch cut at C when the trace has them, else the iteration's at G x C.
+std::vector<double> kept_counts(const IterationCounts& loads, const TokenCapacity& capacity, int E) {
+  if (loads.micro.empty()) {
+    std::vector<double> kept(loads.total().begin(), loads.total().end());
+    cut_to_capacity(kept, E, capacity.iteration());
+    return kept;
+  }
+  std::vector<double> kept(loads.total().size(), 0.0), mb;
+  for (const auto& v : loads.micro) {
+    mb = v;
+    cut_to_capacity(mb, E, capacity.micro_batch);
+    for (size_t i = 0; i < kept.size(); ++i) kept[i] += mb[i];
+  }
+  return kept;
+}
 
 class LayoutBound final : public LayoutStrategyBase {
  public:
@@ -107,17 +125,24 @@ class LayoutBound final : public LayoutStrategyBase {
     // expert_forward(c) = launch + sum_e gemm(c_e); expert_forward({}) = launch.
     const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
     std::vector<double> per_expert(E);
+    // Token dropping (strategy/capacity.hpp): every strategy keeps at least what one instance per
+    // expert keeps (replicas only raise a source's capacity), so the floor computes that.
+    const TokenCapacity capacity = token_capacity(m, layout_.tp);
     for (size_t l = 0; l < plans_.size(); ++l) {
       // The floor of `counts` (the iteration's, / grad_accum per micro-batch; or one micro-batch's own).
       auto floor = [&](std::span<const double> counts, double per_mb, LayerPlan& p) {
         std::fill(per_expert.begin(), per_expert.end(), 0.0);
-        double total = 0;  // the stage's assignments
+        const double cap = capacity.micro_batch * per_mb;
+        double total = 0, routed = 0;  // the stage's assignments: kept, routed
         for (int x : layout_.stage_gpus(stage_[l]))
           for (int e = 0; e < E; ++e) {
-            const double c = counts[static_cast<size_t>(x) * E + e] / layout_.tp;
+            const double r = counts[static_cast<size_t>(x) * E + e] / layout_.tp, c = std::min(r, cap);
             per_expert[e] += c / per_mb;
             total += c;
+            routed += r;
           }
+        p.routed_tokens = capacity.dropless() ? 0 : routed;
+        p.dropped_tokens = capacity.dropless() ? 0 : routed - total;
         p.expert_tokens.assign(n, std::vector<double>(1, total / S));
         p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
         p.received_tokens.assign(n, total / S);
@@ -136,7 +161,7 @@ class LayoutBound final : public LayoutStrategyBase {
     if (floor_) {
       // Where the least traffic takes longer than the compute floor's graph, the iteration cannot be
       // faster than it; the difference is communication (charged to the all-to-all).
-      traffic_ = floor_->evaluate(loads.total());
+      traffic_ = floor_->evaluate(capacity.dropless() ? loads.total() : kept_counts(loads, capacity, E));
       if (traffic_.seconds > r.time) {
         r.breakdown[static_cast<size_t>(Component::kAllToAll)] += traffic_.seconds - r.time;
         r.time = traffic_.seconds;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 #include <numeric>
 
 #include "collective/sparse_plan.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/policy/ep/ep.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
@@ -53,6 +55,8 @@ double auto_bandwidth(const topology::Topology& t, int ep) {
 ShadowPlanner::ShadowPlanner(const Context& ctx, const FasterMoeKnobs& k, int ep, double tokens_per_gpu)
     : ctx_(ctx), trigger_(k.trigger), n_(ctx.topo.num_gpus()), E_(ctx.model.experts), ep_(ep) {
   const auto& m = ctx.model;
+  capacity_ = m.capacity_factor ? expert_capacity(*m.capacity_factor, tokens_per_gpu, m.top_k, E_)
+                                : std::numeric_limits<double>::infinity();
   const auto params = cost::count_params(m);
   expert_bytes_ = params.per_expert * m.precision.param_bytes;
   grad_bytes_ = params.per_expert * m.precision.grad_bytes;
@@ -99,6 +103,20 @@ int ShadowPlanner::plan(std::span<const double> layer, double ga, LayerPlan& p, 
       shadowed += static_cast<int>(chosen.size());
     }
   }
+  p.routed_tokens = p.dropped_tokens = 0;
+  std::vector<double> kept;
+  if (capacity_ < std::numeric_limits<double>::infinity()) {  // per group: ep instances of a shadowed expert
+    kept.assign(layer.begin(), layer.end());
+    std::vector<int> instances(E_, 1);
+    const size_t rows = static_cast<size_t>(ep_) * E_;
+    for (int k = 0; k < groups; ++k) {
+      if (!mask.empty())
+        for (int e = 0; e < E_; ++e) instances[e] = mask[static_cast<size_t>(k) * E_ + e] ? ep_ : 1;
+      const CapacityTally t = cut_to_capacity(std::span<double>(kept).subspan(k * rows, rows), E_, capacity_ * ga, instances);
+      p.routed_tokens += t.routed, p.dropped_tokens += t.dropped;
+    }
+    layer = kept;
+  }
   route_ep_layer(layer.data(), n_, E_, ep_, token_bytes, mask, p);
   // FastMoE's ncclBcast / ncclReduce over the EP group: chains on the communicator's channels.
   const auto chain = collective::BroadcastAlgo::kChain;
@@ -118,7 +136,9 @@ void ShadowPlanner::sum_routing(LayerPlan& p) const {
   p.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
   p.received_tokens.assign(n_, 0.0);
   p.shadow_tokens.assign(n_, std::vector<double>(E_, 0.0));
+  p.routed_tokens = p.dropped_tokens = 0;
   for (const LayerPlan& q : p.micro) {
+    p.routed_tokens += q.routed_tokens, p.dropped_tokens += q.dropped_tokens;
     for (int g = 0; g < n_; ++g) {
       for (size_t i = 0; i < q.expert_tokens[g].size(); ++i) p.expert_tokens[g][i] += q.expert_tokens[g][i];
       p.received_tokens[g] += q.received_tokens[g];

@@ -104,7 +104,9 @@ class ShadowPlanner {
   // GEMM at the balanced load, ep x tokens_per_gpu x top_k / E tokens).
   ShadowPlanner(const Context& ctx, const FasterMoeKnobs& k, int ep, double tokens_per_gpu);
   // One layer's counts[source][expert] (n x E) and one forward call's share 1 / ga of them: fills
-  // p's routing (the counts themselves), spag/sprs flows and copy_bytes (one forward call's); adds
+  // p's routing (the counts themselves, cut at the model's capacity, strategy/capacity.hpp: a
+  // shadowed expert has an instance on each of the group's ep GPUs, so a source keeps up to ep x C of
+  // its tokens for it), spag/sprs flows and copy_bytes (one forward call's); adds
   // the shadows' parameter bytes to held[group] (n / ep groups); returns the shadows over all groups.
   int plan(std::span<const double> layer, double ga, LayerPlan& p, std::vector<double>& held) const;
   // p's routing as the sum of its micro-batches' (p.micro, each with its own shadows).
@@ -123,6 +125,7 @@ class ShadowPlanner {
   double expert_bytes_ = 0, grad_bytes_ = 0;
   double bandwidth_ = 0, gemm_ = 0, alpha_ = 0;
   ShadowCostModel cost_;
+  double capacity_;  // C per micro-batch of a GPU's tokens_per_gpu (infinite: dropless)
 };
 
 

@@ -77,6 +77,7 @@ class LayoutFlexMoe final : public Strategy {
     collective::Coflow moves;
     if (replicas && iteration_ > 0 && iteration_ % k_.period == 0) replan(moves);
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    const TokenCapacity cap = token_capacity(m, layout_.tp);
     std::vector<std::vector<std::vector<double>>> actual(G_, std::vector<std::vector<double>>(L_));
     std::vector<collective::SparsePlacement> placement(G_);
     std::vector<std::vector<double>> group_loads;
@@ -98,11 +99,12 @@ class LayoutFlexMoe final : public Strategy {
       }
       // The replicas hold for the whole iteration; every micro-batch is routed through them.
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
-        route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, k_.dispatch, token_bytes, plan);
+        route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, k_.dispatch, token_bytes, cap.micro_batch,
+                        plan);
       };
       LayerPlan& plan = plans_[l];
       route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement, k_.dispatch,
-                      token_bytes, plan, &group_loads);
+                      token_bytes, cap.iteration(), plan, &group_loads);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plan, route);
       plan.replica_grad_latency = 0;

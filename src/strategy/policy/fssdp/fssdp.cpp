@@ -20,7 +20,10 @@ namespace hs::strategy {
 FssdpKnobs parse_fssdp_knobs(const KnobValues& v) {
   FssdpKnobs k;
   k.window = static_cast<int>(v.integer("window"));
-  if (!v.is_auto("overlap_degree")) k.overlap_degree = static_cast<int>(v.integer("overlap_degree"));
+  const std::string& od = v.text("overlap_degree");
+  if (od == "formula") k.overlap_mode = OverlapMode::kFormula;
+  else if (od == "best") k.overlap_mode = OverlapMode::kBest;
+  else if (od != "hidden" && od != "auto") k.overlap_mode = OverlapMode::kFixed, k.overlap_degree = static_cast<int>(v.integer("overlap_degree"));
   if (!v.is_auto("memory_budget")) k.memory_budget = v.quantity("memory_budget", Dimension::kBytes);
   k.rematerialize = v.boolean("rematerialize");
   k.calibrate = v.boolean("calibrate");

@@ -4,10 +4,12 @@
 // and optimizer state: one copy of MoE optimizer state in the cluster; no all-reduce for MoE
 // parameters, the optimizer updates only owned experts). Every iteration, per MoE layer:
 //   1. predict expert loads as the mean of the last `window` iterations (uniform before any history);
-//   2. overlap degree t per layer (or `overlap_degree`): the largest t whose spAG, planned and timed
-//      by this simulator for the chosen broadcast (latencies included), fits in the attention
-//      forward before the layer (materialization.hpp, plan_overlap_degree; the paper's formula
-//      floor(T_attention * bw / expert_bytes) is reported beside it for comparison); memory
+//   2. overlap degree t per layer (`overlap_degree`, strategy/policy/fssdp/overlap_degree.hpp):
+//      hidden (default): the largest t whose spAG, planned and timed as the iteration graph runs it
+//      for the chosen broadcast (rate caps and chain latency included), fits in the attention
+//      forward before the layer; formula: the paper's floor(T_attention x bw / expert_bytes), bw
+//      the network bandwidth per GPU; best: the t of least predicted layer time, exposed spAG and
+//      spRS included; or a fixed integer. The paper's formula is reported beside it; memory
 //      cap m per GPU and layer: each GPU's copy budget is its memory less its owned state,
 //      activations and all-to-all buffers (uniform load at first, then the last iteration's),
 //      NCCL buffers and the reserve (or `memory_budget`); the copies every layer's plan wants are
@@ -44,6 +46,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/policy/fssdp/materialization.hpp"
+#include "strategy/policy/fssdp/overlap_degree.hpp"
 #include "strategy/knobs.hpp"
 #include "strategy/strategy.hpp"
 
@@ -52,7 +55,8 @@ namespace hs::strategy {
 // FSSDP's knobs (docs/manual.md and the registry row), parsed and range-checked.
 struct FssdpKnobs {
   int window = 5;
-  int overlap_degree = -1;       // -1 = auto
+  OverlapMode overlap_mode = OverlapMode::kHidden;
+  int overlap_degree = -1;       // kFixed: the knob's integer
   double memory_budget = -1;     // bytes for materialization buffers; -1 = auto (free memory)
   bool rematerialize = false;
   bool calibrate = false;

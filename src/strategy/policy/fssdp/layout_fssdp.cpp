@@ -9,9 +9,13 @@
 //     iterations beats moving its experts with their optimizer states (gate_reshard); moved
 //     experts migrate on the critical path before the iteration (one coflow for every group);
 //   prediction: the sliding-window mean of the group's own loads (its GPUs' trace rows, / tp);
-//   overlap degree t: the knob, or the largest t whose spAG, planned over the group and timed on
-//     the network (plan_group_overlap_degree), fits in the attention forward before the layer
-//     (attention / tp); the paper's formula floor(T_attn x bw / expert_bytes) is reported beside it;
+//   overlap degree t (`overlap_degree`, overlap_degree.hpp), per layer and group: hidden = the
+//     largest t whose spAG, planned over the group and timed as the graph runs it
+//     (hidden_overlap_degree), fits in the attention forward before the layer (attention / tp);
+//     formula = the paper's floor(T_attn x bw / expert_bytes); best = the t of least predicted
+//     layer time (predicted_time: expert compute, all-to-alls, exposed spAG / spRS, copies,
+//     interference) within the layer's slots; an integer fixes it. The formula's t is reported
+//     beside the one chosen;
 //   memory cap: each GPU's copy budget (memory_budget, or its memory less what the layout puts on
 //     it: cost::layout_memory at a uniform load at first, then at the last iteration's, and its
 //     NCCL buffers) water-filled over its stage's layers under the copies' lifetimes
@@ -41,6 +45,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "cost/layout_memory.hpp"
+#include "strategy/capacity.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
@@ -48,34 +53,13 @@
 #include "strategy/layout_strategy.hpp"
 #include "strategy/load_history.hpp"
 #include "strategy/policy/fssdp/materialization.hpp"
+#include "strategy/policy/fssdp/overlap_degree.hpp"
 #include "strategy/policy/fssdp/sharding.hpp"
 #include "util/diagnostics.hpp"
 
 namespace hs::strategy {
 
 namespace {
-
-// Bandwidth in the paper's formula for t. A chain broadcast enters every node once, so t copies
-// cost t x expert bytes on each node's network links: the inter-node figure is the node's total
-// NIC bandwidth. It is used when it is much lower (> 2x) than a GPU's intra-node bandwidth.
-double sparse_bandwidth(const topology::Topology& t) {
-  const int n = t.num_gpus();
-  if (n < 2) return 1.0;
-  double intra = 0;
-  if (t.gpus_in_node(0) > 1) intra = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(0)[1]).value();
-  if (t.num_nodes() < 2) return intra;
-  double egress = 0;  // node 0's NIC links toward the fabric
-  for (const auto& l : t.links()) {
-    const auto& from = t.vertices()[l.from];
-    const auto& to = t.vertices()[l.to];
-    if (from.kind == topology::VertexKind::kNic && from.node == 0 && to.kind == topology::VertexKind::kSwitch &&
-        to.node != 0)
-      egress += l.bandwidth.value();
-  }
-  if (egress == 0) egress = t.route_bandwidth(t.node_gpus(0)[0], t.node_gpus(1)[0]).value();
-  if (intra == 0 || intra > 2 * egress) return egress;
-  return intra;
-}
 
 // A sparse collective's transfers labelled with their chunk, for the plan snapshot: the collective
 // built one chunk at a time (the simulator's coflow lists the chunks in this order). Chunk ids are
@@ -119,7 +103,8 @@ class LayoutFssdp final : public Strategy {
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     channels_ = collective::chain_channels(ctx.topo);
     window_ = ctx.compute.attention_forward().value() / layout.tp;
-    formula_t_ = static_cast<int>(std::floor(window_ * sparse_bandwidth(ctx.topo) / expert_bytes_));
+    attention_backward_ = ctx.compute.attention_backward().value() / layout.tp;
+    formula_t_ = formula_overlap_degree(window_, paper_bandwidth(ctx.topo), expert_bytes_, E_);
     router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch()) / layout.tp).value();
     life_ = {k.rematerialize, !k.single_queue};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
@@ -144,6 +129,7 @@ class LayoutFssdp final : public Strategy {
   std::vector<ResolvedSetting> resolved() const override {
     auto r = layout_resolved(layout_, graph_.stats());
     r.push_back(resolved_value("fssdp_group_gpus", layout_.ep));
+    r.push_back(resolved_text("overlap_degree_mode", overlap_mode_name(k_.overlap_mode)));
     r.push_back(resolved_list("overlap_degree", t_max_));
     r.push_back(resolved_value("overlap_degree_formula", formula_t_));
     r.push_back(resolved_value("memory_capacity_m", cap_min_));
@@ -164,6 +150,7 @@ class LayoutFssdp final : public Strategy {
     const auto& m = ctx_.model;
     const int ep = layout_.ep;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    const TokenCapacity cap = token_capacity(m, layout_.tp);  // per replica group (strategy/capacity.hpp)
     // Per group and layer: the group's counts (ep x E, its GPUs' rows / tp) and their column sums.
     auto group_counts = [&](std::span<const double> all_layers, int l, int k, std::vector<double>& c,
                             std::vector<double>* sums) {
@@ -205,6 +192,7 @@ class LayoutFssdp final : public Strategy {
       plan.expert_tokens.assign(n_, {});
       plan.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
       plan.received_tokens.assign(n_, 0.0);
+      plan.routed_tokens = plan.dropped_tokens = 0;
       plan.copy_bytes.assign(n_, 0.0);
       plan.spag_flows.clear();
       plan.sprs_flows.clear();
@@ -215,6 +203,7 @@ class LayoutFssdp final : public Strategy {
         q.expert_tokens.assign(n_, {});
         q.dispatch_bytes.assign(static_cast<size_t>(n_) * n_, 0.0);
         q.received_tokens.assign(n_, 0.0);
+        q.routed_tokens = q.dropped_tokens = 0;
       }
       for (int k = 0; k < G_; ++k) {
         const Group& grp = group_[l][k];
@@ -229,10 +218,11 @@ class LayoutFssdp final : public Strategy {
             for (int j = 0; j < ep; ++j)
               into.dispatch_bytes[static_cast<size_t>(x) * n_ + grp.gpus[j]] = d.bytes[static_cast<size_t>(i) * ep + j];
           }
+          into.routed_tokens += d.routed, into.dropped_tokens += d.dropped;
         };
-        auto route = [&](const std::vector<double>& cnt, LayerPlan& into) {
+        auto route = [&](const std::vector<double>& cnt, LayerPlan& into, double cap_of_cnt) {
           DispatchResult d;
-          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d);
+          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
           take(std::move(d), into);
         };
         // The forward spAG moves the predicted plan; calibration copies travel in their own task.
@@ -244,13 +234,13 @@ class LayoutFssdp final : public Strategy {
           if (gate_scaled.empty()) gate_counts = counts[k][l], gate_actual = actual[k][l];
           else group_counts(gate_scaled, l, k, gate_counts, &gate_actual);
           DispatchResult d;
-          dispatch(gate_counts, ep, local, grp.node_of, k_.dispatch, token_bytes, d);
+          dispatch(gate_counts, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap.iteration());
           std::vector<int> free_slots(ep, 0);
           for (int i = 0; i < ep; ++i) free_slots[i] = calibration_room(grp.gpus[i], l, local, i);
           collective::SparsePlacement q = local;
           if (extend_placement(q, gate_actual, grp.node_of, std::max(grp.t, 1), free_slots) > 0) {
             DispatchResult dq;
-            dispatch(gate_counts, ep, q, grp.node_of, k_.dispatch, token_bytes, dq);
+            dispatch(gate_counts, ep, q, grp.node_of, k_.dispatch, token_bytes, dq, cap.iteration());
             collective::SparsePlacement extra = added_copies(q, local);
             const auto extra_global = on_gpus(extra, grp.gpus);
             auto extra_flows = collective::sparse_allgather(extra_global, expert_bytes_, node_of_, k_.broadcast, channels_);
@@ -276,11 +266,11 @@ class LayoutFssdp final : public Strategy {
           }
           if (gate_scaled.empty()) take(std::move(d), plan), routed = true;  // judged on the iteration's counts
         }
-        if (!routed) route(counts[k][l], plan);
+        if (!routed) route(counts[k][l], plan, cap.iteration());
         // A trace with a micro-batch axis: each micro-batch routes its own counts under the same copies.
         for (size_t mb = 0; mb < loads.micro.size(); ++mb) {
           group_counts(loads.micro[mb], l, k, c, nullptr);
-          route(c, plan.micro[mb]);
+          route(c, plan.micro[mb], cap.micro_batch);
         }
         const auto p = on_gpus(local, grp.gpus);
         for (const auto& r : p.replicas)
@@ -352,11 +342,60 @@ class LayoutFssdp final : public Strategy {
     return gpu_memory_ - cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M).total() - nccl_[x];
   }
 
+  // Layer's overlap degree in group `grp` for the predicted loads, its owners and per-GPU slots, as
+  // `overlap_degree` asks (overlap_degree.hpp).
   int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owner, const Group& grp,
                      std::span<const int> slots) {
-    if (k_.overlap_degree >= 0) return k_.overlap_degree;
-    return plan_group_overlap_degree(predicted, owner, grp.gpus, slots, expert_bytes_, k_.broadcast, graph_.network(),
-                                     window_);
+    switch (k_.overlap_mode) {
+      case OverlapMode::kFixed: return k_.overlap_degree;
+      case OverlapMode::kFormula: return formula_t_;
+      case OverlapMode::kBest:
+        return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
+      case OverlapMode::kHidden: break;
+    }
+    const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown};
+    return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_);
+  }
+
+  // Predicted time of layer's MoE part in group `grp` with `t` copies planned within `slots`: the
+  // predicted loads split evenly over the group's sources, materialized and dispatched as simulate()
+  // does, timed by layer_estimate. With `sparse`, plus what the copies add (times the micro-batches
+  // with re-materialization, which gathers and returns them for each): the spAG's part beyond the
+  // attention forward and router (and, on a stream of its own, the dispatch it may overlap); the
+  // spRS's (with re-materialization also the next layer's spAG, issued behind it) beyond the
+  // attention backward and router; the busiest GPU's copy-in and gradient copy-out; and the
+  // attention slowed by the interference of the collectives beside it (engine::Interference).
+  double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
+                        std::span<const int> slots, int t, bool sparse) {
+    const int ep = layout_.ep;
+    const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
+    std::vector<double> counts(static_cast<size_t>(ep) * E_);
+    for (int i = 0; i < ep; ++i)
+      for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
+    const auto p = materialize(predicted, owners, grp.node_of, t, slots);
+    DispatchResult d;
+    dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, d);
+    const double base = layer_estimate(grp, d);
+    if (!sparse) return base;
+    const auto on = on_gpus(p, grp.gpus);
+    auto& net = graph_.network();
+    const double slow = ctx_.interference.communication_slowdown;
+    const double spag = sparse_collective_time(on, expert_bytes_, node_of_, k_.broadcast, false, channels_, net, slow);
+    if (spag == 0) return base;
+    const double sprs = sparse_collective_time(on, expert_bytes_, node_of_, k_.broadcast, true, channels_, net, slow);
+    const double fwd_window = window_ + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
+    const double bwd = sprs + (k_.rematerialize ? spag : 0);
+    double most = 0;  // the most copies on one GPU
+    std::vector<double> held(ep, 0);
+    for (const auto& r : p.replicas)
+      for (int i : r) most = std::max(most, ++held[i]);
+    const auto& cc = ctx_.compute;
+    const double copies = (k_.rematerialize ? 2 : 1) * cc.memory_copy(Bytes(most * expert_bytes_)).value() +
+                          cc.memory_copy(Bytes(most * copy_grad_bytes_)).value();
+    const double interference = ctx_.interference.compute_slowdown * (std::min(spag, window_) + std::min(bwd, attention_backward_));
+    const double times = k_.rematerialize ? ctx_.model.grad_accum : 1;
+    return base + times * (std::max(0.0, spag - fwd_window) +
+                           std::max(0.0, bwd - attention_backward_ - router_time_) + copies + interference);
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,
@@ -506,21 +545,12 @@ class LayoutFssdp final : public Strategy {
   // at the boundary then goes unreplicated: a placement judged at t alone was predicted 1.4
   // ms/iteration faster and ran 1.8 ms/iteration slower on gpt-moe-s / dgx-h100-4node).
   double predicted_layer_time(int l, int k, const std::vector<double>& predicted, const std::vector<int>& owners) {
-    const int ep = layout_.ep;
     const Group& grp = group_[l][k];
-    const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
-    std::vector<double> counts(static_cast<size_t>(ep) * E_);
-    for (int i = 0; i < ep; ++i)
-      for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
-    const int t = overlap_degree(predicted, owners, grp, std::vector<int>(ep, cap_min_));
+    const std::vector<int> slots(layout_.ep, cap_min_);
+    const int t = overlap_degree(predicted, owners, grp, slots);
     double sum = 0;
     int n = 0;
-    for (int tt = std::max(0, t - 1); tt <= t; ++tt, ++n) {
-      DispatchResult d;
-      dispatch(counts, ep, materialize(predicted, owners, grp.node_of, tt, cap_min_), grp.node_of, k_.dispatch,
-               token_bytes, d);
-      sum += layer_estimate(grp, d);
-    }
+    for (int tt = std::max(0, t - 1); tt <= t; ++tt, ++n) sum += predicted_time(grp, predicted, owners, slots, tt, false);
     return sum / n;
   }
 
@@ -667,6 +697,7 @@ class LayoutFssdp final : public Strategy {
   std::vector<int> node_of_;
   std::vector<Owners> owners_;        // [group of a stage][layer][expert] -> owner (group id)
   double expert_bytes_ = 0, copy_grad_bytes_ = 0, state_bytes_ = 0, window_ = 0, gpu_memory_ = 0;
+  double attention_backward_ = 0;  // the window of the spRS (and re-materialization's spAG), / tp
   double router_time_ = 0;  // router + permute of a micro-batch's tokens, before the dispatch
   int formula_t_ = 0;       // the paper's floor(T_attn x bw / expert bytes), for comparison
   int channels_ = 1;
@@ -701,6 +732,7 @@ std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Conte
   // default): the experts gathered again for every micro-batch's forward and backward, gradients
   // reduce-scattered after each.
   FssdpKnobs k;
+  k.overlap_mode = OverlapMode::kFixed;
   k.overlap_degree = ctx.model.experts;
   k.memory_budget = 1e6 * 1024.0 * 1024 * 1024 * 1024;  // no memory limit (1,000,000 TiB)
   k.heterogeneous = false;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "strategy/capacity.hpp"
+
 namespace hs::strategy {
 
 namespace {
@@ -139,7 +141,8 @@ int extend_placement(collective::SparsePlacement& p, const std::vector<double>& 
 }
 
 void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
-              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out) {
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out,
+              double cap) {
   const int E = static_cast<int>(p.owner.size());
   // Instance slots: per GPU, one per expert it holds (owned or copy), in expert order.
   std::vector<std::vector<int>> slot_of(E);  // [e] -> slot index on each holder, parallel to holders
@@ -156,6 +159,16 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   for (int g = 0; g < n; ++g) out.expert_tokens[g].assign(per_gpu[g], 0.0);
   out.bytes.assign(static_cast<size_t>(n) * n, 0.0);
   out.received.assign(n, 0.0);
+  out.routed = out.dropped = 0;
+  std::vector<double> kept;
+  if (cap < std::numeric_limits<double>::infinity()) {  // the replica group's capacity, then route what is kept
+    std::vector<int> instances(E);
+    for (int e = 0; e < E; ++e) instances[e] = static_cast<int>(holders[e].size());
+    kept.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(n) * E);
+    const CapacityTally t = cut_to_capacity(kept, E, cap, instances);
+    out.routed = t.routed, out.dropped = t.dropped;
+    counts = kept;
+  }
   std::vector<int> chosen;
   for (int s = 0; s < n; ++s) {
     const double* row = counts.data() + static_cast<size_t>(s) * E;
@@ -184,35 +197,6 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   }
 }
 
-namespace {
-
-// The largest t in [0, E] with fits(t), assuming fits is monotone; fits(0) holds without a test.
-template <class Fits>
-int overlap_search(int E, const Fits& fits) {
-  int lo = 0, hi = E;  // fits(lo) holds; fits(hi) is tested first
-  if (fits(hi)) return hi;
-  while (hi - lo > 1) {
-    const int mid = lo + (hi - lo) / 2;
-    if (fits(mid)) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
-}  // namespace
-
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
-                        collective::AnalyticNetwork& net, double window) {
-  const int channels = collective::chain_channels(net.topology());
-  auto fits = [&](int t) {
-    if (t == 0) return true;
-    const auto p = materialize(load, owner, node_of, t, slots);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, node_of, algo, channels)) <= window;
-  };
-  return overlap_search(static_cast<int>(load.size()), fits);
-}
-
 collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus) {
   collective::SparsePlacement out{std::vector<int>(p.owner.size()), std::vector<std::vector<int>>(p.replicas.size())};
   for (size_t e = 0; e < p.owner.size(); ++e) {
@@ -221,28 +205,6 @@ collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::s
     std::sort(out.replicas[e].begin(), out.replicas[e].end());
   }
   return out;
-}
-
-int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
-                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
-                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window) {
-  const auto& topo = net.topology();
-  std::vector<int> node_of, world_node_of;
-  for (int g : gpus) node_of.push_back(topo.node_of(g));
-  for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
-  const int channels = collective::chain_channels(topo);
-  auto fits = [&](int t) {
-    if (t == 0) return true;
-    const auto p = on_gpus(materialize(load, owner, node_of, t, slots), gpus);
-    return net.coflow_time(collective::sparse_allgather(p, expert_bytes, world_node_of, algo, channels)) <= window;
-  };
-  return overlap_search(static_cast<int>(load.size()), fits);
-}
-
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
-                        double window) {
-  return plan_overlap_degree(load, owner, node_of, std::vector<int>(node_of.size(), m), expert_bytes, algo, net, window);
 }
 
 }  // namespace hs::strategy

@@ -22,12 +22,14 @@
 // dispatch(...): topology-aware token routing. A source's tokens for expert e stay on the source if
 // it holds e; else they go to the holders in the source's node; else to all holders; split evenly
 // across the chosen holders. The `even` rule splits across all holders regardless of topology.
+// With a finite `cap` (strategy/capacity.hpp) a source first keeps at most cap x (e's holders) of
+// its tokens for e: the replica group's capacity.
 #pragma once
 
+#include <limits>
 #include <span>
 #include <vector>
 
-#include "collective/analytic_network.hpp"
 #include "collective/sparse_plan.hpp"
 
 namespace hs::strategy {
@@ -42,32 +44,9 @@ collective::SparsePlacement materialize(const std::vector<double>& load, const s
 int extend_placement(collective::SparsePlacement& p, const std::vector<double>& load, const std::vector<int>& node_of,
                      int t, std::vector<int>& free_slots);
 
-// The automatic overlap degree of one layer (Hecate's t, derived from what this simulator will run):
-// the largest t in [0, E] whose spAG plan, materialize(load, owner, node_of, t, m) broadcast with
-// `algo` and timed by the analytic tier alone on the network (route and pipeline latencies
-// included), takes at most `window` seconds: the attention forward the spAG hides behind.
-// The paper's formula floor(T_attn x bw / expert_bytes) assumes the copies travel at one link's
-// full bandwidth with no latency, on the one link bw names; on a node with several NICs or an
-// NVSwitch it overestimates t (spAGs of 1.8-3x the attention on the bundled presets). Binary search
-// assuming the spAG grows with t; only a t that was timed and fits is returned, and t + 1 was timed
-// and does not fit (unless t = E). `slots`: the per-GPU cap materialize(..., slots) plans with.
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        std::span<const int> slots, double expert_bytes, collective::BroadcastAlgo algo,
-                        collective::AnalyticNetwork& net, double window);
-int plan_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const std::vector<int>& node_of,
-                        int m, double expert_bytes, collective::BroadcastAlgo algo, collective::AnalyticNetwork& net,
-                        double window);
-
 // A placement planned over a group of GPUs in the group's own ids (0..gpus.size()-1) on the
 // topology's GPUs: id i becomes gpus[i] (replica lists stay sorted).
 collective::SparsePlacement on_gpus(const collective::SparsePlacement& p, std::span<const int> gpus);
-
-// plan_overlap_degree for one group of GPUs (an FSSDP group inside a pipeline stage): `owner` and
-// `slots` in the group's ids, materialize() plans over the group alone (the nodes of `gpus`), and
-// each plan tried is moved onto `gpus` before the network times its spAG.
-int plan_group_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner,
-                              std::span<const int> gpus, std::span<const int> slots, double expert_bytes,
-                              collective::BroadcastAlgo algo, collective::AnalyticNetwork& net, double window);
 
 enum class DispatchRule { kTopology, kEven };
 
@@ -75,10 +54,13 @@ struct DispatchResult {
   std::vector<std::vector<double>> expert_tokens;  // [gpu] -> tokens per expert instance held
   std::vector<double> bytes;                       // n x n dispatch bytes (row = source)
   std::vector<double> received;                    // [gpu] tokens computed
+  double routed = 0, dropped = 0;                  // assignments given and dropped at the capacity
 };
 
 // counts: [source][expert] of one layer (n x E, row-major). token_bytes = d_model x activation bytes.
+// cap: assignments a source may send one instance of an expert (infinite: dropless).
 void dispatch(std::span<const double> counts, int n, const collective::SparsePlacement& p,
-              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out);
+              const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out,
+              double cap = std::numeric_limits<double>::infinity());
 
 }  // namespace hs::strategy

@@ -56,6 +56,7 @@ class LayoutSmartMoe final : public Strategy {
     const auto& m = ctx_.model;
     const int ep = layout_.ep;
     const double token_bytes = m.d_model * m.precision.activation_bytes;
+    const TokenCapacity cap = token_capacity(m, layout_.tp);
     collective::Coflow moves;
     const bool replan = iteration_ > 0 && iteration_ % period_ == 0;
     for (int k = 0; k < G_ && replan; ++k)
@@ -74,10 +75,11 @@ class LayoutSmartMoe final : public Strategy {
       // Routes `all` (the iteration's counts, or with a trace's micro-batch axis one micro-batch's)
       // to the owners inside each group; the iteration's counts are also the history's.
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
-        route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, DispatchRule::kTopology, token_bytes, plan);
+        route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, DispatchRule::kTopology, token_bytes,
+                        cap.micro_batch, plan);
       };
       route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement,
-                      DispatchRule::kTopology, token_bytes, plans_[l], &group_loads);
+                      DispatchRule::kTopology, token_bytes, cap.iteration(), plans_[l], &group_loads);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
