@@ -126,6 +126,11 @@ Seconds ComputeCost::attention_forward() const { return attention_time(false); }
 
 Seconds ComputeCost::attention_backward() const { return attention_time(true); }
 
+Seconds ComputeCost::attention_weight_grad() const {
+  const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch;
+  return Seconds(b * 8.0 * s * d * d / (p_.eta_attn * gpu_.peak_flops.value())) + p_.launch * 2;
+}
+
 Seconds ComputeCost::router_and_permute(double tokens) const {
   const double d = m_.d_model, e = m_.experts, ab = m_.precision.activation_bytes;
   const double flops = 2.0 * tokens * d * e;

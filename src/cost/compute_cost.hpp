@@ -137,6 +137,11 @@ class ComputeCost {
   // implementation (attention()).
   Seconds attention_forward() const;
   Seconds attention_backward() const;
+  // The weight-gradient part of attention_backward (W of a split backward: ZB-H1, DualPipe): the
+  // QKV / output projections' weight-gradient GEMMs, 8*s*d^2 FLOPs per sequence (the forward's
+  // projection FLOPs) at eta_attn, and their two launches; the core attention and the norms have no
+  // weights, so the rest of the backward is the input gradient (B).
+  Seconds attention_weight_grad() const;
   // The implementation costed: the model's `attention` resolved for this GPU (never kAuto).
   workload::AttentionImpl attention() const { return m_.attention; }
   // Router GEMM + softmax/top-k + token permute (forward) for `tokens` tokens; unpermute/combine.

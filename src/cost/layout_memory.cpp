@@ -116,7 +116,12 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   mem.grads = p.total() * pr.grad_bytes;
   const double state = optimizer_state_bytes_per_param(m);
   mem.optimizer = l.distributed_optimizer ? state * (p.dense / l.dp + p.experts / l.edp()) : state * p.total();
-  mem.activations = in_flight_micro_batches(l, stage, m.grad_accum) * stage_activation_bytes(m, l, stage, received_tokens);
+  // DualPipe: stage_activation_bytes counts both pieces the GPU holds (stage_block_ids), so its
+  // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
+  const double in_flight = l.schedule == workload::Schedule::kDualPipe
+                               ? in_flight_micro_batches(kScheduleDualPipe, l, stage, m.grad_accum)
+                               : in_flight_micro_batches(l, stage, m.grad_accum);
+  mem.activations = in_flight * stage_activation_bytes(m, l, stage, received_tokens);
   const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;
   if (m.moe_layers() > 0) mem.comm_buffers = (tokens * m.top_k + received_max_layer) * m.d_model * pr.activation_bytes;
   mem.reserve = kRuntimeReserveBytes;

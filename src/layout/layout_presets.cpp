@@ -6,9 +6,9 @@ namespace hs::workload {
 
 std::span<const LayoutPreset> layout_presets() {
   static constexpr LayoutPreset kPresets[] = {
-      {"deepseek-v3", "tp=1,pp=16,ep=64,dist_opt=on",
-       "DeepSeek-V3 technical report, arXiv 2412.19437, section 3.2 (PP16, EP64 over 8 nodes, ZeRO-1 DP, no TP; "
-       "2,048 H800 GPUs)"},
+      {"deepseek-v3", "tp=1,pp=16,ep=64,dist_opt=on,schedule=dualpipe",
+       "DeepSeek-V3 technical report, arXiv 2412.19437, section 3.2 (PP16 with DualPipe, EP64 over 8 nodes, ZeRO-1 "
+       "DP, no TP; 2,048 H800 GPUs)"},
       {"mixtral-8x7b", "tp=1,pp=4,ep=8,sp=on,dist_opt=on,overlap_grad_reduce=on,overlap_param_gather=on",
        "NVIDIA/Megatron-LM examples/mixtral/README.md (recommended training config TP1EP8PP4; "
        "train_mixtral_8x7b_distributed.sh: distributed optimizer, sequence parallelism, --overlap-grad-reduce, "

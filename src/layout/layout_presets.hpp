@@ -5,11 +5,15 @@
 // preset runs on the published cluster or a smaller one. Batch sizes are model fields
 // (micro_batch, grad_accum: `--set`), not part of a layout; docs/manual.md lists the published ones.
 //
-//   deepseek-v3   tp=1,pp=16,ep=64  DeepSeek-V3 technical report (arXiv 2412.19437, §3.2): 16-way
-//                 pipeline parallelism, 64-way expert parallelism spanning 8 nodes, ZeRO-1 data
-//                 parallelism, no tensor parallelism, on 2,048 H800 GPUs (dp 128). The report's
-//                 DualPipe schedule is not modelled: 1F1B runs instead, so the bubble and the
-//                 overlap of all-to-alls with compute are 1F1B's (upper side on both).
+//   deepseek-v3   tp=1,pp=16,ep=64,schedule=dualpipe  DeepSeek-V3 technical report (arXiv 2412.19437,
+//                 §3.2): 16-way pipeline parallelism run by DualPipe (§3.2.1: micro-batches from both
+//                 ends, two model chunks per stage, so it needs an even grad_accum >= 32), 64-way
+//                 expert parallelism spanning 8 nodes, ZeRO-1 data parallelism, no tensor parallelism,
+//                 on 2,048 H800 GPUs (dp 128). The report does not publish which blocks each of the 16
+//                 pieces holds; Megatron-Core's published DeepSeek-V3 layout ("Et*3|(tt|)*29,m|L") is
+//                 for PP16 x VPP2 (32 pieces, interleaved 1F1B) and carries an MTP layer, which no model
+//                 here has, so the preset keeps the even split of the 61 blocks (13 pieces of 4, then
+//                 3 of 3; the LM head on the last). A pipeline_layout=... override gives another.
 //   mixtral-8x7b  tp=1,pp=4,ep=8    NVIDIA/Megatron-LM examples/mixtral/README.md: "For training,
 //                 the recommended model parallel config is TP1EP8PP4"; the example training script
 //                 (train_mixtral_8x7b_distributed.sh) adds --use-distributed-optimizer and

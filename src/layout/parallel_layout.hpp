@@ -44,6 +44,16 @@ const char* recompute_name(Recompute r);
 // inside it (strategy/deepep_dispatch.hpp).
 enum class Dispatcher { kNccl, kDeepEp };
 
+// The pipeline schedule (schedule=...; strategy/graph/layout_iteration.hpp):
+// 1F1B (PipeDream-Flush), Megatron's interleaved 1F1B (vpp > 1), ZB-H1 (Qi et al., "Zero Bubble
+// Pipeline Parallelism", arXiv 2401.10241 §3.1: the backward split into B, the input gradient, and
+// W, the weight gradient, W deferred to fill the cool-down bubble) and DualPipe (DeepSeek-V3
+// technical report, arXiv 2412.19437 §3.2.1: micro-batches fed from both ends, each stage holding
+// the model piece of its own position and of the mirrored one, forward and backward chunks of the
+// two directions overlapped in pairs).
+enum class Schedule { kOneFOneB, kInterleaved, kZbH1, kDualPipe };
+const char* schedule_name(Schedule s);
+
 struct ParallelLayout {
   int tp = 1;
   int pp = 1;
@@ -65,6 +75,20 @@ struct ParallelLayout {
   // Parameters per bucket (--ddp-bucket-size); 0 until resolved: Megatron-Core's default
   // max(40,000,000, 1,000,000 x dp).
   long long bucket_size = 0;
+  // schedule=1f1b|interleaved|zb-h1|dualpipe; unless given, resolve_layout sets interleaved when
+  // vpp > 1, else 1f1b.
+  Schedule schedule = Schedule::kOneFOneB;
+  bool schedule_given = false;
+  bool vpp_given = false;
+  // Megatron-Core's --pipeline-model-parallel-layout (pipeline_layout=...: E embedding, t transformer
+  // block, m MTP layer, L loss; '|' ends a virtual stage; (..)*n and x*n repeat; Megatron's cosmetic
+  // commas may be left out or kept) as given, and Megatron's --decoder-first-pipeline-num-layers /
+  // --decoder-last-pipeline-num-layers (first_stage_layers=, last_stage_layers=; 0: not given).
+  std::string pipeline_layout;
+  int first_stage_layers = 0, last_stage_layers = 0;
+  // Resolved uneven split: the first block of every model piece and the model's block count last
+  // (pieces() + 1 entries); empty: the even split of chunk_blocks.
+  std::vector<int> piece_start;
   std::string text;                    // as given, for outputs
 
   int stage_size() const { return tp * dp; }        // GPUs per pipeline stage
@@ -82,15 +106,27 @@ struct ParallelLayout {
   std::vector<std::vector<int>> ep_groups() const;
   std::vector<std::vector<int>> edp_groups() const;
   std::vector<int> stage_gpus(int stage) const;
-  // Blocks [first, last) of virtual stage c (0 <= c < pp x vpp) for `layers` blocks: split as evenly
-  // as possible, the first layers % (pp x vpp) chunks taking one more (the last one also runs the LM
-  // head). Chunk k of stage s is virtual stage k x pp + s (Megatron's interleaved assignment: stage
-  // s holds chunks s, s + pp, s + 2pp, ...), so a micro-batch's forward visits stages 0..pp-1 vpp
-  // times. With vpp = 1, chunk s is stage s.
+  // Model pieces (virtual stages): pp x vpp; DualPipe: pp (every stage holds two of them).
+  int pieces() const { return schedule == Schedule::kDualPipe ? pp : pp * vpp; }
+  // Model chunks a stage holds: vpp; DualPipe: 2 (its own piece and its mirror's, 2x parameters).
+  int stage_chunks() const { return schedule == Schedule::kDualPipe ? 2 : vpp; }
+  // The piece chunk k of stage s runs: k x pp + s (Megatron's interleaving); DualPipe: chunk 0 is
+  // piece s (micro-batches fed from stage 0), chunk 1 piece pp - 1 - s (those fed from stage pp - 1).
+  int piece_of(int stage, int chunk) const {
+    return schedule == Schedule::kDualPipe ? (chunk == 0 ? stage : pp - 1 - stage) : chunk * pp + stage;
+  }
+  // Blocks [first, last) of piece c (0 <= c < pieces()) for `layers` blocks: piece_start's split when
+  // resolved from pipeline_layout or first/last_stage_layers, else split as evenly as possible, the
+  // first layers % pieces() pieces taking one more (the last one also runs the LM head). Chunk k of
+  // stage s is virtual stage k x pp + s (Megatron's interleaved assignment: stage s holds chunks s,
+  // s + pp, s + 2pp, ...), so a micro-batch's forward visits stages 0..pp-1 vpp times. With vpp = 1,
+  // chunk s is stage s.
   std::pair<int, int> chunk_blocks(int chunk, int layers) const;
   std::pair<int, int> stage_blocks(int stage, int layers) const { return chunk_blocks(stage, layers); }  // vpp = 1
-  // Every block of stage s, in model order (its vpp chunks).
+  // Every block of stage s, in model order (its stage_chunks() pieces).
   std::vector<int> stage_block_ids(int stage, int layers) const;
+  // The stage running the block (DualPipe: the one of the micro-batches fed from stage 0; the
+  // mirror pp - 1 - s holds the other copy).
   int stage_of_block(int block, int layers) const;
 };
 
@@ -98,9 +134,15 @@ struct ParallelLayout {
 // overrides: a later key wins), keys tp, pp, dp, ep, vpp (positive integers), sp (on|off),
 // tp_span (node|any), dist_opt (on|off), recompute (none|selective|full), overlap_grad_reduce and
 // overlap_param_gather (on|off), bucket_size (a positive integer: parameters per bucket), dispatcher
-// (nccl|deepep). `source` names where the
+// (nccl|deepep), schedule
+// (1f1b|interleaved|zb-h1|dualpipe), pipeline_layout (Megatron's layout string), first_stage_layers and
+// last_stage_layers (positive integers). `source` names where the
 // text came from in diagnostics ("--layout", "sweep.yaml:12:3").
 ParallelLayout parse_parallel_layout(const std::string& text, const SourceLocation& source);
+
+// Megatron-Core's pipeline layout string unrolled into its virtual stages' symbols ("Et*2|(t|)*2L" ->
+// "Ett", "t", "tL"); on a syntax error `error` says what and where, and the result is empty.
+std::vector<std::string> expand_pipeline_layout(const std::string& text, std::string& error);
 
 // Checks the layout against the cluster (N GPUs, gpus_per_node) and the model and fills dp.
 // Every violated rule is reported, each naming its field.

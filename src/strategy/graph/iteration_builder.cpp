@@ -8,6 +8,7 @@
 // its data-parallel reduction and optimizer step. Tasks are created in an order consistent with
 // every dependency; the graph's task ids, and so the simulation, follow that order.
 #include <algorithm>
+#include <coroutine>
 #include <fmt/format.h>
 #include <map>
 #include <tuple>
@@ -51,7 +52,7 @@ struct ChunkBuckets {
 
 ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, double cap) {
   ChunkBuckets cb;
-  const int VS = L.pp * L.vpp;
+  const int VS = L.pieces();  // v: the model piece
   const auto [first, last] = L.chunk_blocks(v, m.layers);
   auto piece = [&](int block, Part part, bool expert, double params) {
     if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
@@ -80,13 +81,53 @@ ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::Paralle
   return cb;
 }
 
+// The emission of a model chunk's tasks as a coroutine that suspends where its next compute task
+// would wait for its own communication (an all-to-all): a pipeline op runs it to the end; DualPipe's
+// overlapped pair resumes the forward's and the backward's in turn, so that each one's compute is
+// issued on the stream while the other's all-to-all is in flight (arXiv 2412.19437, Fig. 4).
+class Steps {
+ public:
+  struct promise_type {
+    Steps get_return_object() { return Steps(std::coroutine_handle<promise_type>::from_promise(*this)); }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    std::suspend_always yield_value(bool) noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { throw; }
+  };
+  explicit Steps(std::coroutine_handle<promise_type> h) : h_(h) {}
+  Steps(Steps&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  Steps(const Steps&) = delete;
+  Steps& operator=(const Steps&) = delete;
+  Steps& operator=(Steps&&) = delete;
+  ~Steps() {
+    if (h_) h_.destroy();
+  }
+  // Runs to the next suspension; false once finished.
+  bool next() {
+    if (h_.done()) return false;
+    h_.resume();
+    return !h_.done();
+  }
+  void finish() {
+    while (next()) {
+    }
+  }
+
+ private:
+  std::coroutine_handle<promise_type> h_;
+};
+
+// Which part of a backward an op computes (PipelineOp::split / weight).
+enum class BwdPart : uint8_t { kFull, kInput, kWeight };
+
 }  // namespace
 
 class LayoutIterationGraph::Builder {
  public:
   Builder(LayoutIterationGraph& graph, const std::vector<char>& shape)
-      : m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
-        P(L.pp), M(m.grad_accum), V(L.vpp), VS(P * V), S(L.stage_size()), LM(m.moe_layers()), t(L.tp),
+      : graph_(graph), m(graph.ctx_.model), cc(graph.ctx_.compute), L(graph.layout_), topo(graph.ctx_.topo), n(topo.num_gpus()),
+        P(L.pp), M(m.grad_accum), V(L.stage_chunks()), VS(P * V), S(L.stage_size()), LM(m.moe_layers()), t(L.tp),
         shape(shape), g(graph.g_), net(graph.net_), sparse_(graph.sparse_), comp_(graph.comp_), labels_(graph.labels_),
         cls_(graph.cls_), mean_(graph.mean_), fixed_(graph.fixed_), bindings_(graph.bindings_), vars_(graph.vars_),
         first_compute_(graph.first_compute_), dp_tasks_(graph.dp_tasks_), step_(graph.step_),
@@ -130,8 +171,10 @@ class LayoutIterationGraph::Builder {
     stage_gpus.assign(P, {});
     for (auto* r : {&st_a2a, &st_dp, &st_ppf, &st_ppb, &st_sparse}) r->assign(P, {});
     first_compute_.assign(P, 0);
-    // Sends between virtual stages (v = chunk x P + stage; without interleaving v is the stage): the
-    // forward of v goes to v + 1 (stage P - 1's chunk k to stage 0's chunk k + 1), its backward to v - 1.
+    // Sends between slots (v = chunk x P + stage; without interleaving v is the stage): the forward
+    // of v goes to the slot of the next piece in its micro-batches' direction (next_slot: v + 1,
+    // stage P - 1's chunk k to stage 0's chunk k + 1; DualPipe's chunk 1 towards stage 0), its
+    // backward to prev_slot.
     send_fwd.assign(VS, 0), send_bwd.assign(VS, 0);
     const double shard = act / t;  // sequence-parallel activation shard each GPU sends to the next stage
     for (int s = 0; s < P; ++s) {
@@ -147,8 +190,8 @@ class LayoutIterationGraph::Builder {
       const int s = v % P;
       collective::Coflow f, b;
       for (int x : stage_gpus[s]) {
-        if (v + 1 < VS) f.push_back({x, x + ((v + 1) % P - s) * S, shard});
-        if (v > 0) b.push_back({x, x + ((v - 1) % P - s) * S, shard});
+        if (next_slot(v) >= 0) f.push_back({x, x + (next_slot(v) % P - s) * S, shard});
+        if (prev_slot(v) >= 0) b.push_back({x, x + (prev_slot(v) % P - s) * S, shard});
       }
       send_fwd[v] = fixed(std::move(f), 0.0);
       send_bwd[v] = fixed(std::move(b), 0.0);
@@ -164,6 +207,12 @@ class LayoutIterationGraph::Builder {
     const double tokens = static_cast<double>(m.tokens_per_micro_batch()) / t;
     router = cc.router_and_permute(tokens).value(), unperm = cc.unpermute(tokens).value();
     head_f = cc.head_forward().value() / t, head_b = cc.head_backward().value() / t;
+    // The split of a backward into B (input gradients) and W (weight gradients), for ZB-H1 and
+    // DualPipe: a GEMM's backward is its data-gradient and weight-gradient GEMMs, of equal FLOPs
+    // (2 t k n each), so the dense FFN, the LM head and the experts (run()) give half to each; the
+    // attention block's W is its projections' weight gradients alone (ComputeCost::
+    // attention_weight_grad), the core attention and the norms having no weights.
+    attn_w = cc.attention_weight_grad().value() / t, ffn_w = ffn_b / 2, head_w = head_b / 2;
     need.assign(n, engine::kNoTask), last.assign(n, engine::kNoTask);
     also.assign(n, {});
   }
@@ -181,7 +230,7 @@ class LayoutIterationGraph::Builder {
     buckets.assign(og ? VS : 0, {});
     for (int v = 0; v < static_cast<int>(buckets.size()); ++v) {
       const bool bucketed = v == 0;  // stage 0's first chunk
-      buckets[v] = chunk_buckets(m, L, v, bucketed ? static_cast<double>(L.bucket_size) : 1e300);
+      buckets[v] = chunk_buckets(m, L, piece(v), bucketed ? static_cast<double>(L.bucket_size) : 1e300);
     }
     dense_buckets_ = og ? static_cast<int>(buckets[0].dense.size()) : 1;
     expert_buckets_ = og ? static_cast<int>(buckets[0].expert.size()) : 1;
@@ -231,37 +280,84 @@ class LayoutIterationGraph::Builder {
     }
   }
 
-    // Create every stage's ops in 1F1B order, in rounds: an op waits for the send it receives.
+    // Create every stage's ops in its schedule's order (pipeline_ops), in rounds: an op waits for the
+    // send it receives; DualPipe's overlapped pair for both of its sends, as DualPipe commits both
+    // receives before the pair computes (dualpipe.py, _forward_backward_chunk).
   void schedule() {
     std::vector<std::vector<PipelineOp>> ops(P);
-    for (int s = 0; s < P; ++s) ops[s] = interleaved_1f1b(P, s, M, V);
+    for (int s = 0; s < P; ++s) ops[s] = pipeline_ops(L, s, M);
     std::vector<size_t> next(P, 0);
-    // Per op: whether it is the last backward of its model chunk on the stage (where the chunk's
-    // gradients become complete).
+    // Per op: whether it completes its model chunk's gradients on the stage (the chunk's last
+    // backward, or its last W when that backward was split).
     std::vector<std::vector<char>> chunk_done(P);
     for (int s = 0; s < P; ++s) {
       chunk_done[s].assign(ops[s].size(), 0);
       std::vector<char> seen(V, 0);
-      for (size_t i = ops[s].size(); i-- > 0;)
-        if (!ops[s][i].forward && !seen[ops[s][i].chunk]) seen[ops[s][i].chunk] = 1, chunk_done[s][i] = 1;
+      for (size_t i = ops[s].size(); i-- > 0;) {
+        const PipelineOp& o = ops[s][i];
+        if (!o.forward && !o.split && !seen[o.chunk]) seen[o.chunk] = 1, chunk_done[s][i] = 1;
+      }
     }
+    // The send an op receives (kNoTask: none needed), or false when it has not been created yet.
+    auto received = [&](int s, const PipelineOp& op, engine::TaskId& recv) {
+      recv = engine::kNoTask;
+      const int v = op.chunk * P + s;
+      if (op.weight) return true;
+      if (op.forward && prev_slot(v) >= 0) recv = sent_f[prev_slot(v)][op.mb];
+      else if (!op.forward && next_slot(v) >= 0) recv = sent_b[next_slot(v)][op.mb];
+      else return true;
+      return recv != engine::kNoTask;
+    };
     for (bool progress = true; progress;) {
       progress = false;
       for (int s = 0; s < P; ++s)
         while (next[s] < ops[s].size()) {
-          const PipelineOp op = ops[s][next[s]];
-          const int v = op.chunk * P + s;
-          engine::TaskId recv = engine::kNoTask;
-          if (op.forward && v > 0 && (recv = sent_f[v - 1][op.mb]) == engine::kNoTask) break;
-          if (!op.forward && v + 1 < VS && (recv = sent_b[v + 1][op.mb]) == engine::kNoTask) break;
-          pipeline_op(s, op, recv, next[s] + 1 == ops[s].size(), chunk_done[s][next[s]]);
-          ++next[s];
+          const size_t i = next[s];
+          const PipelineOp op = ops[s][i];
+          engine::TaskId recv = engine::kNoTask, recv2 = engine::kNoTask;
+          if (!received(s, op, recv)) break;
+          if (op.paired) {
+            if (!received(s, ops[s][i + 1], recv2)) break;
+            pair_ops(s, op, ops[s][i + 1], recv, recv2, i + 2 == ops[s].size() && !dual(), chunk_done[s][i + 1]);
+            next[s] += 2;
+          } else {
+            pipeline_op(s, op, recv, i + 1 == ops[s].size() && !dual(), chunk_done[s][i]);
+            ++next[s];
+          }
           progress = true;
         }
     }
     for (int s = 0; s < P; ++s)
       if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
+    if (!dual()) return;
+    // DualPipe: stage s and its mirror pp - 1 - s hold the same two pieces; each copy's gradients
+    // must be the sum of both (deepseek-ai/DualPipe, examples/example_dualpipe.py adds the mirror's
+    // gradients to each copy before comparing with the reference). Every GPU sends its gradients to
+    // the GPU with the same coordinates on the mirror stage (on dp, after its stage's last op), and
+    // each stage's DP reduction waits for both directions.
+    std::vector<engine::TaskId> sent(P);
+    for (int s = 0; s < P; ++s) {
+      const auto params = cost::stage_params(m, L, s);
+      collective::Coflow flows;
+      for (int x : stage_gpus[s])
+        flows.push_back({x, x + (P - 1 - 2 * s) * S, (params.dense + params.experts) * pr.grad_bytes});
+      sent[s] = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kMirrorGradients);
+      bind(sent[s], Bind::kFixed, fixed(std::move(flows), 0.0));
+      dp_tasks_.push_back({sent[s], s});
+    }
+    for (int s = 0; s < P; ++s) {
+      mirror_sum = {sent[s], sent[P - 1 - s]};
+      dp_reduction(s);
+    }
   }
+
+  bool dual() const { return L.schedule == workload::Schedule::kDualPipe; }
+
+  // Slots (v = chunk x P + stage): the model piece each runs and its neighbours along its
+  // micro-batches' path (-1 at the ends: LayoutIterationGraph::prev_slot / next_slot).
+  int piece(int v) const { return L.piece_of(v % P, v / P); }
+  int prev_slot(int v) const { return graph_.prev_slot(v); }
+  int next_slot(int v) const { return graph_.next_slot(v); }
 
   // A task on `res` (its label from where the build is); run() binds communication to bytes.
   engine::TaskId add(std::span<const engine::ResourceId> res, double dur, Component c, Cls k, bool communication,
@@ -422,7 +518,7 @@ class LayoutIterationGraph::Builder {
     stage_rs[s].push_back(id);
   }
 
-  void moe_layer(int s, int l, bool forward) {
+  Steps moe_layer(int s, int l, bool forward, BwdPart part = BwdPart::kFull) {
     for (int x : stage_gpus[s])
       compute_task(x, forward ? router : unperm, Component::kRouting, forward ? Op::kRouter : Op::kUnpermute);
     // FSSDP's calibration stage: the extra copies it settled after the gate of the first micro-batch
@@ -435,6 +531,7 @@ class LayoutIterationGraph::Builder {
     const engine::TaskId a = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kDispatch : Op::kCombine);
     // Dispatch, or in backward the combine's gradient, which travels the same way.
     bind(a, Bind::kDispatch, l);
+    co_yield true;  // the experts wait for it
     // FasterMoE: the shadows' broadcast follows the dispatch on its stream; backward, the shadows'
     // backward and gradient copy-out come first and their reduce gates the regular experts' backward.
     const bool shadows = sparse_.shadow;
@@ -465,7 +562,8 @@ class LayoutIterationGraph::Builder {
       }
       need[x] = a;
       if (reduce != engine::kNoTask) also[x].push_back(reduce);
-      var_task(x, forward ? Var::kExpertFwd : Var::kExpertBwd, l, Component::kExpertCompute);
+      var_task(x, forward ? Var::kExpertFwd : part == BwdPart::kInput ? Var::kExpertBwdInput : Var::kExpertBwd, l,
+               Component::kExpertCompute);
       if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
     }
     pending_spag[l] = engine::kNoTask;
@@ -488,6 +586,7 @@ class LayoutIterationGraph::Builder {
     const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kCombine : Op::kDispatch,
                                               std::move(experts_done));
     bind(c, Bind::kCombine, l);
+    co_yield true;  // the unpermute (router backward) waits for it
     // The copies' gradients back to their owners (spRS) after the experts' backward and their
     // copy-out, issued after the layer's backward all-to-all, as the Hecate runtime orders its one
     // queue (arXiv 2502.02581, Fig. 6: spRS hides behind the attention backward that follows): with
@@ -498,7 +597,7 @@ class LayoutIterationGraph::Builder {
       stage_sprs[s].push_back(r);
       sprs_of[l].push_back(r);
     }
-    if (!forward) ready(m.moe_layer_ids[l], Part::kExperts);
+    if (!forward && part == BwdPart::kFull) ready(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       need[x] = c;
       compute_task(x, forward ? unperm : router, Component::kRouting, forward ? Op::kUnpermute : Op::kRouter);
@@ -523,31 +622,82 @@ class LayoutIterationGraph::Builder {
 
   bool gathers(int b) { return moe_index[b] >= 0 && shape[moe_index[b]]; }
 
-  // One op of stage s: a micro-batch's forward or backward through one of its chunks; `final` is the
-  // stage's last op, after which it reduces its gradients.
+  // One op of stage s: a micro-batch's forward, backward (whole, B or W) through one of its chunks;
+  // `final` is the stage's last op, after which it reduces its gradients.
   void pipeline_op(int s, PipelineOp op, engine::TaskId recv, bool final, bool chunk_done) {
+    Steps steps = op_steps(s, op, recv, chunk_done);
+    steps.finish();
+    if (final) dp_reduction(s);
+  }
+
+  // DualPipe's overlapped forward and backward chunks (two micro-batches of the two directions):
+  // both receive first, then their tasks are issued in turn, each chunk up to where it waits for
+  // its own all-to-all, so that the compute stream runs one chunk while the other's dispatch or
+  // combine (and the pipeline sends, on their own streams) is in flight (arXiv 2412.19437 §3.2.1,
+  // Fig. 4). Each chunk keeps its own dependency state (a lane); the stream order interleaves them.
+  void pair_ops(int s, PipelineOp f, PipelineOp b, engine::TaskId recv_f, engine::TaskId recv_b, bool final,
+                bool chunk_done) {
+    Lane other = lane();
+    Steps fs = op_steps(s, f, recv_f, false);
+    for (int x : stage_gpus[s])
+      if (recv_b != engine::kNoTask) also[x].push_back(recv_b);  // the pair starts once both arrived
+    bool f_live = true, b_live = true;
+    f_live = fs.next();
+    swap_lane(other);
+    for (int x : stage_gpus[s])
+      if (recv_f != engine::kNoTask) also[x].push_back(recv_f);
+    Steps bs = op_steps(s, b, recv_b, chunk_done);
+    b_live = bs.next();
+    while (f_live || b_live) {
+      swap_lane(other);  // to the forward's
+      if (f_live) f_live = fs.next();
+      swap_lane(other);  // to the backward's
+      if (b_live) b_live = bs.next();
+    }
+    // The backward's state continues; the stage's last tasks are the later of the two lanes'.
+    for (int x : stage_gpus[s]) last[x] = std::max(last[x], other.last[x]);
+    if (final) dp_reduction(s);
+  }
+
+  // Where the build is for one chunk in flight: the GPUs' dependency state and the labels.
+  struct Lane {
+    std::vector<engine::TaskId> need, last;
+    std::vector<std::vector<engine::TaskId>> also;
+    int mb = 0, v = 0, block = -1;
+    Pass pass = Pass::kNone;
+    bool sync = false;
+  };
+  Lane lane() const { return {need, last, also, cur_mb, cur_v, cur_block, cur_pass, sync}; }
+  void swap_lane(Lane& o) {
+    std::swap(need, o.need), std::swap(last, o.last), std::swap(also, o.also);
+    std::swap(cur_mb, o.mb), std::swap(cur_v, o.v), std::swap(cur_block, o.block), std::swap(cur_pass, o.pass);
+    std::swap(sync, o.sync);
+  }
+
+  // The op's tasks, its sends included, as a coroutine (Steps).
+  Steps op_steps(int s, PipelineOp op, engine::TaskId recv, bool chunk_done) {
     for (int x : stage_gpus[s])
       if (recv != engine::kNoTask) need[x] = recv;
     cur_mb = op.mb;
     const int v = op.chunk * P + s;
     cur_v = v;
-    cur_pass = op.forward ? Pass::kForward : Pass::kBackward;
+    cur_pass = op.forward ? Pass::kForward : op.weight ? Pass::kWeightGrad : Pass::kBackward;
     cur_block = -1;
     sync = chunk_done;
     if (op.forward) {
-      forward_chunk(s, v, op.mb);
-      if (v + 1 < VS) pp_send(s, v, op.mb, true);
-      return;
+      for (Steps st = forward_chunk(s, v, op.mb); st.next();) co_yield true;
+      if (next_slot(v) >= 0) pp_send(s, v, op.mb, true);
+      co_return;
     }
-    backward_chunk(s, v);
-    if (v > 0) pp_send(s, v, op.mb, false);
-    if (final) dp_reduction(s);
+    const BwdPart part = op.weight ? BwdPart::kWeight : op.split ? BwdPart::kInput : BwdPart::kFull;
+    for (Steps st = backward_chunk(s, v, part); st.next();) co_yield true;
+    if (part != BwdPart::kWeight && prev_slot(v) >= 0) pp_send(s, v, op.mb, false);
   }
 
-  // A micro-batch's forward through virtual stage v (stage s): each block's attention and MoE layer
-  // or dense FFN, the LM head on the last one.
-  void forward_chunk(int s, int v, int mb) {
-    const auto [first, lastb] = L.chunk_blocks(v, m.layers);
+  // A micro-batch's forward through slot v (stage s): each block's attention and MoE layer or
+  // dense FFN, the LM head on the last piece.
+  Steps forward_chunk(int s, int v, int mb) {
+    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers);
     use(-1, Part::kEmbedding);
     for (int b = first; b < lastb; ++b) {
       // The layer's copies are gathered once per iteration (every micro-batch with
@@ -558,22 +708,48 @@ class LayoutIterationGraph::Builder {
       use(b, Part::kAttention);
       tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
       use(b, Part::kMlp);
-      if (moe_index[b] >= 0) moe_layer(s, moe_index[b], true);
+      if (moe_index[b] >= 0)
+        for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
       else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
     }
     cur_block = -1;
     use(-1, Part::kHead);
-    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention, Op::kHead);
+    if (piece(v) == L.pieces() - 1)
+      for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention, Op::kHead);
   }
 
-  // A micro-batch's backward through virtual stage v (stage s), blocks in reverse, with
-  // recomputation and, on the chunk's last backward, the gradient buckets as they fill.
-  void backward_chunk(int s, int v) {
-    const auto [first, lastb] = L.chunk_blocks(v, m.layers);
+  // A micro-batch's backward through slot v (stage s), blocks in reverse, with recomputation and,
+  // on the chunk's last backward, the gradient buckets as they fill. `part`: the whole backward,
+  // only its input gradients (B: recomputation, TP collectives and all-to-alls come with it) or only
+  // its weight gradients (W: each block's weight-gradient GEMMs, no communication).
+  Steps backward_chunk(int s, int v, BwdPart part) {
+    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers);
+    const bool last_piece = piece(v) == L.pieces() - 1;
+    if (part == BwdPart::kWeight) {
+      if (last_piece) for (int x : stage_gpus[s]) compute_task(x, head_w, Component::kAttention, Op::kHead);
+      ready(-1, Part::kHead);
+      for (int b = lastb - 1; b >= first; --b) {
+        cur_block = b;
+        if (moe_index[b] >= 0) {
+          for (int x : stage_gpus[s]) var_task(x, Var::kExpertW, moe_index[b], Component::kExpertCompute);
+          ready(b, Part::kExperts);
+        } else {
+          for (int x : stage_gpus[s]) compute_task(x, ffn_w, Component::kAttention, Op::kDenseFfn);
+        }
+        ready(b, Part::kMlp);
+        for (int x : stage_gpus[s]) compute_task(x, attn_w, Component::kAttention, Op::kAttention);
+        ready(b, Part::kAttention);
+      }
+      cur_block = -1;
+      ready(-1, Part::kEmbedding);
+      co_return;
+    }
+    const bool input_only = part == BwdPart::kInput;
     const bool regather = sparse_.rematerialize;
     if (regather && gathers(lastb - 1)) sparse_gather(s, lastb - 1);
-    if (v == VS - 1) for (int x : stage_gpus[s]) compute_task(x, head_b, Component::kAttention, Op::kHead);
-    ready(-1, Part::kHead);
+    if (last_piece)
+      for (int x : stage_gpus[s]) compute_task(x, input_only ? head_b - head_w : head_b, Component::kAttention, Op::kHead);
+    if (!input_only) ready(-1, Part::kHead);
     for (int b = lastb - 1; b >= first; --b) {
       cur_block = b;
       // Recomputation before the block's backward (Megatron's --recompute-granularity): `full` runs
@@ -584,21 +760,23 @@ class LayoutIterationGraph::Builder {
       cur_pass = Pass::kRecompute;
       if (L.recompute == workload::Recompute::kFull) {
         tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
-        if (moe_index[b] >= 0) moe_layer(s, moe_index[b], true);
+        if (moe_index[b] >= 0)
+          for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
         else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
       } else if (L.recompute == workload::Recompute::kSelective && m.attention == workload::AttentionImpl::kStandard) {
         for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention, Op::kAttention);
       }
       cur_pass = Pass::kBackward;
-      if (moe_index[b] >= 0) moe_layer(s, moe_index[b], false);
-      else tp_sublayer(s, ffn_b, Component::kAttention, Op::kDenseFfn);
-      ready(b, Part::kMlp);
+      if (moe_index[b] >= 0)
+        for (Steps st = moe_layer(s, moe_index[b], false, part); st.next();) co_yield true;
+      else tp_sublayer(s, input_only ? ffn_b - ffn_w : ffn_b, Component::kAttention, Op::kDenseFfn);
+      if (!input_only) ready(b, Part::kMlp);
       if (regather && b > first && gathers(b - 1)) sparse_gather(s, b - 1);  // beside this attention backward
-      tp_sublayer(s, attn_b, Component::kAttention, Op::kAttention);
-      ready(b, Part::kAttention);
+      tp_sublayer(s, input_only ? attn_b - attn_w : attn_b, Component::kAttention, Op::kAttention);
+      if (!input_only) ready(b, Part::kAttention);
     }
     cur_block = -1;
-    ready(-1, Part::kEmbedding);
+    if (!input_only) ready(-1, Part::kEmbedding);
   }
 
   // The activations (forward) or their gradients (backward) of micro-batch mb to the next (previous)
@@ -620,6 +798,7 @@ class LayoutIterationGraph::Builder {
       const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true, -1);
       const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true, -1);
       for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
+      for (engine::TaskId r : mirror_sum) g.add_dependency(r, rs_d), g.add_dependency(r, rs_e);
       stage_rs[s] = {rs_e, rs_d};
     }
     const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
@@ -638,6 +817,7 @@ class LayoutIterationGraph::Builder {
     }
   }
 
+  const LayoutIterationGraph& graph_;
   const workload::ModelSpec& m;
   const cost::ComputeCost& cc;
   const workload::ParallelLayout& L;
@@ -680,6 +860,7 @@ class LayoutIterationGraph::Builder {
   std::vector<int> send_fwd, send_bwd;  // [virtual stage] FixedComm indices
   std::vector<int> moe_index;           // [block] -> MoE layer, -1
   double attn_f = 0, attn_b = 0, ffn_f = 0, ffn_b = 0, router = 0, unperm = 0, head_f = 0, head_b = 0;
+  double attn_w = 0, ffn_w = 0, head_w = 0;  // the weight-gradient parts of the backwards (W)
   // Per GPU: a task the next compute task must wait for (a received activation or gradient), its
   // last task, and more tasks to wait for (parameter all-gathers, reductions).
   std::vector<engine::TaskId> need, last;
@@ -692,6 +873,7 @@ class LayoutIterationGraph::Builder {
   std::vector<std::vector<char>> waited_d, waited_e;
   std::vector<std::vector<engine::TaskId>> stage_rs, sprs_of;    // [stage] reductions; [MoE layer] spRS
   bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
+  std::vector<engine::TaskId> mirror_sum;  // DualPipe: the gradient exchanges the DP reduction waits for
   // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
   // tasks (the expert-DP reduction waits for them).
   std::vector<engine::TaskId> pending_spag;

@@ -38,8 +38,10 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   // iteration's counts / grad_accum).
   const int V = mbs == 0 ? 1 : M;
   const double div = mbs == 0 ? static_cast<double>(M) : 1.0;
-  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers);
-  std::vector<double> scratch, scaled;
+  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers), P = layout_.pp;
+  const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
+  std::vector<int> mirror_of(dual ? n : 0, -1);  // DualPipe: GPU x of stage s -> its mirror on P - 1 - s
+  std::vector<double> scratch, scaled, mirrored;
   collective::CoflowLoads loads, loads_tr;
   // DeepEP's dispatch (layout dispatcher=deepep): a variant's coflows from the distinct-token
   // estimate of its assignment bytes (strategy/deepep_dispatch.hpp), on either tier.
@@ -56,6 +58,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     t.sb.assign(sparse_.shadow ? n : 0, 0.0);
     t.ef_mean = t.eb_mean = 0;
     for (int x : layout_.stage_gpus(s)) {
+      if (dual) mirror_of[x] = x + (P - 1 - 2 * s) * S;
       if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
         t.ef[x] = p.expert_fwd_seconds[x];
         t.eb[x] = p.expert_bwd_seconds[x];
@@ -74,6 +77,10 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
         t.sf[x] = cc.expert_forward(scratch).value(), t.sb[x] = cc.expert_backward(scratch).value();
     }
+    // DualPipe: the mirror stage's GPUs hold the same experts in the same places and run the
+    // micro-batches fed from stage P - 1 (the graph's tasks there read these entries).
+    if (dual)
+      for (int x : layout_.stage_gpus(s)) t.ef[mirror_of[x]] = t.ef[x], t.eb[mirror_of[x]] = t.eb[x];
     // The dispatch's bytes for one micro-batch (the plan's own, or / grad_accum).
     const std::vector<double>* bytes = &p.dispatch_bytes;
     if (div != 1.0) {
@@ -85,13 +92,47 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     // the bottleneck link.
     double t_fwd, t_tr;
     topology::LinkId link_fwd, link_tr;
-    if (deepep) {
+    // DeepEP's coflows of a matrix (the distinct-token estimate), their times and bottleneck links.
+    auto deepep_coflows = [&](const std::vector<double>& matrix, collective::Coflow& fwd, collective::Coflow& tr,
+                              double& extra) {
       for (int x = 0; x < n; ++x)
         experts_on[x] = x < static_cast<int>(p.expert_tokens.size()) ? static_cast<int>(p.expert_tokens[x].size()) : 0;
       const int node_limit = deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0));
-      estimate_deepep(*bytes, experts_on, m.top_k, node_limit, *deepep_);
+      estimate_deepep(matrix, experts_on, m.top_k, node_limit, *deepep_);
+      extra = 0;
+      fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
+    };
+    if (dual) {  // the same matrix between the mirrors of its GPUs
+      mirrored.assign(bytes->size(), 0.0);
+      for (int x : layout_.stage_gpus(s))
+        for (int y : layout_.stage_gpus(s))
+          mirrored[static_cast<size_t>(mirror_of[x]) * n + mirror_of[y]] = (*bytes)[static_cast<size_t>(x) * n + y];
+      if (deepep) {
+        collective::Coflow fwd, tr;
+        double extra = 0;
+        deepep_coflows(mirrored, fwd, tr, extra);
+        if (coflow_) {
+          net_.loads(fwd, extra, loads);
+          net_.loads(tr, extra, loads_tr);
+          t.mirror_dispatch_id = coflow_->define(loads);
+          t.mirror_combine_id = coflow_->define(loads_tr);
+        } else {
+          t.mirror_flows[0] = std::move(fwd), t.mirror_flows[1] = std::move(tr);
+          t.mirror_extra[0] = t.mirror_extra[1] = extra;
+        }
+      } else if (coflow_) {
+        net_.alltoallv_loads_both(mirrored, loads, loads_tr);
+        t.mirror_dispatch_id = coflow_->define(loads);
+        t.mirror_combine_id = coflow_->define(loads_tr);
+      } else {
+        t.mirror_flows[0] = collective::alltoallv_flows(ctx_.topo, mirrored, false, t.mirror_extra[0]);
+        t.mirror_flows[1] = collective::alltoallv_flows(ctx_.topo, mirrored, true, t.mirror_extra[1]);
+      }
+    }
+    if (deepep) {
+      collective::Coflow fwd, tr;
       double extra = 0;
-      collective::Coflow fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
+      deepep_coflows(*bytes, fwd, tr, extra);
       t_fwd = net_.loads(fwd, extra, loads);
       link_fwd = net_.last_bottleneck();
       t_tr = net_.loads(tr, extra, loads_tr);
@@ -135,6 +176,8 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       }
     if (div != 1.0)
       for (int x = 0; x < n; ++x) t.sent[x] /= div, t.received[x] /= div;
+    if (dual)  // the mirrored all-to-alls move the same bytes between the mirrors
+      for (int x : layout_.stage_gpus(s)) t.sent[mirror_of[x]] = t.sent[x], t.received[mirror_of[x]] = t.received[x];
   }
 }
 

@@ -45,6 +45,69 @@ std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batche
   return ops;
 }
 
+std::vector<PipelineOp> zb_h1(int stages, int stage, int micro_batches) {
+  std::vector<PipelineOp> ops;
+  int w = 0;  // W passes issued
+  for (const PipelineOp& op : one_f_one_b(stages, stage, micro_batches)) {
+    if (op.forward) {
+      ops.push_back(op);
+      continue;
+    }
+    ops.push_back({false, op.mb, 0, true, false, false});
+    if (op.mb - w >= stage) ops.push_back({false, w++, 0, false, true, false});
+  }
+  while (w < micro_batches) ops.push_back({false, w++, 0, false, true, false});
+  return ops;
+}
+
+std::vector<PipelineOp> dualpipe(int stages, int stage, int micro_batches) {
+  const int h = stages / 2, r = std::min(stage, stages - 1 - stage), half = micro_batches / 2;
+  const bool second = stage >= h, middle = stage == h - 1 || stage == h;
+  int fwd[2] = {0, 0}, bwd[2] = {0, 0};
+  std::vector<PipelineOp> ops, deferred;  // deferred: B's whose W is still to run, oldest first
+  size_t next_w = 0;
+  auto chunk = [&](int phase) { return phase ^ (second ? 1 : 0); };
+  auto f = [&](int phase, bool paired = false) {
+    const int c = chunk(phase);
+    ops.push_back({true, c * half + fwd[c]++, c, false, false, paired});
+  };
+  auto b = [&](int phase, bool split = false) {
+    const int c = chunk(phase);
+    ops.push_back({false, c * half + bwd[c]++, c, split, false, false});
+    if (split) deferred.push_back(ops.back());
+  };
+  auto w = [&] {
+    const PipelineOp& d = deferred.at(next_w++);
+    ops.push_back({false, d.mb, d.chunk, false, true, false});
+  };
+  for (int i = 0; i < 2 * (h - r - 1); ++i) f(0);        // step 1: nF0
+  for (int i = 0; i < r + 1; ++i) f(0), f(1);            // step 2: nF0F1
+  for (int i = 0; i < h - r - 1; ++i) b(1, true), w(), f(1);  // step 3: nB1W1F1
+  for (int i = 0; i < half - stages + r + 1; ++i) {      // step 4: nF0B1F1B0
+    f(0, !(i == 0 && middle)), b(1);
+    f(1, true), b(0);
+  }
+  for (int i = 0; i < h - r - 1; ++i) b(1), f(1, true), b(0);  // step 5: nB1F1B0
+  bool zb = false;                                       // step 6: nB1B0, the later half split
+  for (int i = 0; i < r + 1; ++i) {
+    if (i == (r + 1) / 2 && r % 2 == 1) zb = true;
+    b(1, zb);
+    if (i == (r + 1) / 2 && r % 2 == 0) zb = true;
+    b(0, zb);
+  }
+  for (int i = 0; i < h - r - 1; ++i) w(), b(0, true);   // step 7: nWB0
+  while (next_w < deferred.size()) w();                  // step 8: nW
+  return ops;
+}
+
+std::vector<PipelineOp> pipeline_ops(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  switch (l.schedule) {
+    case workload::Schedule::kZbH1: return zb_h1(l.pp, stage, micro_batches);
+    case workload::Schedule::kDualPipe: return dualpipe(l.pp, stage, micro_batches);
+    default: return interleaved_1f1b(l.pp, stage, micro_batches, l.vpp);
+  }
+}
+
 TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool moe_block) {
   TpTraffic t;
   if (l.tp == 1) return t;
@@ -55,6 +118,18 @@ TpTraffic tp_traffic(const workload::ModelSpec& m, const workload::ParallelLayou
   const double share = static_cast<double>(l.tp - 1) / l.tp;
   t.sent_per_gpu = t.collectives * t.payload * share * (t.all_reduce ? 2.0 : 1.0);
   return t;
+}
+
+int LayoutIterationGraph::prev_slot(int v) const {
+  const int P = layout_.pp, s = v % P;
+  if (layout_.schedule != workload::Schedule::kDualPipe) return v - 1;
+  return v < P ? (s > 0 ? v - 1 : -1) : (s + 1 < P ? v + 1 : -1);
+}
+
+int LayoutIterationGraph::next_slot(int v) const {
+  const int P = layout_.pp, s = v % P;
+  if (layout_.schedule != workload::Schedule::kDualPipe) return v + 1 < P * layout_.stage_chunks() ? v + 1 : -1;
+  return v < P ? (s + 1 < P ? v + 1 : -1) : (s > 0 ? v - 1 : -1);
 }
 
 LayoutIterationGraph::LayoutIterationGraph(const Context& ctx, const workload::ParallelLayout& layout,
@@ -68,12 +143,23 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const auto& cc = ctx_.compute;
   const auto& L = layout_;
   const auto& topo = ctx_.topo;
-  const int n = topo.num_gpus(), P = L.pp, LM = m.moe_layers();
+  const int n = topo.num_gpus(), P = L.pp, LM = m.moe_layers(), M = m.grad_accum;
+  // DualPipe: the micro-batches fed from stage P - 1 (mb >= M/2) run every layer on the mirror of its
+  // stage, P - 1 - s; take_layer gives the mirrored GPUs the plan's expert work and defines the
+  // all-to-alls between them.
+  const bool dual = L.schedule == workload::Schedule::kDualPipe;
+  auto expert_var = [](Var w) {
+    return w == Var::kExpertFwd || w == Var::kExpertBwd || w == Var::kExpertBwdInput || w == Var::kExpertW;
+  };
   std::vector<char> shape(3 * LM + 1);
   for (int l = 0; l < LM; ++l) shape[l] = !sparse_.shadow && !plans[l].spag_flows.empty();
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   for (int l = 0; l < LM; ++l) shape[2 * LM + 1 + l] = !plans[l].calibration_flows.empty();
+  if (dual && (sparse_.shadow || std::any_of(shape.begin(), shape.end(), [](char c) { return c != 0; })))
+    throw InputError(SourceLocation{"--layout", 0, 0}, "layout.schedule",
+                     "schedule=dualpipe runs expert parallelism as planned; copies, shadows, replicas or migrations "
+                     "of experts (FSSDP, FasterMoE, FlexMoE, SmartMoE) on the mirrored stage are not built");
   if (builds_ == 0 || shape != shape_) {
     build(shape);
     shape_ = std::move(shape);
@@ -92,11 +178,14 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   const double grad_ratio = m.precision.grad_bytes / m.precision.param_bytes;
   for (const VarTask& v : vars_) {
     double d = 0;
-    if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) {
+    if (expert_var(v.what)) {
       const bool f = v.what == Var::kExpertFwd;
       const TakenVariant& k = variant(v.layer, v.mb);
-      d = f ? k.ef[v.gpu] : k.eb[v.gpu];
-      mean_[g.tag(v.task)] = f ? k.ef_mean : k.eb_mean;
+      // The B and W halves of a split backward: the grouped GEMM's data- and weight-gradient
+      // GEMMs, of equal FLOPs (iteration_builder.cpp, durations()).
+      const double share = v.what == Var::kExpertBwdInput || v.what == Var::kExpertW ? 0.5 : 1.0;
+      d = share * (f ? k.ef[v.gpu] : k.eb[v.gpu]);
+      mean_[g.tag(v.task)] = share * (f ? k.ef_mean : k.eb_mean);
     } else if (v.what == Var::kOptimizer) {
       d = cc.optimizer_step(step_[v.layer] + (extra_step_params.empty() ? 0.0 : extra_step_params[v.gpu])).value();
     } else if (v.what == Var::kShadowFwd || v.what == Var::kShadowBwd) {
@@ -119,6 +208,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
       const TakenVariant& k = variant(b.index, b.mb);
+      if (dual && b.mb >= M / 2) {
+        if (flow) flow->assign(b.task, k.mirror_flows[c], k.mirror_extra[c]);
+        else coflow->assign(b.task, c ? k.mirror_combine_id : k.mirror_dispatch_id);
+        continue;
+      }
       if (flow) flow->assign(b.task, k.flows[c], k.extra[c]);
       else coflow->assign(b.task, c ? k.combine_id : k.dispatch_id);
       continue;
@@ -166,7 +260,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   stats_ = {};
   std::vector<int> expert_gpu(g.num_tasks(), -1);
   for (const VarTask& v : vars_)
-    if (v.what == Var::kExpertFwd || v.what == Var::kExpertBwd) expert_gpu[v.task] = v.gpu;
+    if (expert_var(v.what)) expert_gpu[v.task] = v.gpu;
   auto charge = [&](engine::TaskId x) {
     const uint32_t tag = g.tag(x);
     TaskCharge c;

@@ -31,6 +31,19 @@
 // stage holds vpp model chunks (virtual stages chunk x pp + s) and runs Megatron's interleaved
 // schedule (interleaved_1f1b): a micro-batch's activations leave stage pp-1's chunk k for stage 0's
 // chunk k+1, so each micro-batch crosses the pipeline vpp times and the bubble shrinks about vpp-fold.
+// The schedule is the layout's (ParallelLayout::schedule, pipeline_ops). ZB-H1 (zb_h1) splits each
+// backward into B (input gradients: recomputation, TP collectives and all-to-alls, the send to the
+// previous stage) and a later W op (the weight-gradient GEMMs of every block, no communication; the
+// gradient buckets fill there). DualPipe (dualpipe) runs slots v = chunk x pp + s whose pieces are
+// ParallelLayout::piece_of (chunk 0: piece s, chunk 1: piece pp - 1 - s); micro-batches m/2 .. m - 1
+// travel chunk 1 from stage pp - 1 to stage 0 (prev_slot / next_slot) and run every MoE layer on the
+// mirror of its stage (run() moves the plan's expert work and all-to-alls to the mirrored GPUs). Its
+// paired ops (a forward and the next backward) start once both inputs have arrived and are emitted as
+// two coroutines resumed in turn (iteration_builder.cpp, Steps), each up to its next all-to-all, so the
+// compute stream interleaves the two chunks and one's all-to-all runs while the other computes. After
+// the last op each stage sends its gradients to the mirror stage (the same two pieces) and reduces.
+// The blocks of a piece are ParallelLayout::chunk_blocks: the even split, or Megatron's
+// pipeline_layout / first and last stage layer counts.
 // Tasks are created in an order consistent with every dependency, stage by stage in rounds.
 // After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
 // expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
@@ -88,11 +101,18 @@
 
 namespace hs::strategy {
 
-// Micro-batch order of one stage under 1F1B: (forward?, micro-batch, model chunk) triples.
+// Micro-batch order of one stage: (pass, micro-batch, model chunk). A backward is the whole
+// backward (input and weight gradients) unless `split`: then it computes the input gradients only
+// (B, what the previous stage waits for) and a later `weight` op (W) the weight gradients of the same
+// micro-batch and chunk (Qi et al., arXiv 2401.10241 §2). `paired`: a forward that DualPipe runs
+// overlapped with the backward that follows it (DeepSeek-V3 report, arXiv 2412.19437 §3.2.1, Fig. 4).
 struct PipelineOp {
   bool forward = true;
   int mb = 0;
-  int chunk = 0;  // which of the stage's vpp model chunks (virtual stage chunk x pp + stage)
+  int chunk = 0;  // which of the stage's model chunks (ParallelLayout::piece_of)
+  bool split = false;
+  bool weight = false;
+  bool paired = false;
 };
 std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
 // Megatron's interleaved 1F1B with `chunks` (vpp) model chunks per stage (chunks = 1: one_f_one_b).
@@ -101,6 +121,24 @@ std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches);
 // with (pp - s - 1) x 2 + (vpp - 1) x pp forwards (all of them when m == pp), then alternates one
 // forward and one backward. Needs m % pp == 0 (resolve_layout checks it).
 std::vector<PipelineOp> interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
+// ZB-H1 (Qi et al., arXiv 2401.10241 §3.1, Fig. 3): 1F1B's order of forwards and backwards, every
+// backward split into B and W; stage s runs the W of micro-batch k - s after the B of micro-batch k
+// (W deferred by s: stage s then holds at most pp micro-batches' activations, the peak 1F1B has
+// on stage 0) and the rest at the end, so that in the cool-down the B passes travel up the pipeline
+// without waiting for W passes, which fill the stages' waits instead.
+std::vector<PipelineOp> zb_h1(int stages, int stage, int micro_batches);
+// DualPipe (deepseek-ai/DualPipe, dualpipe.py, DualPipe.step, steps 1-8): micro-batches 0 .. m/2 - 1
+// enter at stage 0 (chunk 0: piece s), m/2 .. m - 1 at stage pp - 1 (chunk 1: piece pp - 1 - s).
+// With h = pp/2 and r = min(s, pp - 1 - s), in the directions of stage s (its first half's "phase 0"
+// is chunk 0, its second half's chunk 1): 2(h - r - 1) forwards of phase 0; r + 1 times a forward of
+// each phase; h - r - 1 times B (split) of phase 1, a W, a forward of phase 1; m/2 - pp + r + 1 times
+// the pairs F0&B1, F1&B0 (the middle stages run their first F0 and B1 unpaired); h - r - 1 times a
+// backward of phase 1 and the pair F1&B0; r + 1 times the backwards of phase 1 and 0 (the later half
+// split); h - r - 1 times a W and a split backward of phase 0; the remaining r + 1 W's. W's run in
+// the order their B's ran (DualPipe's WeightGradStore is a FIFO).
+std::vector<PipelineOp> dualpipe(int stages, int stage, int micro_batches);
+// The op order of stage s under the layout's schedule.
+std::vector<PipelineOp> pipeline_ops(const workload::ParallelLayout& l, int stage, int micro_batches);
 
 // Per transformer block, forward (backward moves the same): the TP collectives one GPU runs, each on
 // `payload` bytes (the s x b x h activation), and the bytes it sends in them on a ring.
@@ -204,7 +242,10 @@ class LayoutIterationGraph {
   // layer's copies (in: parameters, before the expert forward; out: gradients, after the last
   // backward) or FasterMoE's shadows' forward / backward.
   // kOptimizer: a GPU's optimizer step (its stage's step_ plus the run's extra parameters).
-  enum class Var : uint8_t { kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd };
+  // kExpertBwdInput / kExpertW: the B and W halves of an expert backward (ZB-H1, DualPipe).
+  enum class Var : uint8_t {
+    kExpertFwd, kExpertBwd, kCopyIn, kCopyOut, kOptimizer, kShadowFwd, kShadowBwd, kExpertBwdInput, kExpertW
+  };
   struct VarTask {
     engine::TaskId task;
     Var what;
@@ -218,9 +259,9 @@ class LayoutIterationGraph {
     kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
     kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
-    kDpAllGather, kMigration, kCalibration
+    kDpAllGather, kMigration, kCalibration, kMirrorGradients
   };
-  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute };
+  enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute, kWeightGrad };  // kWeightGrad: a W op
   struct Label {
     Op op;
     Pass pass;
@@ -228,6 +269,11 @@ class LayoutIterationGraph {
     int16_t block, mb, chunk, bucket;
   };
   void build(const std::vector<char>& shape);
+  // Slots (v = chunk x pp + stage): the slot of the previous / next model piece on the path of v's
+  // micro-batches (v - 1 / v + 1; DualPipe's chunk 1 runs from stage pp - 1 towards stage 0), -1 at
+  // the ends.
+  int prev_slot(int v) const;
+  int next_slot(int v) const;
   // One routing variant of a MoE layer (the iteration's counts / grad_accum, or one micro-batch's
   // own) as take_layer digested it.
   struct TakenVariant {
@@ -236,6 +282,10 @@ class LayoutIterationGraph {
     int dispatch_id = -1, combine_id = -1;  // analytic tier: coflows defined on coflow_
     collective::Coflow flows[2];            // flow tier: dispatch, combine
     double extra[2] = {0, 0};
+    // DualPipe: the same between the mirrors of the GPUs (micro-batches fed from stage pp - 1).
+    int mirror_dispatch_id = -1, mirror_combine_id = -1;
+    collective::Coflow mirror_flows[2];
+    double mirror_extra[2] = {0, 0};
     std::vector<double> sent, received;  // [gpu] dispatch bytes (for the timeline)
   };
   // Starts the iteration's intake (networks, taken_) unless it is open.

@@ -32,7 +32,7 @@ const char* pass_name(bool forward, bool recompute) { return recompute ? "recomp
 std::string LayoutIterationGraph::task_name(const Label& l) const {
   const int P = layout_.pp;
   const bool fwd = l.pass == Pass::kForward, rec = l.pass == Pass::kRecompute;
-  const char* pass = pass_name(fwd, rec);
+  const char* pass = l.pass == Pass::kWeightGrad ? "wgrad" : pass_name(fwd, rec);
   const bool remat = sparse_.rematerialize;
   // Compute: "<pass> mb<m> block <b> <what>"; communication of a block: "<what> <pass> block <b> mb<m>".
   auto work = [&](const char* what) { return fmt::format("{} mb{} block {} {}", pass, l.mb, l.block, what); };
@@ -63,14 +63,15 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
     case Op::kSprs: return remat ? comm("spRS") : fmt::format("spRS block {}", l.block);
     case Op::kReplicaAllReduce: return fmt::format("replica grad all-reduce block {}", l.block);
     case Op::kPpSend: {
-      const int to = fwd ? l.chunk + 1 : l.chunk - 1;  // virtual stage
-      return layout_.vpp == 1 ? fmt::format("pp send{} mb{} -> stage {}", fwd ? "" : " grad", l.mb, to % P)
+      const int to = fwd ? next_slot(l.chunk) : prev_slot(l.chunk);  // virtual stage (slot)
+      return layout_.stage_chunks() == 1 ? fmt::format("pp send{} mb{} -> stage {}", fwd ? "" : " grad", l.mb, to % P)
                               : fmt::format("pp send{} mb{} -> stage {} chunk {}", fwd ? "" : " grad", l.mb, to % P, to / P);
     }
     case Op::kDpReduceScatter: return dp("reduce-scatter");
     case Op::kDpAllReduce: return dp("all-reduce");
     case Op::kDpAllGather: return dp("all-gather");
     case Op::kMigration: return "expert migration";
+    case Op::kMirrorGradients: return "gradients to the mirror stage";
     case Op::kCalibration: return fmt::format("calibration spAG block {}", l.block);
   }
   return "?";
@@ -123,10 +124,11 @@ void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::spa
       ev.stream = rn.substr(rn.find('.') + 1);
       ev.args.clear();
       ev.args.emplace_back("stage", L.pp_rank(x));
-      if (L.vpp > 1) ev.args.emplace_back("chunk", l.chunk / P);
+      if (L.stage_chunks() > 1) ev.args.emplace_back("chunk", l.chunk / P);
       if (per_mb) ev.args.emplace_back("mb", l.mb);
       if (l.block >= 0) ev.args.emplace_back("block", l.block);
-      if (l.op == Op::kPpSend) ev.args.emplace_back("to_stage", ((l.pass == Pass::kForward ? l.chunk + 1 : l.chunk - 1)) % P);
+      if (l.op == Op::kPpSend)
+        ev.args.emplace_back("to_stage", (l.pass == Pass::kForward ? next_slot(l.chunk) : prev_slot(l.chunk)) % P);
       if (l.bucket >= 0) ev.args.emplace_back("bucket", l.bucket);
       if (binding[t] >= 0) ev.args.emplace_back("bytes", bytes(t, x));
       sink.event(ev);

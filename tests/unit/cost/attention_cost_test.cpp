@@ -196,3 +196,15 @@ TEST_CASE("bundled presets: V100 runs standard attention, the rest flash; decode
   CHECK(topologies >= 10);
   CHECK(models >= 7);
 }
+
+TEST_CASE("attention's weight gradient (W of a split backward): the projections' weight-gradient GEMMs") {
+  // W = b 8 s d^2 / (eta_attn peak) + 2 launches: the QKV and output projections' weight gradients
+  // have the forward projections' FLOPs; the core attention and norms have no weights, so the rest of
+  // the backward is B. Here 2 x 8 x 1024 x 512^2 = 4.29e9 FLOPs at 0.55 x 125 TFLOP/s = 62.5 us + 10 us.
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const cost::ComputeCost c(g, model());
+  const double w = b * 8 * s * d * d / (p.eta_attn * 125e12) + 2 * p.launch.value();
+  CHECK(c.attention_weight_grad().value() == doctest::Approx(w).epsilon(1e-12));
+  CHECK(c.attention_weight_grad().value() < c.attention_backward().value() / 2);  // B keeps the larger part
+}

@@ -84,8 +84,10 @@ TEST_CASE("layout presets: the published layouts by name, overridable; an unknow
   CHECK(ds.text == "deepseek-v3");
   // On 2,048 GPUs: 128 per stage, two EP groups of 64 each, expert-DP 2.
   auto ds_model = test::small_moe_model("ds", 256, 8, 4096, 1, 64);
+  ds_model.grad_accum = 32;  // DualPipe: an even number of micro-batches, at least 2 x pp
   workload::resolve_layout(ds, 2048, 8, ds_model, kSrc);
   CHECK(ds.dp == 128);
+  CHECK(ds.schedule == workload::Schedule::kDualPipe);  // §3.2.1
   CHECK(ds.edp() == 2);
   // Megatron-LM's recommended Mixtral 8x7B training layout TP1EP8PP4; later keys override.
   auto mx = workload::parse_parallel_layout("mixtral-8x7b,recompute=full,pp=2", kSrc);
@@ -158,4 +160,121 @@ TEST_CASE("layout key dispatcher: nccl (default, not printed) or deepep (printed
   workload::resolve_layout(l, 16, 8, model16(), kSrc);
   CHECK(workload::describe(l).find("dispatcher") == std::string::npos);
   CHECK(error_fields("dispatcher=deepp", 16, 8) == std::vector<std::string>{"layout.dispatcher"});
+}
+
+namespace {
+// Every diagnostic of parse + resolve as "field: message", for the 16-block model on 16 GPUs.
+std::vector<std::string> diagnostics(const std::string& text, int grad_accum = 8, int layers = 16) {
+  std::vector<std::string> out;
+  auto m = test::small_moe_model("m", 16, 2, 1024, 1, layers);
+  m.grad_accum = grad_accum;
+  try {
+    auto l = workload::parse_parallel_layout(text, kSrc);
+    workload::resolve_layout(l, 16, 8, m, kSrc);
+  } catch (const InputError& e) {
+    for (const auto& d : e.diagnostics()) out.push_back(d.field + ": " + d.message);
+  }
+  return out;
+}
+ParallelLayout resolved(const std::string& text, int grad_accum = 8, int layers = 16) {
+  auto m = test::small_moe_model("m", 16, 2, 1024, 1, layers);
+  m.grad_accum = grad_accum;
+  auto l = workload::parse_parallel_layout(text, kSrc);
+  workload::resolve_layout(l, 16, 8, m, kSrc);
+  return l;
+}
+}  // namespace
+
+TEST_CASE("Megatron's pipeline layout string: repetition, stages, uneven and interleaved") {
+  std::string err;
+  // DeepSeek-V3's PP16 VPP2 layout from Megatron-Core's docs: 32 virtual stages, 61 t's.
+  const auto ds = workload::expand_pipeline_layout("Et*3|(tt|)*29,m|L", err);
+  CHECK(err.empty());
+  REQUIRE(ds.size() == 32);
+  CHECK(ds[0] == "Ettt");
+  CHECK(ds[29] == "tt");
+  CHECK(ds[30] == "m");
+  CHECK(ds[31] == "L");
+  CHECK(workload::expand_pipeline_layout("E||t|L", err) == std::vector<std::string>{"E", "", "t", "L"});
+  workload::expand_pipeline_layout("Et|(tt|*2", err);
+  CHECK(err.find("'(' at character 4 has no ')'") == 0);
+  workload::expand_pipeline_layout("Ex|L", err);
+  CHECK(err.find("unknown symbol 'x'") == 0);
+  // Uneven over 4 stages: 16 blocks as 3, 5, 5, 3 (the first stage also embeds, the last has the loss).
+  auto l = resolved("pp=4,pipeline_layout=Ettt|(ttttt|)*2tttL");
+  CHECK(l.vpp == 1);
+  CHECK(l.chunk_blocks(0, 16) == std::pair{0, 3});
+  CHECK(l.chunk_blocks(1, 16) == std::pair{3, 8});
+  CHECK(l.chunk_blocks(3, 16) == std::pair{13, 16});
+  CHECK(l.stage_of_block(7, 16) == 1);
+  CHECK(workload::describe(l).find(",pipeline_layout=Ettt|(ttttt|)*2tttL") != std::string::npos);
+  // With interleaving: 8 virtual stages on pp 4 give vpp 2 (Megatron derives it); uneven chunks.
+  // Megatron's cosmetic commas are kept (they are not key separators inside the string).
+  auto iv = resolved("pp=4,pipeline_layout=Et|(tt|)*3,(tt|)*3,tL", 8, 14);
+  CHECK(iv.vpp == 2);
+  CHECK(iv.schedule == workload::Schedule::kInterleaved);
+  CHECK(iv.chunk_blocks(0, 14) == std::pair{0, 1});
+  CHECK(iv.stage_block_ids(0, 14) == std::vector<int>{0, 7, 8});  // pieces 0 and 4
+  CHECK(iv.stage_block_ids(3, 14) == std::vector<int>{5, 6, 13});  // pieces 3 and 7
+  // Counts that do not add up name the field and what was expected.
+  CHECK(diagnostics("pp=4,pipeline_layout=Ettt|(ttttt|)*2ttL") ==
+        std::vector<std::string>{"layout.pipeline_layout: 15 transformer blocks (t) in the layout, the model has 16 (layers)"});
+  CHECK(diagnostics("pp=4,pipeline_layout=Et|tt|tL").front().find(
+            "layout.pipeline_layout: 3 virtual stages is not a multiple of pp 4") == 0);
+  CHECK(diagnostics("pp=2,vpp=2,pipeline_layout=Et*8|t*8L").front().find("2 virtual stages = pp 2 x vpp 1, but vpp 2") !=
+        std::string::npos);
+  CHECK(diagnostics("pp=2,pipeline_layout=t*8|Et*8L").size() == 1);  // E not first
+  CHECK(diagnostics("pp=2,pipeline_layout=Et*8|t*7mL").back().find("MTP layer(s) (m): multi-token prediction is not "
+                                                                   "modelled") != std::string::npos);
+}
+
+TEST_CASE("first/last stage layer counts: Megatron's decoder_first/last_pipeline_num_layers") {
+  // 16 blocks, pp 4: first 2, last 2 -> the middle two stages share 12: 6 each.
+  auto l = resolved("pp=4,first_stage_layers=2,last_stage_layers=2");
+  CHECK(l.chunk_blocks(0, 16) == std::pair{0, 2});
+  CHECK(l.chunk_blocks(1, 16) == std::pair{2, 8});
+  CHECK(l.chunk_blocks(3, 16) == std::pair{14, 16});
+  // Only the first: the other three share 13? Not divisible -> the error names the field.
+  CHECK(diagnostics("pp=4,first_stage_layers=3") ==
+        std::vector<std::string>{"layout.first_stage_layers: first_stage_layers 3 + last_stage_layers 0 leave 13 of the "
+                                 "model's 16 blocks for the other 3 stage(s): expected a multiple of 3 (each takes the same)"});
+  auto f = resolved("pp=4,first_stage_layers=1");  // 15 over 3: 5 each
+  CHECK(f.chunk_blocks(1, 16) == std::pair{1, 6});
+  // Interleaved: each stage's count splits over its vpp chunks (first 2 -> 1 + 1; middle 6 -> 3 + 3).
+  auto iv = resolved("pp=4,vpp=2,first_stage_layers=2,last_stage_layers=2");
+  CHECK(iv.chunk_blocks(0, 16) == std::pair{0, 1});
+  CHECK(iv.chunk_blocks(1, 16) == std::pair{1, 4});
+  CHECK(iv.chunk_blocks(4, 16) == std::pair{8, 9});
+  CHECK(diagnostics("pp=4,vpp=2,first_stage_layers=3,last_stage_layers=1").front().find(
+            "every stage's blocks must split evenly over its vpp 2 chunks") != std::string::npos);
+  CHECK(diagnostics("pp=4,first_stage_layers=2,pipeline_layout=Et*4|t*4|t*4|t*4L").front().find(
+            "give either pipeline_layout or first_stage_layers") != std::string::npos);
+}
+
+TEST_CASE("schedule key: defaults as before, combinations checked, DualPipe's two chunks per stage") {
+  CHECK(resolved("pp=4").schedule == workload::Schedule::kOneFOneB);
+  CHECK(resolved("pp=4,vpp=2").schedule == workload::Schedule::kInterleaved);
+  // The default written out leaves the description as it was.
+  CHECK(workload::describe(resolved("pp=4,schedule=1f1b")) == workload::describe(resolved("pp=4")));
+  CHECK(workload::describe(resolved("pp=4,schedule=zb-h1")).find(",schedule=zb-h1") != std::string::npos);
+  CHECK(diagnostics("pp=4,vpp=2,schedule=1f1b").front().find("layout.schedule: schedule=1f1b with vpp 2") == 0);
+  CHECK(diagnostics("pp=4,schedule=interleaved").front().find("needs vpp >= 2") != std::string::npos);
+  CHECK(diagnostics("pp=4,vpp=2,schedule=zb-h1").front().find("schedule=zb-h1 runs one model chunk per stage") !=
+        std::string::npos);
+  CHECK(diagnostics("pp=4,schedule=fast").front().find("'fast' is not 1f1b, interleaved, zb-h1 or dualpipe") !=
+        std::string::npos);
+  // DualPipe: even pp, an even number of micro-batches >= 2 pp.
+  CHECK(diagnostics("pp=4,schedule=dualpipe", 6).front().find("at least 2 x pp = 8") != std::string::npos);
+  CHECK(diagnostics("pp=8,schedule=dualpipe", 16, 16).empty());
+  auto d = resolved("pp=4,schedule=dualpipe");
+  CHECK(d.pieces() == 4);
+  CHECK(d.stage_chunks() == 2);
+  // Stage 0 holds pieces 0 and 3 (blocks 0-3 and 12-15), stage 2 pieces 2 and 1.
+  CHECK(d.stage_block_ids(0, 16) == std::vector<int>{0, 1, 2, 3, 12, 13, 14, 15});
+  CHECK(d.stage_block_ids(2, 16) == std::vector<int>{4, 5, 6, 7, 8, 9, 10, 11});
+  CHECK(d.piece_of(2, 1) == 1);
+  auto dl = resolved("pp=4,schedule=dualpipe,pipeline_layout=Ettt|t*5|t*5|tttL");
+  CHECK(dl.chunk_blocks(1, 16) == std::pair{3, 8});
+  CHECK(diagnostics("pp=4,schedule=dualpipe,pipeline_layout=Et|(tt|)*6,tL").front().find(
+            "8 virtual stages for schedule=dualpipe with pp 4") != std::string::npos);
 }
