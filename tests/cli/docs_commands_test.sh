@@ -25,6 +25,7 @@ set -u
 sim="$1"; root="$2"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 root=$(cd "$root" && pwd) || exit 1
+case "$sim" in /*) ;; *) sim="$PWD/$sim" ;; esac  # meson passes it relative to the build folder
 mkdir "$tmp/cwd" && for e in "$root"/* "$root"/.[!.]*; do [ -e "$e" ] && ln -s "$e" "$tmp/cwd/"; done
 cd "$root" || exit 1
 fails=0; ran=0; skipped=0

@@ -36,7 +36,7 @@
 //   holds the most. `shadowed_per_layer` reports the last micro-batch's shadows,
 //   `shadowed_max_per_layer` the most any micro-batch of any iteration had.
 //
-// Knobs (docs/model.md §4 "FasterMoE model parameters"): trigger (FMOE_FASTER_SHADOW_ENABLE; FastMoE
+// Knobs (docs/model.md §4, fastermoe's parameters): trigger (FMOE_FASTER_SHADOW_ENABLE; FastMoE
 // ships it off, here it defaults to on: the strategy is the shadowing), bandwidth
 // (FMOE_FASTER_GLBPLC_NETBW; auto = the route bandwidth from GPU 0 to the first GPU of its EP group
 // in another node, or to GPU 1 when the group is one node: the NIC or NVLink a GPU's tokens leave
