@@ -9,7 +9,8 @@
    when its line or the line before names that project (NCCL, msccl-tools, DeepEP: the docs cite
    their sources, e.g. NVIDIA/nccl `src/graph/topo.h`); any other missing path is stale;
 2. every 'model.md §N' citation in src/ names a '## §N' heading of docs/model.md, and where the
-   citation quotes a subsection ('docs/model.md §4 "Title"'), a heading of that title exists.
+   citation quotes a subsection ('docs/model.md §4 "Title"'), a heading of that title exists;
+3. src/README.md's module map lists every folder of src/, in the build order of meson.build.
 Prints each stale reference as FILE:LINE: what. Usage: stale_references_test.py SOURCE_ROOT"""
 import glob
 import os
@@ -17,7 +18,7 @@ import re
 import sys
 
 root = sys.argv[1]
-docs = ['README.md', 'models/README.md', 'topologies/README.md', 'traces/README.md'] + sorted(
+docs = ['README.md', 'src/README.md', 'models/README.md', 'topologies/README.md', 'traces/README.md'] + sorted(
     os.path.relpath(p, root) for p in glob.glob(os.path.join(root, 'docs', '*.md')))
 prefixes = ('src/', 'docs/', 'tests/', 'scripts/', 'models/', 'topologies/', 'traces/', 'validation/',
             'layouts/')
@@ -68,9 +69,19 @@ for dirpath, _, names in os.walk(os.path.join(root, 'src')):
                 elif m.group(2) and m.group(2).lower() not in titles:
                     bad.append(f'{where}: docs/model.md has no heading "{m.group(2)}"')
 
+# 3. The module map.
+order = re.findall(r"subdir\('src/([a-z_]+)'\)", open(os.path.join(root, 'meson.build')).read())
+folders = sorted(d for d in os.listdir(os.path.join(root, 'src'))
+                 if os.path.isdir(os.path.join(root, 'src', d)))
+mapped = re.findall(r'^\| `([a-z_]+)/` \|', open(os.path.join(root, 'src', 'README.md'),
+                                                 encoding='utf-8').read(), re.MULTILINE)
+if mapped != order or sorted(mapped) != folders:
+    bad.append(f'src/README.md: the module map lists {", ".join(mapped)}; the build orders '
+               f'{", ".join(order)}; src/ holds {", ".join(folders)}')
+
 for b in bad:
     print(b)
-print(f'{paths} path(s) in {len(docs)} docs ({external} of another project), {cites} docs/model.md citation(s) in src/: '
-      f'{len(bad)} stale')
+print(f'{paths} path(s) in {len(docs)} docs ({external} of another project), {cites} docs/model.md citation(s) in src/, '
+      f'{len(mapped)} module(s) mapped: {len(bad)} stale')
 print(f'{0 if bad else 1} passed, {1 if bad else 0} failed')
 sys.exit(1 if bad else 0)
