@@ -24,6 +24,50 @@ void LayoutIterationGraph::open_iteration() {
   bottleneck_link_ = -1;
 }
 
+collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const std::vector<double>& matrix,
+                                                                        const LayerPlan& p, A2aPair& out) {
+  collective::AnalyticNetwork::PairTimes times;
+  if (layout_.dispatcher == workload::Dispatcher::kDeepEp) {
+    // DeepEP's dispatch: coflows from the distinct-token estimate of the assignment bytes
+    // (strategy/deepep_dispatch.hpp), on either tier.
+    const int n = ctx_.topo.num_gpus();
+    if (!deepep_) deepep_ = std::make_unique<DeepEpMatrix>(ctx_.topo);
+    std::vector<int> experts_on(n, 0);
+    for (int x = 0; x < n && x < static_cast<int>(p.expert_tokens.size()); ++x)
+      experts_on[x] = static_cast<int>(p.expert_tokens[x].size());
+    const auto& m = ctx_.model;
+    estimate_deepep(matrix, experts_on, m.top_k,
+                    deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0)), *deepep_);
+    double extra = 0;
+    collective::Coflow fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
+    collective::CoflowLoads loads, loads_tr;
+    times.fwd = net_.loads(fwd, extra, loads);
+    times.link_fwd = net_.last_bottleneck();
+    times.tr = net_.loads(tr, extra, loads_tr);
+    times.link_tr = net_.last_bottleneck();
+    if (coflow_) {
+      out.dispatch_id = coflow_->define(std::move(loads));
+      out.combine_id = coflow_->define(std::move(loads_tr));
+    } else {
+      out.flows[0] = std::move(fwd), out.flows[1] = std::move(tr);
+      out.extra[0] = out.extra[1] = extra;
+    }
+  } else if (coflow_) {  // NCCL's all-to-all-v
+    collective::CoflowLoads loads, loads_tr;
+    times = net_.alltoallv_loads_both(matrix, loads, loads_tr);
+    out.dispatch_id = coflow_->define(std::move(loads));
+    out.combine_id = coflow_->define(std::move(loads_tr));
+  } else {
+    times.fwd = net_.alltoallv_time(matrix, false);
+    times.link_fwd = net_.last_bottleneck();
+    times.tr = net_.alltoallv_time(matrix, true);
+    times.link_tr = net_.last_bottleneck();
+    out.flows[0] = collective::alltoallv_flows(ctx_.topo, matrix, false, out.extra[0]);
+    out.flows[1] = collective::alltoallv_flows(ctx_.topo, matrix, true, out.extra[1]);
+  }
+  return times;
+}
+
 void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_timeline) {
   open_iteration();
   const auto& m = ctx_.model;
@@ -42,12 +86,6 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
   std::vector<int> mirror_of(dual ? n : 0, -1);  // DualPipe: GPU x of stage s -> its mirror on P - 1 - s
   std::vector<double> scratch, scaled, mirrored;
-  collective::CoflowLoads loads, loads_tr;
-  // DeepEP's dispatch (layout dispatcher=deepep): a variant's coflows from the distinct-token
-  // estimate of its assignment bytes (strategy/deepep_dispatch.hpp), on either tier.
-  const bool deepep = layout_.dispatcher == workload::Dispatcher::kDeepEp;
-  if (deepep && !deepep_) deepep_ = std::make_unique<DeepEpMatrix>(ctx_.topo);
-  std::vector<int> experts_on(deepep ? n : 0, 0);
   taken_[l].resize(V);
   for (int k = 0; k < V; ++k) {
     const LayerPlan& p = mbs == 0 ? plan : plan.micro[k];
@@ -88,75 +126,18 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = p.dispatch_bytes[i] / div;
       bytes = &scaled;
     }
-    // The all-to-alls' coflows (the combine runs the matrix transposed); the slowest one alone names
-    // the bottleneck link.
-    double t_fwd, t_tr;
-    topology::LinkId link_fwd, link_tr;
-    // DeepEP's coflows of a matrix (the distinct-token estimate), their times and bottleneck links.
-    auto deepep_coflows = [&](const std::vector<double>& matrix, collective::Coflow& fwd, collective::Coflow& tr,
-                              double& extra) {
-      for (int x = 0; x < n; ++x)
-        experts_on[x] = x < static_cast<int>(p.expert_tokens.size()) ? static_cast<int>(p.expert_tokens[x].size()) : 0;
-      const int node_limit = deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0));
-      estimate_deepep(matrix, experts_on, m.top_k, node_limit, *deepep_);
-      extra = 0;
-      fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
-    };
+    // The all-to-alls (the combine runs the matrix transposed), DualPipe's mirrored pair first; the
+    // slowest one alone names the bottleneck link.
     if (dual) {  // the same matrix between the mirrors of its GPUs
       mirrored.assign(bytes->size(), 0.0);
       for (int x : layout_.stage_gpus(s))
         for (int y : layout_.stage_gpus(s))
           mirrored[static_cast<size_t>(mirror_of[x]) * n + mirror_of[y]] = (*bytes)[static_cast<size_t>(x) * n + y];
-      if (deepep) {
-        collective::Coflow fwd, tr;
-        double extra = 0;
-        deepep_coflows(mirrored, fwd, tr, extra);
-        if (coflow_) {
-          net_.loads(fwd, extra, loads);
-          net_.loads(tr, extra, loads_tr);
-          t.mirror_dispatch_id = coflow_->define(loads);
-          t.mirror_combine_id = coflow_->define(loads_tr);
-        } else {
-          t.mirror_flows[0] = std::move(fwd), t.mirror_flows[1] = std::move(tr);
-          t.mirror_extra[0] = t.mirror_extra[1] = extra;
-        }
-      } else if (coflow_) {
-        net_.alltoallv_loads_both(mirrored, loads, loads_tr);
-        t.mirror_dispatch_id = coflow_->define(loads);
-        t.mirror_combine_id = coflow_->define(loads_tr);
-      } else {
-        t.mirror_flows[0] = collective::alltoallv_flows(ctx_.topo, mirrored, false, t.mirror_extra[0]);
-        t.mirror_flows[1] = collective::alltoallv_flows(ctx_.topo, mirrored, true, t.mirror_extra[1]);
-      }
+      define_a2a(mirrored, p, t.mirror);
     }
-    if (deepep) {
-      collective::Coflow fwd, tr;
-      double extra = 0;
-      deepep_coflows(*bytes, fwd, tr, extra);
-      t_fwd = net_.loads(fwd, extra, loads);
-      link_fwd = net_.last_bottleneck();
-      t_tr = net_.loads(tr, extra, loads_tr);
-      link_tr = net_.last_bottleneck();
-      if (coflow_) {
-        t.dispatch_id = coflow_->define(loads);
-        t.combine_id = coflow_->define(loads_tr);
-      } else {
-        t.flows[0] = std::move(fwd), t.flows[1] = std::move(tr);
-        t.extra[0] = t.extra[1] = extra;
-      }
-    } else if (coflow_) {
-      const auto times = net_.alltoallv_loads_both(*bytes, loads, loads_tr);
-      t.dispatch_id = coflow_->define(loads);
-      t.combine_id = coflow_->define(loads_tr);
-      t_fwd = times.fwd, t_tr = times.tr, link_fwd = times.link_fwd, link_tr = times.link_tr;
-    } else {
-      t_fwd = net_.alltoallv_time(*bytes, false);
-      link_fwd = net_.last_bottleneck();
-      t_tr = net_.alltoallv_time(*bytes, true);
-      link_tr = net_.last_bottleneck();
-      t.flows[0] = collective::alltoallv_flows(ctx_.topo, *bytes, false, t.extra[0]);
-      t.flows[1] = collective::alltoallv_flows(ctx_.topo, *bytes, true, t.extra[1]);
-    }
+    const auto times = define_a2a(*bytes, p, t.a2a);
+    const double t_fwd = times.fwd, t_tr = times.tr;
+    const topology::LinkId link_fwd = times.link_fwd, link_tr = times.link_tr;
     if (std::max(t_fwd, t_tr) > worst_a2a_) {
       worst_a2a_ = std::max(t_fwd, t_tr);
       bottleneck_link_ = t_fwd >= t_tr ? link_fwd : link_tr;

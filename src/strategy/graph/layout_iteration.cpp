@@ -208,13 +208,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {
       const bool c = b.what == Bind::kCombine;
       const TakenVariant& k = variant(b.index, b.mb);
-      if (dual && b.mb >= M / 2) {
-        if (flow) flow->assign(b.task, k.mirror_flows[c], k.mirror_extra[c]);
-        else coflow->assign(b.task, c ? k.mirror_combine_id : k.mirror_dispatch_id);
-        continue;
-      }
-      if (flow) flow->assign(b.task, k.flows[c], k.extra[c]);
-      else coflow->assign(b.task, c ? k.combine_id : k.dispatch_id);
+      const A2aPair& a = dual && b.mb >= M / 2 ? k.mirror : k.a2a;
+      if (flow) flow->assign(b.task, a.flows[c], a.extra[c]);
+      else coflow->assign(b.task, c ? a.combine_id : a.dispatch_id);
       continue;
     }
     if (b.what == Bind::kFixed) {

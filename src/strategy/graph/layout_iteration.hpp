@@ -276,18 +276,23 @@ class LayoutIterationGraph {
   int next_slot(int v) const;
   // One routing variant of a MoE layer (the iteration's counts / grad_accum, or one micro-batch's
   // own) as take_layer digested it.
-  struct TakenVariant {
-    std::vector<double> ef, eb, sf, sb;  // [gpu] expert (and FasterMoE shadow) seconds, fwd / bwd
-    double ef_mean = 0, eb_mean = 0;     // over the stage's GPUs
+  // A dispatch / combine pair as defined for this iteration.
+  struct A2aPair {
     int dispatch_id = -1, combine_id = -1;  // analytic tier: coflows defined on coflow_
     collective::Coflow flows[2];            // flow tier: dispatch, combine
     double extra[2] = {0, 0};
-    // DualPipe: the same between the mirrors of the GPUs (micro-batches fed from stage pp - 1).
-    int mirror_dispatch_id = -1, mirror_combine_id = -1;
-    collective::Coflow mirror_flows[2];
-    double mirror_extra[2] = {0, 0};
+  };
+  struct TakenVariant {
+    std::vector<double> ef, eb, sf, sb;  // [gpu] expert (and FasterMoE shadow) seconds, fwd / bwd
+    double ef_mean = 0, eb_mean = 0;     // over the stage's GPUs
+    A2aPair a2a;
+    A2aPair mirror;  // DualPipe: the same between the mirrors of the GPUs (micro-batches fed from stage pp - 1)
     std::vector<double> sent, received;  // [gpu] dispatch bytes (for the timeline)
   };
+  // Defines the all-to-all pair of `matrix` (per-pair assignment bytes of one micro-batch; plan `p`
+  // for DeepEP's expert counts) on this iteration's network, NCCL's all-to-all-v or DeepEP's
+  // (layer_intake.cpp); returns both directions' solo times and bottleneck links.
+  collective::AnalyticNetwork::PairTimes define_a2a(const std::vector<double>& matrix, const LayerPlan& p, A2aPair& out);
   // Starts the iteration's intake (networks, taken_) unless it is open.
   void open_iteration();
   // Reports the simulated iteration's tasks (layout_timeline.cpp).

@@ -56,6 +56,7 @@
 #include "strategy/policy/fssdp/overlap_degree.hpp"
 #include "strategy/policy/fssdp/sharding.hpp"
 #include "util/diagnostics.hpp"
+#include "util/largest_fitting.hpp"
 
 namespace hs::strategy {
 
@@ -480,15 +481,8 @@ class LayoutFssdp final : public Strategy {
       copies[at] = have + extra;
       return copy_peak(copies, life_).total() <= budget;
     };
-    int lo = 0, hi = std::max(0, level_[x] - static_cast<int>(have));
     if (!fits(0)) return 0;
-    if (fits(hi)) return hi;
-    while (hi - lo > 1) {  // fits(lo), !fits(hi)
-      const int mid = lo + (hi - lo) / 2;
-      if (fits(mid)) lo = mid;
-      else hi = mid;
-    }
-    return lo;
+    return util::largest_fitting(std::max(0, level_[x] - static_cast<int>(have)), fits);
   }
 
   // Heterogeneous re-sharding, per pipeline stage and EP group over the stage's layers: the owners

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "strategy/policy/fssdp/materialization.hpp"
+#include "util/largest_fitting.hpp"
 
 namespace hs::strategy {
 
@@ -41,14 +42,7 @@ int hidden_overlap_degree(const std::vector<double>& load, const std::vector<int
            window;
   };
   // The largest t in [0, E] that fits, assuming fits is monotone; fits(0) holds without a test.
-  int lo = 0, hi = static_cast<int>(load.size());
-  if (fits(hi)) return hi;
-  while (hi - lo > 1) {  // fits(lo), !fits(hi)
-    const int mid = lo + (hi - lo) / 2;
-    if (fits(mid)) lo = mid;
-    else hi = mid;
-  }
-  return lo;
+  return util::largest_fitting(static_cast<int>(load.size()), fits);
 }
 
 double paper_bandwidth(const topology::Topology& t) {
