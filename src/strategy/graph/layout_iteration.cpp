@@ -12,6 +12,17 @@
 
 namespace hs::strategy {
 
+namespace {
+
+// Transfer lists equal field by field (bytes and caps exactly).
+bool same_transfers(const collective::Coflow& a, const collective::Coflow& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const collective::Transfer& x, const collective::Transfer& y) {
+    return x.src == y.src && x.dst == y.dst && x.bytes == y.bytes && x.rate_cap == y.rate_cap;
+  });
+}
+
+}  // namespace
+
 std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches) {
   const int warm = std::min(stages - stage - 1, micro_batches);
   std::vector<PipelineOp> ops;
@@ -199,7 +210,6 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     g.set_duration(v.task, Seconds(d));
   }
   // Bind every communication task to this iteration's bytes, in the order the build met them.
-  collective::CoflowLoads loads;
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr
@@ -238,11 +248,22 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
                                                         : 0.0;
     if (flow) {
       flow->assign(b.task, flows, extra);
-    } else {
-      net_.loads(flows, extra, loads);
-      coflow->assign(b.task, coflow->define(loads));
+      continue;
     }
+    // Loaded once per iteration, and not at all when the same transfers come back (SparseLoads).
+    SparseLoads& memo = sparse_loads_[{static_cast<int>(b.what), p ? b.index : -1, sparse_.shadow ? b.mb : -1}];
+    if (memo.run != builds_run_) {
+      if (memo.run < 0 || memo.extra != extra || !same_transfers(memo.flows, flows)) {
+        memo.flows = flows;
+        memo.extra = extra;
+        net_.loads(flows, extra, memo.loads);
+      }
+      memo.id = coflow->define(memo.loads);
+      memo.run = builds_run_;
+    }
+    coflow->assign(b.task, memo.id);
   }
+  ++builds_run_;
   open_ = false;  // the next take_layer starts the next iteration
   engine::Simulation sim(g);
   if (flow) sim.add_model(flow);

@@ -84,9 +84,11 @@
 // before the regular experts' backward, which waits for their reduce (on the sparse stream).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collective/analytic_network.hpp"
@@ -316,6 +318,19 @@ class LayoutIterationGraph {
   std::vector<uint8_t> cls_;
   std::vector<double> mean_;     // expert tasks: the stage's mean, for the straggler split
   std::vector<FixedComm> fixed_;
+  // The analytic loads of each (bound kind, layer, micro-batch) sparse collective or migration, with
+  // the transfers they were made of: defined once per iteration for all the tasks that run them,
+  // and loaded again only when the transfers differ from the last iteration's (FSDP's never do;
+  // FSSDP's repeat while its plan holds). Exact: the same transfers give the same loads.
+  struct SparseLoads {
+    collective::Coflow flows;
+    double extra = 0;
+    collective::CoflowLoads loads;
+    int id = -1;
+    long run = -1;  // the run() that defined `id`
+  };
+  std::map<std::tuple<int, int, int>, SparseLoads> sparse_loads_;
+  long builds_run_ = 0;  // run() calls so far
   std::vector<Binding> bindings_;
   std::vector<VarTask> vars_;
   StreamPredecessors prev_;  // of the built graph, for the breakdown walk

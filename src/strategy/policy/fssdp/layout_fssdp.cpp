@@ -41,9 +41,11 @@
 #include <cmath>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <fmt/format.h>
 
 #include "collective/sparse_plan.hpp"
+#include "collective/sparse_plan_cache.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
@@ -92,7 +94,8 @@ class LayoutFssdp final : public Strategy {
   LayoutFssdp(const Context& ctx, const workload::ParallelLayout& layout, FssdpKnobs k)
       : ctx_(ctx), layout_(layout), k_(k), graph_(ctx, layout, LayoutSparse{k.single_queue, k.rematerialize}),
         n_(ctx.topo.num_gpus()), L_(ctx.model.moe_layers()), E_(ctx.model.experts),
-        G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)) {
+        G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)),
+        wanted_t_(L_, std::vector<int>(G_, -1)) {
     const auto& m = ctx.model;
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
@@ -103,6 +106,7 @@ class LayoutFssdp final : public Strategy {
     copy_grad_bytes_ = params.per_expert * m.precision.grad_bytes;
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     channels_ = collective::chain_channels(ctx.topo);
+    sparse_plans_.emplace(ctx.topo, node_of_, k_.broadcast, channels_);
     window_ = ctx.compute.attention_forward().value() / layout.tp;
     attention_backward_ = ctx.compute.attention_backward().value() / layout.tp;
     formula_t_ = formula_overlap_degree(window_, paper_bandwidth(ctx.topo), expert_bytes_, E_);
@@ -228,8 +232,9 @@ class LayoutFssdp final : public Strategy {
         };
         // The forward spAG moves the predicted plan; calibration copies travel in their own task.
         const auto fwd = on_gpus(local, grp.gpus);
-        auto ag = collective::sparse_allgather(fwd, expert_bytes_, node_of_, k_.broadcast, channels_);
-        const double ag_latency = collective::sparse_finish(ag, fwd, ctx_.topo, node_of_, k_.broadcast, false, channels_);
+        const auto ag_plan = sparse_plans_->plan(fwd, expert_bytes_, false);
+        const collective::Coflow& ag = ag_plan->flows;
+        const double ag_latency = ag_plan->latency;
         bool routed = false;
         if (k_.calibrate) {
           if (gate_scaled.empty()) gate_counts = counts[k][l], gate_actual = actual[k][l];
@@ -278,10 +283,10 @@ class LayoutFssdp final : public Strategy {
           for (int x : r) plan.copy_bytes[x] += expert_bytes_, ++copies_[l];
         t_max_[l] = std::max(t_max_[l], grp.t);
         // spRS returns the gradients of every copy, calibration ones included.
-        auto rs = collective::sparse_reduce_scatter(p, expert_bytes_, node_of_, k_.broadcast, channels_);
+        const auto rs_plan = sparse_plans_->plan(p, expert_bytes_, true);
+        const collective::Coflow& rs = rs_plan->flows;
         plan.spag_latency = std::max(plan.spag_latency, ag_latency);
-        plan.sprs_latency = std::max(plan.sprs_latency,
-                                     collective::sparse_finish(rs, p, ctx_.topo, node_of_, k_.broadcast, true, channels_));
+        plan.sprs_latency = std::max(plan.sprs_latency, rs_plan->latency);
         plan.spag_flows.insert(plan.spag_flows.end(), ag.begin(), ag.end());
         plan.sprs_flows.insert(plan.sprs_flows.end(), rs.begin(), rs.end());
         placed_[l][k] = p;
@@ -345,8 +350,10 @@ class LayoutFssdp final : public Strategy {
 
   // Layer's overlap degree in group `grp` for the predicted loads, its owners and per-GPU slots, as
   // `overlap_degree` asks (overlap_degree.hpp).
+  // `guess` (hidden mode): where the search for t starts (the same t for any guess; a near one is
+  // cheaper: util::largest_fitting_from).
   int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owner, const Group& grp,
-                     std::span<const int> slots) {
+                     std::span<const int> slots, int guess = -1) {
     switch (k_.overlap_mode) {
       case OverlapMode::kFixed: return k_.overlap_degree;
       case OverlapMode::kFormula: return formula_t_;
@@ -354,8 +361,9 @@ class LayoutFssdp final : public Strategy {
         return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
       case OverlapMode::kHidden: break;
     }
-    const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown};
-    return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_);
+    const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown,
+                        &*sparse_plans_};
+    return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_, guess);
   }
 
   // Predicted time of layer's MoE part in group `grp` with `t` copies planned within `slots`: the
@@ -381,9 +389,9 @@ class LayoutFssdp final : public Strategy {
     const auto on = on_gpus(p, grp.gpus);
     auto& net = graph_.network();
     const double slow = ctx_.interference.communication_slowdown;
-    const double spag = sparse_collective_time(on, expert_bytes_, node_of_, k_.broadcast, false, channels_, net, slow);
+    const double spag = sparse_plans_->time(on, expert_bytes_, false, net) * (1 + slow);
     if (spag == 0) return base;
-    const double sprs = sparse_collective_time(on, expert_bytes_, node_of_, k_.broadcast, true, channels_, net, slow);
+    const double sprs = sparse_plans_->time(on, expert_bytes_, true, net) * (1 + slow);
     const double fwd_window = window_ + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
     const double bwd = sprs + (k_.rematerialize ? spag : 0);
     double most = 0;  // the most copies on one GPU
@@ -419,7 +427,8 @@ class LayoutFssdp final : public Strategy {
         grp.gpus = group_gpus(l, k);
         grp.node_of = group_nodes(grp.gpus);
         const auto predicted = history_[k].mean(l, E_);
-        grp.t = overlap_degree(predicted, owners_[k][l], grp, std::vector<int>(ep, room ? E_ : 0));
+        grp.t = overlap_degree(predicted, owners_[k][l], grp, std::vector<int>(ep, room ? E_ : 0), wanted_t_[l][k]);
+        wanted_t_[l][k] = grp.t;  // the next iteration's search starts here
         const auto p = materialize(predicted, owners_[k][l], grp.node_of, grp.t, E_);
         for (const auto& r : p.replicas)
           for (int i : r) wanted[grp.gpus[i]][l] += 1;
@@ -445,7 +454,7 @@ class LayoutFssdp final : public Strategy {
         }
         cut_[l] += cut;
         if (cut > 0 && std::any_of(grp.slots.begin(), grp.slots.end(), [](int s) { return s > 0; }))
-          grp.t = overlap_degree(history_[k].mean(l, E_), owners_[k][l], grp, grp.slots);
+          grp.t = overlap_degree(history_[k].mean(l, E_), owners_[k][l], grp, grp.slots, grp.t);
       }
   }
 
@@ -541,7 +550,7 @@ class LayoutFssdp final : public Strategy {
   double predicted_layer_time(int l, int k, const std::vector<double>& predicted, const std::vector<int>& owners) {
     const Group& grp = group_[l][k];
     const std::vector<int> slots(layout_.ep, cap_min_);
-    const int t = overlap_degree(predicted, owners, grp, slots);
+    const int t = overlap_degree(predicted, owners, grp, slots, grp.t);
     double sum = 0;
     int n = 0;
     for (int tt = std::max(0, t - 1); tt <= t; ++tt, ++n) sum += predicted_time(grp, predicted, owners, slots, tt, false);
@@ -695,11 +704,13 @@ class LayoutFssdp final : public Strategy {
   double router_time_ = 0;  // router + permute of a micro-batch's tokens, before the dispatch
   int formula_t_ = 0;       // the paper's floor(T_attn x bw / expert bytes), for comparison
   int channels_ = 1;
+  std::optional<collective::SparsePlanCache> sparse_plans_;  // spAG / spRS plans by placement
   cost::CopyLifetime life_;
   std::vector<double> received_, largest_;  // [gpu] routed tokens per iteration: stage total, largest layer
   std::vector<std::vector<Group>> group_;   // [layer][group] this iteration's plan inputs
   std::vector<int> level_;                  // [gpu] this iteration's cap level
   std::vector<int> t_max_, copies_, cut_;
+  std::vector<std::vector<int>> wanted_t_;  // [layer][group] the last t wanted without a memory cut
   int cap_min_ = 0;
   int iteration_ = 0, reshards_ = 0, moved_ = 0, reshards_skipped_ = 0, layers_kept_ = 0, calibrations_accepted_ = 0;
   double predicted_gain_ = 0;  // summed over re-shards: predicted MoE time saved per iteration

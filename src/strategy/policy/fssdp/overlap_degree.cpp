@@ -29,7 +29,7 @@ double sparse_collective_time(const collective::SparsePlacement& p, double chunk
 }
 
 int hidden_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const SpagSetting& s,
-                          collective::AnalyticNetwork& net, double window) {
+                          collective::AnalyticNetwork& net, double window, int guess) {
   const auto& topo = net.topology();
   std::vector<int> node_of, world_node_of;
   for (int g : s.gpus) node_of.push_back(topo.node_of(g));
@@ -38,11 +38,13 @@ int hidden_overlap_degree(const std::vector<double>& load, const std::vector<int
   auto fits = [&](int t) {
     if (t == 0) return true;
     const auto p = on_gpus(materialize(load, owner, node_of, t, s.slots), s.gpus);
+    if (s.cache) return s.cache->time(p, s.expert_bytes, false, net) * (1 + s.comm_slowdown) <= window;
     return sparse_collective_time(p, s.expert_bytes, world_node_of, s.algo, false, channels, net, s.comm_slowdown) <=
            window;
   };
   // The largest t in [0, E] that fits, assuming fits is monotone; fits(0) holds without a test.
-  return util::largest_fitting(static_cast<int>(load.size()), fits);
+  const int experts = static_cast<int>(load.size());
+  return guess < 0 ? util::largest_fitting(experts, fits) : util::largest_fitting_from(experts, guess, fits);
 }
 
 double paper_bandwidth(const topology::Topology& t) {

@@ -18,6 +18,7 @@
 
 #include "collective/analytic_network.hpp"
 #include "collective/sparse_plan.hpp"
+#include "collective/sparse_plan_cache.hpp"
 #include "topology/topology.hpp"
 
 namespace hs::strategy {
@@ -42,14 +43,19 @@ struct SpagSetting {
   double expert_bytes = 0;
   collective::BroadcastAlgo algo = collective::BroadcastAlgo::kChain;
   double comm_slowdown = 0;
+  // Optional memo of the spAG plans (built for the topology's node_of, `algo` and
+  // chain_channels): the same t, the same times, without building a placement's plan twice.
+  collective::SparsePlanCache* cache = nullptr;
 };
 
 // hidden: the largest t in [0, E] whose spAG, materialize(load, owner, group nodes, t, slots) moved
 // onto `gpus` and timed by sparse_collective_time, takes at most `window` seconds. Binary search
 // assuming the spAG grows with t; only a t that was timed and fits is returned, and t + 1 was timed
 // and does not fit (unless t = E).
+// `guess` >= 0: the search starts there (util::largest_fitting_from: the same t when the spAG grows
+// with t, in fewer timings when the guess is near).
 int hidden_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const SpagSetting& s,
-                          collective::AnalyticNetwork& net, double window);
+                          collective::AnalyticNetwork& net, double window, int guess = -1);
 
 // The paper's bw: the inter-node bandwidth per GPU (a node's network links towards the fabric over
 // its GPUs) when it is much lower (> 2x) than a GPU's intra-node bandwidth, else the intra-node

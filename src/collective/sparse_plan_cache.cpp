@@ -1,0 +1,72 @@
+#include "collective/sparse_plan_cache.hpp"
+
+#include <bit>
+#include <cstdint>
+#include <utility>
+
+namespace hs::collective {
+
+namespace {
+
+// FNV-1a over 64-bit words.
+struct Fnv {
+  std::uint64_t h = 1469598103934665603ULL;
+  void add(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+};
+
+}  // namespace
+
+std::size_t SparsePlanCache::KeyHash::operator()(const Key& k) const {
+  Fnv f;
+  f.add(std::bit_cast<std::uint64_t>(k.bytes));
+  f.add(k.reduce ? 1 : 0);
+  for (int o : k.p.owner) f.add(static_cast<std::uint64_t>(o));
+  for (const auto& r : k.p.replicas) {
+    f.add(0xffffffffULL + r.size());
+    for (int g : r) f.add(static_cast<std::uint64_t>(g));
+  }
+  return static_cast<std::size_t>(f.h);
+}
+
+SparsePlanCache::SparsePlanCache(const topology::Topology& topo, std::vector<int> node_of, BroadcastAlgo algo,
+                                 int channels, std::size_t capacity)
+    : topo_(topo), node_of_(std::move(node_of)), algo_(algo), channels_(channels), capacity_(capacity) {}
+
+std::shared_ptr<SparsePlanCache::Plan> SparsePlanCache::entry(const SparsePlacement& p, double chunk_bytes,
+                                                              bool reduce) {
+  Key key{p, chunk_bytes, reduce};
+  if (auto it = map_.find(key); it != map_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  auto plan = std::make_shared<Plan>();
+  plan->flows = reduce ? sparse_reduce_scatter(p, chunk_bytes, node_of_, algo_, channels_)
+                       : sparse_allgather(p, chunk_bytes, node_of_, algo_, channels_);
+  plan->latency = sparse_finish(plan->flows, p, topo_, node_of_, algo_, reduce, channels_);
+  if (held_ + plan->flows.size() > capacity_) {
+    map_.clear();
+    held_ = 0;
+  }
+  held_ += plan->flows.size();
+  map_.emplace(std::move(key), plan);
+  return plan;
+}
+
+std::shared_ptr<const SparsePlanCache::Plan> SparsePlanCache::plan(const SparsePlacement& p, double chunk_bytes,
+                                                                   bool reduce) {
+  return entry(p, chunk_bytes, reduce);
+}
+
+double SparsePlanCache::time(const SparsePlacement& p, double chunk_bytes, bool reduce, AnalyticNetwork& net) {
+  const auto plan = entry(p, chunk_bytes, reduce);
+  if (plan->time < 0) plan->time = plan->flows.empty() ? 0.0 : net.coflow_time(plan->flows) + plan->latency;
+  return plan->time;
+}
+
+}  // namespace hs::collective
