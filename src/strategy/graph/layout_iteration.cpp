@@ -253,8 +253,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     // Loaded once per iteration, and not at all when the same transfers come back (SparseLoads).
     SparseLoads& memo = sparse_loads_[{static_cast<int>(b.what), p ? b.index : -1, sparse_.shadow ? b.mb : -1}];
     if (memo.run != builds_run_) {
-      if (memo.run < 0 || memo.extra != extra || !same_transfers(memo.flows, flows)) {
-        memo.flows = flows;
+      if (!memo.kept || memo.extra != extra || !same_transfers(memo.flows, flows)) {
+        memo.kept = flows.size() <= SparseLoads::kKeep;
+        memo.flows.clear();
+        if (memo.kept) memo.flows = flows;
         memo.extra = extra;
         net_.loads(flows, extra, memo.loads);
       }

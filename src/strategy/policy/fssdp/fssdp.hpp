@@ -65,6 +65,10 @@ struct FssdpKnobs {
   DispatchRule dispatch = DispatchRule::kTopology;
   collective::BroadcastAlgo broadcast = collective::BroadcastAlgo::kChain;
   bool single_queue = true;      // comm_queue=single: sparse collectives share the all-to-all's queue
+  // An iteration depends on its own loads alone (Strategy::stateless): FSDP's, whose plan (every
+  // expert on every GPU of its group, fixed owners, no memory limit, no calibration) ignores the
+  // load history; its memory is the iteration's own. The runner then re-uses a repeated record.
+  bool record_only = false;
 };
 // The registry row's knobs (defaults filled in) as FSSDP's settings.
 FssdpKnobs parse_fssdp_knobs(const KnobValues& knobs);

@@ -122,7 +122,7 @@ class LayoutFssdp final : public Strategy {
       for (int x : layout.stage_gpus(stage_[l])) received_[x] += routed;
   }
 
-  bool stateless() const override { return false; }
+  bool stateless() const override { return k_.record_only; }
 
   // Built on request from what simulate() kept, so simulating pays nothing for it.
   const PlanSnapshot* last_plan() const override {
@@ -743,6 +743,7 @@ std::unique_ptr<Strategy> make_layout_fsdp(const StrategySpec& spec, const Conte
   k.heterogeneous = false;
   k.single_queue = false;  // FSDP prefetches its all-gathers on a stream of their own
   k.rematerialize = KnobValues(spec).boolean("rematerialize");
+  k.record_only = true;
   return std::make_unique<LayoutFssdp>(ctx, layout, k);
 }
 

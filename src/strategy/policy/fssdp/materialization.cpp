@@ -169,6 +169,27 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
     out.routed = t.routed, out.dropped = t.dropped;
     counts = kept;
   }
+  // The topology rule's candidates without scanning every holder per (source, expert): per expert,
+  // the index of each GPU among its holders (-1: none), and its holders' indices grouped by node
+  // in increasing order (CSR: local[first[e * nodes + v] .. first[e * nodes + v + 1])).
+  const bool topo_rule = rule == DispatchRule::kTopology;
+  const int nodes = topo_rule && n > 0 ? *std::max_element(node_of.begin(), node_of.begin() + n) + 1 : 0;
+  std::vector<int> index_of, first, local;
+  if (topo_rule) {
+    index_of.assign(static_cast<size_t>(E) * n, -1);
+    first.assign(static_cast<size_t>(E) * nodes + 1, 0);
+    for (int e = 0; e < E; ++e)
+      for (size_t k = 0; k < holders[e].size(); ++k) {
+        index_of[static_cast<size_t>(e) * n + holders[e][k]] = static_cast<int>(k);
+        ++first[static_cast<size_t>(e) * nodes + node_of[holders[e][k]] + 1];
+      }
+    for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
+    local.resize(first.back());
+    std::vector<int> fill(first.begin(), first.end() - 1);
+    for (int e = 0; e < E; ++e)
+      for (size_t k = 0; k < holders[e].size(); ++k)
+        local[fill[static_cast<size_t>(e) * nodes + node_of[holders[e][k]]]++] = static_cast<int>(k);
+  }
   std::vector<int> chosen;
   for (int s = 0; s < n; ++s) {
     const double* row = counts.data() + static_cast<size_t>(s) * E;
@@ -177,12 +198,13 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
       if (c == 0) continue;
       const auto& h = holders[e];
       chosen.clear();
-      if (rule == DispatchRule::kTopology) {
-        for (size_t k = 0; k < h.size(); ++k)
-          if (h[k] == s) chosen.push_back(static_cast<int>(k));
-        if (chosen.empty())
-          for (size_t k = 0; k < h.size(); ++k)
-            if (node_of[h[k]] == node_of[s]) chosen.push_back(static_cast<int>(k));
+      if (topo_rule) {  // the source itself, else its node's holders (in holder order), else all
+        if (const int k = index_of[static_cast<size_t>(e) * n + s]; k >= 0) {
+          chosen.push_back(k);
+        } else {
+          const size_t at = static_cast<size_t>(e) * nodes + node_of[s];
+          chosen.assign(local.begin() + first[at], local.begin() + first[at + 1]);
+        }
       }
       if (chosen.empty())
         for (size_t k = 0; k < h.size(); ++k) chosen.push_back(static_cast<int>(k));
