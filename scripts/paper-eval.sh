@@ -8,8 +8,8 @@
 #   systems  every strategy, FSSDP with and without re-materialization, the balanced oracle and the
 #            lower bound (references, not systems)
 #   batch    the paper's rule: the largest micro-batch (sequences per GPU) with which no system runs
-#            out of GPU memory, found from the memory model (`fits` of every system, oracle and bound
-#            excluded) over CANDIDATES, largest first
+#            out of GPU memory: `run --batch max-fit` over CANDIDATES (every system probed, oracle and
+#            bound excluded)
 #   tiers    the analytic and the flow-level network (NETWORKS)
 # and writes, per tier: speedup vs EP, peak memory vs EP, re-materialization's time and memory vs
 # FSSDP, per-MoE-layer speedup (from the last iteration's timeline: forward router..unpermute plus
@@ -36,11 +36,16 @@ ninja -C build-release src/cli/hecate-sim >/dev/null
 sim=build-release/src/cli/hecate-sim
 mkdir -p "$out/traces" "$out/runs" "$out/timelines"
 
-fits_all() {  # JSON result on stdin: 0 when every system (not oracle, not bound) fits
+chosen_batch() {  # JSON result of run --batch max-fit on stdin: prints the micro-batch it chose
   python3 -c '
-import json, sys
+import json, re, sys
 d = json.load(sys.stdin)
-sys.exit(0 if all(s["fits_memory"] for s in d["strategies"] if s["name"] not in ("oracle", "bound")) else 1)'
+for w in d["warnings"]:
+    m = re.search(r"--batch max-fit: micro_batch (\d+)", w)
+    if m:
+        print(m.group(1))
+        sys.exit(0)
+sys.exit(1)'
 }
 
 : > "$out/batches.tsv"
@@ -50,15 +55,11 @@ for platform in $platforms; do
     trace="$out/traces/$model-e$experts-g$gpus-$preset.json.gz"
     [ -f "$trace" ] || $sim trace gen --model "$model" --set "experts=$experts" --sources "$gpus" \
         --iterations "$iters" --preset "$preset" --seed "$seed" -o "$trace" 2>/dev/null
-    # The memory model needs a few iterations (planners fill their windows); 3 suffice to see a
-    # configuration's peak under this trace's skew.
-    batch=""
-    for mb in $candidates; do
-      if $sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --set "micro_batch=$mb" \
-          --iterations 3 --strategy "$strategies" --format json 2>/dev/null | fits_all; then
-        batch=$mb; break
-      fi
-    done
+    # The paper's batch rule in the tool (run --batch max-fit: every strategy but oracle and bound
+    # probed over 3 iterations per candidate); the chosen micro-batch is read from its note.
+    batch=$($sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --batch max-fit \
+        --batch-candidates "$(echo $candidates | tr ' ' ',')" --iterations 1 --strategy "$strategies" \
+        --format json 2>/dev/null | chosen_batch || true)
     if [ -z "$batch" ]; then
       echo "$model on $topo: no candidate micro-batch fits every system; skipped" >&2
       printf '%s\t%s\t%s\t%s\t-\n' "$topo" "$gpus" "$experts" "$model" >> "$out/batches.tsv"

@@ -9,6 +9,7 @@
 #include "cli/option_checks.hpp"
 #include "app/presets.hpp"
 #include "cli/progress_options.hpp"
+#include "app/max_fit_batch.hpp"
 #include "app/scenario.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
@@ -35,6 +36,8 @@ struct RunOptions {
   std::string topology, trace, model, strategies, format = "table", out = "-", network = "analytic", timeline, split = "multinomial", html;
   std::vector<std::string> sets;
   std::string calibration, layout;
+  std::string batch;                  // "max-fit" or empty
+  std::vector<int> batch_candidates;  // --batch-candidates (default app::kDefaultCandidates)
   int iterations = 0;
   uint64_t seed = 1;
   bool quiet = false;
@@ -55,23 +58,57 @@ std::vector<std::string> split_specs(const std::string& s) {
   return out;
 }
 
+// --batch max-fit: the paper's batch rule (app/max_fit_batch.hpp). Adds the chosen micro_batch to
+// args.sets and returns the note that says how it was chosen; no candidate fitting is bad input.
+std::string choose_max_fit_batch(const RunOptions& o, const std::vector<strategy::StrategySpec>& specs,
+                                 app::ScenarioArgs& args) {
+  app::MaxFitRequest req;
+  req.args = args;
+  req.specs = specs;
+  req.layout = o.layout;
+  req.flow = o.network == "flow";
+  req.flow_precision = o.flow_precision;
+  req.candidates = o.batch_candidates;
+  const app::MaxFitResult fit = app::max_fit_batch(req);
+  std::string tried;
+  for (const auto& p : fit.probes) tried += fmt::format("{}{}", tried.empty() ? "" : ", ", p.micro_batch);
+  if (!fit.micro_batch)
+    throw InputError({"--batch", 0, 0}, "batch",
+                     fmt::format("no candidate micro-batch ({}) fits every compared strategy; at {}: {}", tried,
+                                 fit.probes.back().micro_batch, fit.probes.back().why));
+  args.sets.push_back(fmt::format("micro_batch={}", *fit.micro_batch));
+  std::string note = fmt::format(
+      "note: --batch max-fit: micro_batch {}, the largest candidate at which every compared strategy (oracle and "
+      "bound excepted) fits in GPU memory over {} probe iterations (tried {})",
+      *fit.micro_batch, req.probe_iterations, tried);
+  if (fit.probes.size() > 1) {
+    const auto& above = fit.probes[fit.probes.size() - 2];
+    note += fmt::format("; at {}: {}", above.micro_batch, above.why);
+  }
+  return note;
+}
+
 int run(const RunOptions& o) {
   // Outputs that cannot be written fail now, not after the simulation.
   check_output_path(o.out, "--out");
   check_output_path(o.timeline, "--timeline");
   check_output_path(o.html, "--report");
-  auto sc = load_scenario({o.topology, o.trace, o.model, o.sets, o.split, o.seed, o.calibration});
-  const topology::Topology& topo = *sc->topo;
-  const workload::ModelSpec& model = *sc->model;
-  const strategy::IterationLoads& loads = *sc->loads;
-  const int iterations = o.iterations > 0 ? o.iterations : loads.num_records();
-
   std::vector<strategy::StrategySpec> specs;
   if (o.strategies.empty()) {
     for (const auto& info : strategy::registry()) specs.push_back(strategy::parse_strategy_spec(info.name));
   } else {
     for (const auto& s : split_specs(o.strategies)) specs.push_back(strategy::parse_strategy_spec(s));
   }
+  if (!o.batch_candidates.empty() && o.batch.empty())
+    throw InputError({"--batch-candidates", 0, 0}, "batch", "--batch-candidates needs --batch max-fit");
+  app::ScenarioArgs args{o.topology, o.trace, o.model, o.sets, o.split, o.seed, o.calibration};
+  std::string batch_note;
+  if (o.batch == "max-fit") batch_note = choose_max_fit_batch(o, specs, args);
+  auto sc = load_scenario(args);
+  const topology::Topology& topo = *sc->topo;
+  const workload::ModelSpec& model = *sc->model;
+  const strategy::IterationLoads& loads = *sc->loads;
+  const int iterations = o.iterations > 0 ? o.iterations : loads.num_records();
   strategy::Context ctx = sc->context(o.network == "flow", o.flow_precision);
   ctx.seed = o.seed;
   // A parallel layout is parsed and checked against the cluster and the model once, here.
@@ -145,6 +182,7 @@ int run(const RunOptions& o) {
   notes_in.split_given = o.split_given;
   notes_in.seed_given = o.seed_given;
   rep.notes = report::run_notes(rep, notes_in);
+  if (!batch_note.empty()) rep.notes.insert(rep.notes.begin(), batch_note);
   if (o.format != "table")
     for (const auto& n : rep.notes) fmt::print(stderr, "{}\n", n);
   if (!o.timeline.empty()) write_file_atomically(o.timeline, chrome.json());
@@ -185,6 +223,14 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see docs/manual.md, Parallel "
                  "layouts (presets: deepseek-v3, mixtral-8x7b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
+      ->check(at_least(1));
+  sub.add_option("--batch", o->batch,
+                 "max-fit: the Hecate paper's batch rule: micro_batch = the largest candidate at which every compared "
+                 "strategy (oracle and bound excepted) fits in GPU memory, probed over 3 iterations each; said in a note")
+      ->check(CLI::IsMember({"max-fit"}));
+  sub.add_option("--batch-candidates", o->batch_candidates,
+                 "with --batch max-fit: the micro-batches to try, comma-separated (default 128,96,64,48,32,24,16,12,8,6,4,3,2,1)")
+      ->delimiter(',')
       ->check(at_least(1));
   CLI::Option* seed = sub.add_option("--seed", o->seed, "random seed (default 1): splitting global-count traces over GPUs");
   CLI::Option* split =

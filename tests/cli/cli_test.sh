@@ -865,5 +865,30 @@ print('   ep ms:', ' '.join('%.2f' % (t * 1e3) for t in times), '| dropped:', ' 
 " "$t36" && echo "ok: EP's iteration time non-increasing as capacity_factor falls on the collapsed trace" \
   || { echo "FAIL: capacity_factor and EP's straggler"; fails=$((fails+1)); }
 
+# --batch max-fit (the Hecate paper's batch rule): the largest candidate at which every compared
+# strategy but oracle and bound fits; the next larger candidate does not fit. On the tiny model
+# (1 expert's worth of memory is small) with the 80 GiB H100: every candidate fits, so the largest.
+expect 0 "--batch max-fit: micro_batch 4, the largest candidate" -- "${run[@]}" --strategy ep,fssdp,oracle --iterations 2 --format json \
+  --batch max-fit --batch-candidates 1,4,2
+expect 2 "--batch max-fit chooses micro_batch itself: drop --set micro_batch=2" -- "${run[@]}" --batch max-fit --set micro_batch=2
+expect 2 "--batch-candidates needs --batch max-fit" -- "${run[@]}" --batch-candidates 4
+expect 2 "--batch-candidates: must be at least 1" -- "${run[@]}" --batch max-fit --batch-candidates 0
+# A bundled V100 case where memory binds: gpt-moe-l on 16 x 32 GiB; at the chosen batch every
+# compared strategy fits, at the next larger one EP does not (its peak is named).
+out=$("$sim" run aws-p3dn-v100-2node "$root/traces/gpt-moe-l-aux_loss.json.gz" --strategy ep,fssdp,bound --iterations 3 \
+  --batch max-fit --format json 2>/dev/null)
+python3 - "$out" <<'PY' && echo "ok: --batch max-fit on p3dn/gpt-moe-l: chosen batch fits, the next one named as not fitting" \
+  || { echo "FAIL: --batch max-fit on p3dn/gpt-moe-l"; fails=$((fails+1)); }
+import json, re, sys
+d = json.loads(sys.argv[1])
+note = [w for w in d["warnings"] if "--batch max-fit" in w][0]
+m = re.search(r"micro_batch (\d+), .* \(tried ([\d, ]+)\); at (\d+): (\S+) needs ([\d.]+) GiB of ([\d.]+) GiB", note)
+assert m, note
+chosen, tried, above = int(m.group(1)), [int(x) for x in m.group(2).split(", ")], int(m.group(3))
+assert tried[-1] == chosen and tried[-2] == above and above > chosen, note
+assert float(m.group(5)) > float(m.group(6)), note
+assert all(s["fits_memory"] for s in d["strategies"] if s["name"] != "bound"), d["strategies"]
+PY
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"
