@@ -6,6 +6,7 @@ OUT/timelines/TOPO--MODEL--NET.json (the last iteration of every strategy, Chrom
 """
 import json
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -21,43 +22,36 @@ def short(name):
 
 
 def layer_times(timeline):
-    """Per strategy (process name): {layer: seconds}, the MoE layer's forward windows (first
-    router+permute start to last unpermute end, across GPUs, per micro-batch) plus backward windows
-    (first unpermute_bwd start to last router_bwd end)."""
+    """Per strategy (process name): {block: seconds}, the MoE layer's windows summed over
+    micro-batches: forward from the first "fwd mbK block B router+permute" start to the last
+    "fwd mbK block B unpermute" end across GPUs, backward from the first "bwd mbK block B unpermute"
+    start to the last "bwd mbK block B router+permute" end (the timeline's task names)."""
     events = timeline["traceEvents"] if isinstance(timeline, dict) else timeline
     names = {}
     for e in events:
         if e.get("ph") == "M" and e.get("name") == "process_name":
             names[e["pid"]] = e["args"]["name"]
-    # (pid, kind, layer, tid) -> [(start, end)] in time order: the k-th is micro-batch k.
-    spans = defaultdict(list)
+    pattern = re.compile(r"^(fwd|bwd) mb(\d+) block (\d+) (router\+permute|unpermute)$")
+    # (pid, direction, micro-batch, block) -> [first start, last end] of the window
+    windows = {}
     for e in events:
         if e.get("ph") != "X":
             continue
-        n = e["name"]
-        for kind in ("router+permute", "unpermute", "unpermute_bwd", "router_bwd"):
-            prefix = kind + " L"
-            if n.startswith(prefix) and n[len(prefix):].isdigit():
-                spans[(e["pid"], kind, int(n[len(prefix):]), e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
-    per = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))  # pid -> layer -> kind -> [per mb lists]
-    for (pid, kind, layer, _tid), s in spans.items():
-        s.sort()
-        lists = per[pid][layer][kind]
-        while len(lists) < len(s):
-            lists.append([])
-        for k, x in enumerate(s):
-            lists[k].append(x)
-    out = {}
-    for pid, layers in per.items():
-        res = {}
-        for layer, kinds in layers.items():
-            total = 0.0
-            for first, last in (("router+permute", "unpermute"), ("unpermute_bwd", "router_bwd")):
-                for a, b in zip(kinds.get(first, []), kinds.get(last, [])):
-                    total += max(x[1] for x in b) - min(x[0] for x in a)
-            res[layer] = total * 1e-6  # Chrome traces are in microseconds
-        out[names.get(pid, str(pid))] = res
-    return out
+        m = pattern.match(e["name"])
+        if not m:
+            continue
+        direction, mb, block, part = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+        opens = (part == "router+permute") == (direction == "fwd")
+        w = windows.setdefault((e["pid"], direction, mb, block), [float("inf"), float("-inf")])
+        if opens:
+            w[0] = min(w[0], e["ts"])
+        else:
+            w[1] = max(w[1], e["ts"] + e["dur"])
+    out = defaultdict(lambda: defaultdict(float))
+    for (pid, _d, _mb, block), (a, b) in windows.items():
+        if b > a:
+            out[names.get(pid, str(pid))][block] += (b - a) * 1e-6  # Chrome traces are in microseconds
+    return {k: dict(v) for k, v in out.items()}
 
 
 # The paper's headline figures (arXiv 2502.02581: the abstract and §6, the evaluation), each with the
