@@ -96,6 +96,7 @@ sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, cons
                           (layout ? layout->dp : sc.topo->num_gpus());
     row.tokens_per_s = sum.mean > 0 ? tokens / sum.mean : 0;
     row.peak_memory_gib = sum.peak_memory.total() / (1024.0 * 1024 * 1024);
+    row.dropped_fraction = sum.dropped_fraction();
     row.fits = sum.fits_memory;
     row.feasible = (row.fits || !c.must_fit) && (c.peak_memory_cap <= 0 || sum.peak_memory.total() <= c.peak_memory_cap);
   } catch (const InputError& e) {

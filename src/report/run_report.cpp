@@ -205,14 +205,15 @@ std::string render_csv(const RunReport& r) {
   std::string o = "strategy,mean_s,p50_s,p99_s,speedup_vs_ep";
   for (int c = 0; c < strategy::kNumComponents; ++c)
     o += fmt::format(",{}_s", strategy::component_name(static_cast<strategy::Component>(c)));
-  o += ",peak_memory_bytes,fits_memory,bottleneck_gpu\n";
+  o += ",peak_memory_bytes,fits_memory,bottleneck_gpu,dropped_fraction\n";
   const auto* ep = find_ep(r);
   for (const auto& s : r.strategies) {
     std::string name = s.name;
     if (name.find(',') != std::string::npos) name = "\"" + name + "\"";
     o += fmt::format("{},{},{},{},{}", name, num(s.mean), num(s.p50), num(s.p99), ep ? num(ep->mean / s.mean) : "");
     for (int c = 0; c < strategy::kNumComponents; ++c) o += "," + num(s.breakdown[c]);
-    o += fmt::format(",{},{},{}\n", num(s.peak_memory.total()), s.fits_memory ? "true" : "false", s.bottleneck_gpu);
+    o += fmt::format(",{},{},{},{}\n", num(s.peak_memory.total()), s.fits_memory ? "true" : "false", s.bottleneck_gpu,
+                     num(s.dropped_fraction()));
   }
   return o;
 }

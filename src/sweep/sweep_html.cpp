@@ -230,11 +230,11 @@ std::string render_sweep_html(const SweepReportInput& in) {
     return objective_value(*x, o) < objective_value(*y, o);
   });
   s += "\n<h2>Points</h2>\n<table><tr><th>#</th><th>strategy</th><th>" + std::string(objective_unit(o)) +
-       "</th><th>mean ms</th><th>p99 ms</th><th>peak GiB</th><th>feasible</th><th>setting</th></tr>\n";
+       "</th><th>mean ms</th><th>p99 ms</th><th>peak GiB</th><th>dropped</th><th>feasible</th><th>setting</th></tr>\n";
   for (const Row* r : order)
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{}</td><td>{} | {}{}</td></tr>\n",
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.2f}%</td><td>{}</td><td>{} | {}{}</td></tr>\n",
                      r->index, esc(r->spec), r->status == "ok" ? fmt_obj(objective_display(*r, o)) : esc(r->error), r->mean_ms,
-                     r->p99_ms, r->peak_memory_gib, r->feasible ? "yes" : "no", esc(r->topology), esc(r->trace),
+                     r->p99_ms, r->peak_memory_gib, 100 * r->dropped_fraction, r->feasible ? "yes" : "no", esc(r->topology), esc(r->trace),
                      r->model.empty() ? "" : " | " + esc(r->model));
   return s + "</table>\n</body></html>\n";
 }

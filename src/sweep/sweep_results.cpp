@@ -53,11 +53,11 @@ std::string to_json_line(const Row& r) {
   return fmt::format(
       "{{\"index\": {}, \"role\": \"{}\", \"key\": \"{}\", \"topology\": \"{}\", \"trace\": \"{}\", \"network\": \"{}\", "
       "\"model_file\": \"{}\", \"model\": \"{}\", \"calibration\": \"{}\", \"layout\": \"{}\", \"strategy\": \"{}\", \"spec\": \"{}\", \"knobs\": {{{}}}, \"status\": \"{}\", \"error\": \"{}\", "
-      "\"mean_ms\": {}, \"p50_ms\": {}, \"p99_ms\": {}, \"tokens_per_s\": {}, \"peak_memory_gib\": {}, \"fits\": {}, "
+      "\"mean_ms\": {}, \"p50_ms\": {}, \"p99_ms\": {}, \"tokens_per_s\": {}, \"peak_memory_gib\": {}, \"dropped_fraction\": {}, \"fits\": {}, "
       "\"feasible\": {}}}\n",
       r.index, r.role, r.key, json_escape(r.topology), json_escape(r.trace), r.network, json_escape(r.model_file), json_escape(r.model), json_escape(r.calibration),
       json_escape(r.layout), r.strategy, json_escape(r.spec), knobs, r.status, json_escape(r.error), num(r.mean_ms), num(r.p50_ms),
-      num(r.p99_ms), num(r.tokens_per_s), num(r.peak_memory_gib), r.fits, r.feasible);
+      num(r.p99_ms), num(r.tokens_per_s), num(r.peak_memory_gib), num(r.dropped_fraction), r.fits, r.feasible);
 }
 
 std::optional<Row> parse_json_line(std::string_view line) {
@@ -90,6 +90,7 @@ std::optional<Row> parse_json_line(std::string_view line) {
     r.p99_ms = double(doc["p99_ms"]);
     r.tokens_per_s = double(doc["tokens_per_s"]);
     r.peak_memory_gib = double(doc["peak_memory_gib"]);
+    if (double v; !doc["dropped_fraction"].get_double().get(v)) r.dropped_fraction = v;  // absent in older rows
     r.fits = bool(doc["fits"]);
     r.feasible = bool(doc["feasible"]);
     if (r.key.size() != 16) return std::nullopt;
@@ -125,7 +126,7 @@ std::vector<std::string> knob_columns(const SweepSpec& s) {
 std::string csv_header(const std::vector<std::string>& cols) {
   std::string h = "index,role,key,topology,trace,network,model_file,model,calibration,layout,strategy,spec";
   for (const auto& c : cols) h += "," + csv_field(c);
-  return h + ",status,mean_ms,p50_ms,p99_ms,tokens_per_s,peak_memory_gib,fits,feasible,error\n";
+  return h + ",status,mean_ms,p50_ms,p99_ms,tokens_per_s,peak_memory_gib,dropped_fraction,fits,feasible,error\n";
 }
 
 std::string to_csv_line(const Row& r, const std::vector<std::string>& cols) {
@@ -138,8 +139,9 @@ std::string to_csv_line(const Row& r, const std::vector<std::string>& cols) {
       if (k == c) v = x;
     l += "," + csv_field(v);
   }
-  return l + fmt::format(",{},{},{},{},{},{},{},{},{}\n", r.status, num(r.mean_ms), num(r.p50_ms), num(r.p99_ms),
-                         num(r.tokens_per_s), num(r.peak_memory_gib), r.fits, r.feasible, csv_field(r.error));
+  return l + fmt::format(",{},{},{},{},{},{},{},{},{},{}\n", r.status, num(r.mean_ms), num(r.p50_ms), num(r.p99_ms),
+                         num(r.tokens_per_s), num(r.peak_memory_gib), num(r.dropped_fraction), r.fits, r.feasible,
+                         csv_field(r.error));
 }
 
 void sort_rows(std::vector<Row>& rows) {

@@ -25,6 +25,7 @@ struct Row {
   std::string status = "ok";  // ok | error
   std::string error;          // why a point could not run (e.g. a strategy that does not apply)
   double mean_ms = 0, p50_ms = 0, p99_ms = 0, tokens_per_s = 0, peak_memory_gib = 0;
+  double dropped_fraction = 0;  // token-expert assignments dropped at a capacity_factor / routed (0: dropless)
   bool fits = false;          // peak memory within the GPU's memory
   bool feasible = false;      // ok and every constraint of the sweep holds
 };

@@ -159,12 +159,21 @@ TEST_CASE("rows round-trip through JSON Lines; a torn line is no row") {
   r.p99_ms = 20;
   r.tokens_per_s = 1.5e6;
   r.peak_memory_gib = 7.25;
+  r.dropped_fraction = 0.0843;
   r.fits = r.feasible = true;
   r.error = "a \"quoted\", comma";
   const std::string line = to_json_line(r);
   auto back = parse_json_line(line.substr(0, line.size() - 1));
   REQUIRE(back);
   CHECK(to_json_line(*back) == line);
+  CHECK(back->dropped_fraction == 0.0843);
+  // A row written before dropped_fraction existed reads as dropless.
+  std::string older = line;
+  older.erase(older.find(", \"dropped_fraction\": 0.0843"), std::string(", \"dropped_fraction\": 0.0843").size());
+  auto old_back = parse_json_line(older.substr(0, older.size() - 1));
+  REQUIRE(old_back);
+  CHECK(old_back->dropped_fraction == 0);
+  CHECK(old_back->fits);
   CHECK_FALSE(parse_json_line(line.substr(0, line.size() / 2)));
   // CSV: the knob columns of the sweep, a field with a comma quoted.
   auto cols = knob_columns(parse_sweep(kBase, "s.yaml"));
