@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The layout presets' table of docs/manual.md ("Parallel layouts"): each row run through the CLI on
+# the bundled traces (analytic tier), printed as Markdown with the commit it was measured at.
+# Mean iteration time and peak memory per GPU for EP, FSSDP and FSDP; "-" where a strategy does not
+# run under the layout (DualPipe runs expert parallelism only). About 2 minutes of CPU, most of it
+# the DeepSeek-V3 rows (2,048 GPUs, 120 micro-batches). A second table: EP on the deepseek-v3
+# preset with NCCL's and DeepEP's dispatch (docs/manual.md, "Node-limited routing and DeepEP").
+# Usage: scripts/layout-table.sh [BINARY]   (default build-release/src/cli/hecate-sim, built if missing)
+set -euo pipefail
+sim="${1:-}"
+[ -n "$sim" ] && sim=$(realpath -m "$sim")
+cd "$(dirname "$0")/.."
+if [ -z "$sim" ]; then
+  sim=build-release/src/cli/hecate-sim
+  if [ ! -x "$sim" ]; then
+    scripts/install-deps.sh
+    [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release >/dev/null
+    ninja -C build-release src/cli/hecate-sim >/dev/null
+  fi
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# cell ARGS...: "mean s, peak GiB[ (does not fit)]" of the one strategy the arguments name, or "-"
+# when the strategy does not run there (exit 2 with the reason on stderr).
+cell() {
+  if ! "$sim" run "$@" --format json -q > "$tmp/r.json" 2> "$tmp/err"; then
+    if grep -qE "under schedule=dualpipe is not built|schedule=dualpipe runs expert parallelism" "$tmp/err"; then echo "- (DualPipe: EP only)"; return; fi
+    echo "run failed: $*" >&2; cat "$tmp/err" >&2; exit 1
+  fi
+  python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["strategies"][0]
+fit = "" if s["fits_memory"] else " (does not fit)"
+mean, peak = s["iteration_time_s"]["mean"], s["peak_memory_bytes"] / 2**30
+print(f"{mean:.2f} s, {peak:.1f} GiB{fit}")' "$tmp/r.json"
+}
+
+row() {  # row LABEL ITERATIONS ARGS...
+  local label="$1" it="$2"; shift 2
+  local cells=()
+  for s in ep fssdp fsdp; do cells+=("$(cell "$@" --strategy "$s" --iterations "$it")"); done
+  printf '| %s | %s | %s | %s |\n' "$label" "${cells[0]}" "${cells[1]}" "${cells[2]}"
+}
+
+mix=(dgx-h100-8node traces/mixtral-8x7b-aux_loss.json.gz --model mixtral-8x7b --set grad_accum=32)
+ds=(hgx-h800-256node traces/deepseek-v3-like-aux_free.json.gz --model deepseek-v3-like --set grad_accum=120)
+echo "Measured at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) by scripts/layout-table.sh (analytic tier; Mixtral rows 8 iterations, DeepSeek rows 1):"
+echo
+echo "| run | EP | FSSDP | FSDP |"
+echo "|---|---|---|---|"
+row "\`mixtral-8x7b\` on \`dgx-h100-8node\` (dp 16), grad_accum 32, \`mixtral-8x7b-aux_loss\`" 8 "${mix[@]}" --layout mixtral-8x7b
+row "same, \`overlap_grad_reduce=off,overlap_param_gather=off\`" 8 "${mix[@]}" --layout mixtral-8x7b,overlap_grad_reduce=off,overlap_param_gather=off
+row "same (overlap on), \`vpp=2\`" 8 "${mix[@]}" --layout mixtral-8x7b,vpp=2
+row "same (overlap on), \`recompute=full\`" 8 "${mix[@]}" --layout mixtral-8x7b,recompute=full
+row "\`deepseek-v3\` (DualPipe, FP8) on \`hgx-h800-256node\` (dp 128), grad_accum 120, \`deepseek-v3-like-aux_free\`" 1 "${ds[@]}" --layout deepseek-v3
+row "same, \`dispatcher=deepep\`, node-limited routing (\`route_groups=8\`, \`max_nodes=4\`)" 1 "${ds[@]}" --layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4
+
+# The dispatch table of docs/manual.md ("Node-limited routing and DeepEP"): EP on the deepseek-v3
+# preset, one iteration, with NCCL's and DeepEP's dispatch; critical-path components from the JSON.
+drow() {  # drow LABEL ARGS...
+  local label="$1"; shift
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$sim" run "${ds[@]}" "$@" --strategy ep --iterations 1 --format json -q > "$tmp/d.json" 2>/dev/null
+  t1=$(date +%s.%N)
+  python3 - "$tmp/d.json" "$label" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["strategies"][0]
+b = s["breakdown_s"]
+print(f"| {sys.argv[2]} | {s['iteration_time_s']['mean']:.2f} s | {b['all_to_all']:.2f} s | "
+      f"{b['straggler_wait']:.2f} s | {b['dense_allreduce']:.2f} s | {sys.argv[3]} s |")
+PY
+}
+echo
+echo "| dispatch (EP, \`deepseek-v3\` preset, grad_accum 120) | step | all-to-all on the critical path | straggler wait | exposed DP | wall |"
+echo "|---|---|---|---|---|---|"
+drow "\`nccl\` (default; node limit or not: NCCL sends per expert either way)" --layout deepseek-v3
+drow "\`dispatcher=deepep\`" --layout deepseek-v3,dispatcher=deepep
+drow "\`dispatcher=deepep\`, \`route_groups=8\`, \`max_nodes=4\`" --layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4
