@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
 #include "strategy/policy/ep/ep.hpp"
@@ -119,6 +120,7 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
       if (!a2a) mem.comm_buffers = 0;
       mem.nccl = nccl[x];
       if (add) add(x, mem);
+      cost::add_allocator_slack(mem, m.allocator_slack);
       if (r.memory_gpu < 0 || mem.total() > r.memory.total()) r.memory = mem, r.memory_gpu = x;
     }
 }

@@ -189,6 +189,7 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   if (cf.IsDefined() && !(cf.IsScalar() && (cf.Scalar() == "null" || cf.Scalar() == "~"))) {
     if (auto v = r.number("capacity_factor", false, 0.01, 1000)) m.capacity_factor = *v;
   }
+  m.allocator_slack = r.number("allocator_slack", false, 0, 0.9).value_or(0);
   r.finish();
 
   // Cross-field checks.

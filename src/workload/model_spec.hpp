@@ -105,6 +105,9 @@ struct ModelSpec {
   int vocab = 50257;
   Precision precision;
   std::optional<double> capacity_factor;  // nullopt = dropless; else tokens beyond capacity dropped (strategy/capacity.hpp)
+  // The caching allocator's fragmentation as a fraction of what it holds, (reserved - allocated) /
+  // reserved (cost/memory_model.hpp, add_allocator_slack); 0 = none beyond the fixed reserve.
+  double allocator_slack = 0;
   // `attention` as given (auto | flash | standard) until resolved for a GPU: cost::resolve_attention
   // rewrites kAuto where the model meets a topology (the CLI, once); ComputeCost resolves its own copy
   // from its GpuModel; activation_bytes() counts a still-kAuto model as kFlash.

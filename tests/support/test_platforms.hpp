@@ -24,13 +24,14 @@ struct ClusterShape {
   int gpus_per_pcie_switch = 0;                // PCIe switches (0: GPU-NIC links)
   bool gpudirect_rdma = true;                  // false: NICs on the host, traffic staged through it
   double peak_flops = 1e15, hbm = 3e12;
+  double memory = 80e9;                        // bytes per GPU
   bool factored = false;                       // factored routes (as large presets store them)
 };
 
 inline topology::Topology make_cluster(const ClusterShape& c) {
   topology::CompactSpec s;
   s.name = "test";
-  s.gpu = {"X", FlopRate(c.peak_flops), Bandwidth(c.hbm), Bytes(80e9)};
+  s.gpu = {"X", FlopRate(c.peak_flops), Bandwidth(c.hbm), Bytes(c.memory)};
   s.nodes = c.nodes;
   s.gpus_per_node = c.gpus_per_node;
   s.intra = {Bandwidth(c.intra_bw), 1.0, Seconds(c.intra_lat), ""};

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "cost/allocator_slack.hpp"
 #include "cost/memory_model.hpp"
 
 using namespace hs;
@@ -20,6 +21,27 @@ TEST_CASE("terms add up to the total; the largest is named") {
   double sum = 0;
   for (const auto& t : m.terms()) sum += t.bytes;
   CHECK(sum == m.total());
+}
+
+TEST_CASE("allocator slack: reserved = allocated / (1 - f), NCCL's buffers and the reserve outside it") {
+  // Allocated through the caching allocator: 1 + 2 + 3 + 4 + 5 + 6 + 3 = 24 MiB; NCCL 8 MiB and the
+  // runtime reserve 9 MiB are not. At f = 0.25 the allocator reserves 24 / 0.75 = 32 MiB: 8 MiB of
+  // slack, added to the reserve (17 MiB); total 24 allocated + 8 slack + 8 NCCL + 9 reserve = 49 MiB.
+  MemoryBreakdown m;
+  m.params = 1 * MiB, m.grads = 2 * MiB, m.optimizer = 3 * MiB, m.activations = 4 * MiB, m.copy_params = 5 * MiB;
+  m.copy_grads = 6 * MiB, m.comm_buffers = 3 * MiB, m.nccl = 8 * MiB, m.reserve = 9 * MiB;
+  CHECK(allocator_allocated(m) == 24 * MiB);
+  MemoryBreakdown none = m;
+  add_allocator_slack(none, 0);
+  CHECK(none.total() == m.total());  // f = 0 adds nothing
+  add_allocator_slack(m, 0.25);
+  CHECK(m.reserve == doctest::Approx(17 * MiB));
+  CHECK(m.total() == doctest::Approx((24 + 8 + 8 + 9) * MiB));
+  // Room on a 100 MiB GPU with these 17 MiB outside the allocator (NCCL 8 + reserve 9) and 24 MiB
+  // allocated: (24 + C) / 0.75 <= 100 - 17 gives C <= 38.25 MiB; free bytes say 100 - 17 - 24 = 59,
+  // less the cut 0.25 x 83 = 20.75.
+  CHECK(allocator_slack_cut(100 * MiB, 17 * MiB, 0.25) == doctest::Approx(20.75 * MiB));
+  CHECK(allocator_slack_cut(100 * MiB, 17 * MiB, 0) == 0);
 }
 
 TEST_CASE("copy buffers: gradient buffers live from backward until spRS drains them") {

@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/make_named.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
+#include "cost/allocator_slack.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "support/test_platforms.hpp"
 #include "workload/model_spec.hpp"
@@ -114,4 +117,50 @@ TEST_CASE("the memory cap binds per GPU: a layer's plan is cut to what fits") {
                              {"rematerialize", "true"}});
   rm->simulate(test::uniform_loads(2, 8, 8, 4096));
   CHECK(setting(*rm, "memory_capacity_m") == "3");
+}
+
+TEST_CASE("allocator slack shrinks FSSDP's automatic copy budget: the memory-bound branch") {
+  // The tiny model on 8 GPUs as above (overlap degree 8: 7 copies wanted per GPU and layer; a level
+  // of c copies peaks at 3c x 2 MiB). First the state without copies (memory_budget 0B): its total T,
+  // NCCL buffers N and reserve R. A GPU of G = T + 31 MiB then leaves 31 MiB for copies: c = 5
+  // (30 MiB). With allocator_slack f = 0.01 the room shrinks by f x (G - N - R) (about 10 MiB here,
+  // cost/allocator_slack.hpp): c = floor((31 MiB - cut) / 6 MiB) = 3, and the breakdown charges the
+  // slack, allocated x f / (1 - f), to the reserve. (The cap is planned from the uniform estimate
+  // of received tokens, so the peak's activations may differ slightly from T's: only the copies are
+  // held to the room.)
+  auto m = test::tiny_moe_model();
+  test::ClusterShape shape;
+  shape.intra_bw = 200e9, shape.intra_lat = 2e-6, shape.peak_flops = 300e12, shape.hbm = 2e12;  // node8()
+  const auto loads = test::uniform_loads(2, 8, 8, 4096);
+  cost::MemoryBreakdown base;
+  {
+    auto t = test::node8();
+    cost::ComputeCost cc(t.gpu_model(), m);
+    Context ctx{t, m, cc, 1};
+    auto none = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}, {"memory_budget", "0B"}});
+    base = none->simulate(loads).memory;
+    REQUIRE(base.copy_params == 0);
+  }
+  shape.memory = base.total() + 31 * MiB;
+  auto t = test::make_cluster(shape);
+  auto run = [&](double slack) {
+    m.allocator_slack = slack;
+    cost::ComputeCost cc(t.gpu_model(), m);
+    Context ctx{t, m, cc, 1};
+    auto fs = hs::test::make_named("fssdp", ctx, {{"overlap_degree", "8"}, {"heterogeneous", "false"}});
+    auto r = fs->simulate(loads);
+    return std::pair{setting(*fs, "memory_capacity_m"), r.memory};
+  };
+  auto [m0, mem0] = run(0);
+  CHECK(m0 == "5");
+  CHECK(mem0.copy_params + mem0.copy_grads == 30 * MiB);
+  CHECK(mem0.reserve == base.reserve);
+  const double f = 0.01;
+  const double cut = f * (shape.memory - base.nccl - base.reserve);
+  const int expected = static_cast<int>((31 * MiB - cut) / (6 * MiB));
+  CHECK(expected == 3);
+  auto [m1, mem1] = run(f);
+  CHECK(m1 == std::to_string(expected));
+  CHECK(mem1.copy_params + mem1.copy_grads == 3 * expected * 2 * MiB);
+  CHECK(mem1.reserve == doctest::Approx(base.reserve + cost::allocator_allocated(mem1) * f / (1 - f)));
 }

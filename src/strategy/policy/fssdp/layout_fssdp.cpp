@@ -46,6 +46,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "collective/sparse_plan_cache.hpp"
+#include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
@@ -345,7 +346,9 @@ class LayoutFssdp final : public Strategy {
     if (k_.memory_budget >= 0) return k_.memory_budget;
     const int s = layout_.pp_rank(x);
     const double M = ctx_.model.grad_accum;
-    return gpu_memory_ - cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M).total() - nccl_[x];
+    const auto mem = cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M);
+    return gpu_memory_ - mem.total() - nccl_[x] -
+           cost::allocator_slack_cut(gpu_memory_, nccl_[x] + mem.reserve, ctx_.model.allocator_slack);
   }
 
   // Layer's overlap degree in group `grp` for the predicted loads, its owners and per-GPU slots, as
@@ -646,6 +649,7 @@ class LayoutFssdp final : public Strategy {
           cost::MemoryBreakdown b = mem;
           b.copy_params = peak.params;
           b.copy_grads = peak.grads;
+          cost::add_allocator_slack(b, ctx_.model.allocator_slack);
           return b;
         };
         const auto own = with(life_);
