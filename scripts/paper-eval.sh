@@ -13,7 +13,9 @@
 #   tiers    the analytic and the flow-level network (NETWORKS)
 # and writes, per tier: speedup vs EP, peak memory vs EP, re-materialization's time and memory vs
 # FSSDP, per-MoE-layer speedup (from the last iteration's timeline: forward router..unpermute plus
-# backward unpermute..router windows, per micro-batch) and the critical-path breakdown.
+# backward unpermute..router windows, per micro-batch), the critical-path breakdown and the largest
+# micro-batch at which FSSDP alone fits without and with re-materialization; the paper's published
+# values beside them where this project has them (scripts/paper_eval_report.py, PUBLISHED).
 #
 # Usage: scripts/paper-eval.sh [OUT_DIR]          (default paper-eval/; results and report.md there)
 # Environment: ITERATIONS (20), PRESET (concentrated), NETWORKS ("analytic flow"), SEED (1),
@@ -49,6 +51,7 @@ sys.exit(1)'
 }
 
 : > "$out/batches.tsv"
+: > "$out/rm_batches.tsv"
 for platform in $platforms; do
   IFS=: read -r topo gpus experts <<< "$platform"
   for model in $models; do
@@ -66,6 +69,14 @@ for platform in $platforms; do
       continue
     fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$topo" "$gpus" "$experts" "$model" "$batch" >> "$out/batches.tsv"
+    # The batch-size side of re-materialization: the largest micro-batch at which FSSDP alone fits,
+    # without and with RM (the same rule, one system at a time).
+    for fs in fssdp fssdp:rematerialize=true; do
+      b=$($sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --batch max-fit \
+          --batch-candidates "$(echo $candidates | tr ' ' ',')" --iterations 1 --strategy "$fs" \
+          --format json 2>/dev/null | chosen_batch || echo -)
+      printf '%s\t%s\t%s\t%s\n' "$topo" "$model" "$fs" "$b" >> "$out/rm_batches.tsv"
+    done
     for net in $networks; do
       name="$topo--$model--$net"
       start=$(date +%s.%N)
