@@ -3,7 +3,7 @@
 # CPU seconds (user + sys) and peak RSS of each case, the median of RUNS runs.
 #
 # Usage: scripts/bench-cli.sh [--compare OLD_BINARY] [--runs N] [--smoke] [BINARY]
-#   BINARY              the hecate-sim to time (default build-release/src/cli/hecate-sim, built if missing)
+#   BINARY              the hecate-sim to time (default build-release/src/cli/hecate-sim, brought up to date)
 #   --compare OLD       also time OLD, alternating old and new run by run (the machine is shared:
 #                       the ratio new / old of the medians decides, not the absolute seconds); each
 #                       case's simulated results (JSON, less the line counting re-used records) are
@@ -26,14 +26,7 @@ done
 [ -n "$sim" ] && sim=$(realpath -m "$sim")
 [ -n "$old" ] && old=$(realpath -m "$old")
 cd "$(dirname "$0")/.."
-if [ -z "$sim" ]; then
-  sim=build-release/src/cli/hecate-sim
-  if [ ! -x "$sim" ]; then
-    scripts/install-deps.sh
-    if [ ! -f build-release/build.ninja ]; then meson setup build-release --buildtype=release >/dev/null; fi
-    ninja -C build-release src/cli/hecate-sim >/dev/null
-  fi
-fi
+[ -n "$sim" ] || sim=$(scripts/release-binary.sh)
 for b in "$sim" $old; do
   if [ ! -x "$b" ]; then echo "bench-cli.sh: $b is not an executable" >&2; exit 2; fi
 done

@@ -5,19 +5,12 @@
 # run under the layout (DualPipe runs expert parallelism only). About 2 minutes of CPU, most of it
 # the DeepSeek-V3 rows (2,048 GPUs, 120 micro-batches). A second table: EP on the deepseek-v3
 # preset with NCCL's and DeepEP's dispatch (docs/manual.md, "Node-limited routing and DeepEP").
-# Usage: scripts/layout-table.sh [BINARY]   (default build-release/src/cli/hecate-sim, built if missing)
+# Usage: scripts/layout-table.sh [BINARY]   (default build-release/src/cli/hecate-sim, brought up to date)
 set -euo pipefail
 sim="${1:-}"
 [ -n "$sim" ] && sim=$(realpath -m "$sim")
 cd "$(dirname "$0")/.."
-if [ -z "$sim" ]; then
-  sim=build-release/src/cli/hecate-sim
-  if [ ! -x "$sim" ]; then
-    scripts/install-deps.sh
-    [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release >/dev/null
-    ninja -C build-release src/cli/hecate-sim >/dev/null
-  fi
-fi
+[ -n "$sim" ] || sim=$(scripts/release-binary.sh)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # cell ARGS...: "mean s, peak GiB[ (does not fit)]" of the one strategy the arguments name, or "-"

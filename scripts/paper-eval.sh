@@ -32,10 +32,7 @@ models="${MODELS:-gpt-moe-s gpt-moe-l bert-moe bert-moe-deep}"
 platforms="${PLATFORMS:-aws-p3dn-v100-2node:16:32 aws-p3dn-v100-4node:32:64 aws-p4d-a100-4node:32:64}"
 strategies="ep,oracle,fssdp,fssdp:rematerialize=true,smartmoe,flexmoe,fsdp,fastermoe,bound"
 
-scripts/install-deps.sh
-if [ ! -f build-release/build.ninja ]; then meson setup build-release --buildtype=release >/dev/null; fi
-ninja -C build-release src/cli/hecate-sim >/dev/null
-sim=build-release/src/cli/hecate-sim
+sim=$(scripts/release-binary.sh)
 mkdir -p "$out/traces" "$out/runs" "$out/timelines"
 
 chosen_batch() {  # JSON result of run --batch max-fit on stdin: prints the micro-batch it chose

@@ -17,6 +17,7 @@ struct Transfer {
   // Most bytes/s this transfer can move whatever the links leave it (0 = no cap): an NCCL
   // point-to-point connection's channels (collective/p2p_channels.hpp), or a reduction's arithmetic.
   double rate_cap = 0;
+  bool operator==(const Transfer&) const = default;  // every field exactly
 };
 
 using Coflow = std::vector<Transfer>;

@@ -12,17 +12,6 @@
 
 namespace hs::strategy {
 
-namespace {
-
-// Transfer lists equal field by field (bytes and caps exactly).
-bool same_transfers(const collective::Coflow& a, const collective::Coflow& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const collective::Transfer& x, const collective::Transfer& y) {
-    return x.src == y.src && x.dst == y.dst && x.bytes == y.bytes && x.rate_cap == y.rate_cap;
-  });
-}
-
-}  // namespace
-
 std::vector<PipelineOp> one_f_one_b(int stages, int stage, int micro_batches) {
   const int warm = std::min(stages - stage - 1, micro_batches);
   std::vector<PipelineOp> ops;
@@ -252,8 +241,8 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     }
     // Loaded once per iteration, and not at all when the same transfers come back (SparseLoads).
     SparseLoads& memo = sparse_loads_[{static_cast<int>(b.what), p ? b.index : -1, sparse_.shadow ? b.mb : -1}];
-    if (memo.run != builds_run_) {
-      if (!memo.kept || memo.extra != extra || !same_transfers(memo.flows, flows)) {
+    if (memo.run != runs_) {
+      if (!memo.kept || memo.extra != extra || memo.flows != flows) {
         memo.kept = flows.size() <= SparseLoads::kKeep;
         memo.flows.clear();
         if (memo.kept) memo.flows = flows;
@@ -261,11 +250,11 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         net_.loads(flows, extra, memo.loads);
       }
       memo.id = coflow->define(memo.loads);
-      memo.run = builds_run_;
+      memo.run = runs_;
     }
     coflow->assign(b.task, memo.id);
   }
-  ++builds_run_;
+  ++runs_;
   open_ = false;  // the next take_layer starts the next iteration
   engine::Simulation sim(g);
   if (flow) sim.add_model(flow);

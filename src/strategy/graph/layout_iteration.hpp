@@ -333,7 +333,7 @@ class LayoutIterationGraph {
     long run = -1;  // the run() that defined `id`
   };
   std::map<std::tuple<int, int, int>, SparseLoads> sparse_loads_;
-  long builds_run_ = 0;  // run() calls so far
+  long runs_ = 0;  // run() calls so far
   std::vector<Binding> bindings_;
   std::vector<VarTask> vars_;
   StreamPredecessors prev_;  // of the built graph, for the breakdown walk

@@ -14,14 +14,6 @@ using namespace hs::collective;
 
 namespace {
 
-bool same(const Coflow& a, const Coflow& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].src != b[i].src || a[i].dst != b[i].dst || a[i].bytes != b[i].bytes || a[i].rate_cap != b[i].rate_cap)
-      return false;
-  return true;
-}
-
 // A random placement of `chunks` chunks on `gpus` GPUs: random owners, each chunk copied to a random
 // sorted subset (often none) of the other GPUs.
 SparsePlacement random_placement(Rng& rng, int chunks, int gpus) {
@@ -75,7 +67,7 @@ TEST_CASE("SparsePlanCache: a reused plan equals a fresh one (random placements,
         const double latency = fresh.empty() ? 0.0 : sparse_finish(fresh, p, topo, node_of, algo, reduce, channels);
         const double time = fresh.empty() ? 0.0 : net.coflow_time(fresh) + latency;
         const auto got = cache.plan(p, bytes, reduce);
-        CHECK(same(got->flows, fresh));
+        CHECK(got->flows == fresh);  // every transfer's fields exactly
         CHECK(got->latency == latency);
         CHECK(cache.time(p, bytes, reduce, net) == time);  // bit-identical, not approximately
       }
@@ -101,6 +93,6 @@ TEST_CASE("SparsePlanCache: forgets at capacity and still answers the same") {
   std::vector<SparsePlacement> ps;
   for (int i = 0; i < 20; ++i) ps.push_back(random_placement(rng, 4, topo.num_gpus()));
   for (int round = 0; round < 3; ++round)
-    for (const auto& p : ps) CHECK(same(small.plan(p, 5e5, true)->flows, large.plan(p, 5e5, true)->flows));
+    for (const auto& p : ps) CHECK(small.plan(p, 5e5, true)->flows == large.plan(p, 5e5, true)->flows);
   CHECK(small.misses() > large.misses());  // it forgot and rebuilt
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "strategy/policy/fssdp/materialization.hpp"
 #include "util/largest_fitting.hpp"
@@ -18,29 +19,22 @@ const char* overlap_mode_name(OverlapMode m) {
   return "?";
 }
 
-double sparse_collective_time(const collective::SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                              collective::BroadcastAlgo algo, bool reduce, int channels, collective::AnalyticNetwork& net,
-                              double comm_slowdown) {
-  auto c = reduce ? collective::sparse_reduce_scatter(p, chunk_bytes, node_of, algo, channels)
-                  : collective::sparse_allgather(p, chunk_bytes, node_of, algo, channels);
-  if (c.empty()) return 0;
-  const double extra = collective::sparse_finish(c, p, net.topology(), node_of, algo, reduce, channels);
-  return (net.coflow_time(c) + extra) * (1 + comm_slowdown);
-}
-
 int hidden_overlap_degree(const std::vector<double>& load, const std::vector<int>& owner, const SpagSetting& s,
                           collective::AnalyticNetwork& net, double window, int guess) {
   const auto& topo = net.topology();
-  std::vector<int> node_of, world_node_of;
+  std::vector<int> node_of;
   for (int g : s.gpus) node_of.push_back(topo.node_of(g));
-  for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
-  const int channels = collective::chain_channels(topo);
+  std::optional<collective::SparsePlanCache> own;
+  if (!s.cache) {
+    std::vector<int> world_node_of;
+    for (int g = 0; g < topo.num_gpus(); ++g) world_node_of.push_back(topo.node_of(g));
+    own.emplace(topo, std::move(world_node_of), s.algo, collective::chain_channels(topo));
+  }
+  collective::SparsePlanCache& plans = s.cache ? *s.cache : *own;
   auto fits = [&](int t) {
     if (t == 0) return true;
     const auto p = on_gpus(materialize(load, owner, node_of, t, s.slots), s.gpus);
-    if (s.cache) return s.cache->time(p, s.expert_bytes, false, net) * (1 + s.comm_slowdown) <= window;
-    return sparse_collective_time(p, s.expert_bytes, world_node_of, s.algo, false, channels, net, s.comm_slowdown) <=
-           window;
+    return plans.time(p, s.expert_bytes, false, net) * (1 + s.comm_slowdown) <= window;
   };
   // The largest t in [0, E] that fits, assuming fits is monotone; fits(0) holds without a test.
   const int experts = static_cast<int>(load.size());

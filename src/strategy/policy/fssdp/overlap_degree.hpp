@@ -3,8 +3,8 @@
 // SparseAllGather hides behind the attention forward that precedes the layer. Three ways to choose
 // it (`overlap_degree` knob; an integer fixes it):
 //   hidden  (default) the largest t whose spAG, as the iteration graph runs it, fits in the window:
-//           the spAG's full duration (sparse_collective_time: NCCL's rate caps, the chain's
-//           pipeline latency, the chosen broadcast, communication interference) <= the attention
+//           the spAG's full duration (collective::SparsePlanCache::time: NCCL's rate caps, the
+//           chain's pipeline latency, the chosen broadcast; times communication interference) <= the attention
 //           forward (hidden_overlap_degree);
 //   formula the paper's t = floor(T_attn x bw / expert bytes), bw = paper_bandwidth (the network
 //           bandwidth per GPU), no latency and no route (formula_overlap_degree);
@@ -26,14 +26,6 @@ namespace hs::strategy {
 enum class OverlapMode { kHidden, kFormula, kBest, kFixed };
 const char* overlap_mode_name(OverlapMode m);
 
-// A sparse collective of placement `p` (topology GPU ids) alone on the network, as the iteration
-// graph times it: the spAG (or, `reduce`, the spRS) with `channels` (collective::chain_channels),
-// the rate caps and latency collective::sparse_finish adds, on the analytic tier, times
-// (1 + comm_slowdown) (it runs beside the attention: engine::Interference). 0 without copies.
-double sparse_collective_time(const collective::SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                              collective::BroadcastAlgo algo, bool reduce, int channels, collective::AnalyticNetwork& net,
-                              double comm_slowdown = 0);
-
 // What the search for t needs beside the loads: a group of GPUs (an FSSDP group; ids 0..size-1 in
 // `owner` and `slots`, `gpus` their topology ids), the per-GPU cap materialize() plans with, the
 // expert's bytes, the broadcast, the interference on communication.
@@ -43,13 +35,15 @@ struct SpagSetting {
   double expert_bytes = 0;
   collective::BroadcastAlgo algo = collective::BroadcastAlgo::kChain;
   double comm_slowdown = 0;
-  // Optional memo of the spAG plans (built for the topology's node_of, `algo` and
-  // chain_channels): the same t, the same times, without building a placement's plan twice.
+  // The spAG plans' memo (for the topology's node_of, `algo` and collective::chain_channels),
+  // kept by the caller across calls; null: one for this call.
   collective::SparsePlanCache* cache = nullptr;
 };
 
 // hidden: the largest t in [0, E] whose spAG, materialize(load, owner, group nodes, t, slots) moved
-// onto `gpus` and timed by sparse_collective_time, takes at most `window` seconds. Binary search
+// onto `gpus` and timed as the iteration graph times it (SparsePlanCache::time, times
+// 1 + comm_slowdown: it runs beside the attention, engine::Interference), takes at most `window`
+// seconds. Binary search
 // assuming the spAG grows with t; only a t that was timed and fits is returned, and t + 1 was timed
 // and does not fit (unless t = E).
 // `guess` >= 0: the search starts there (util::largest_fitting_from: the same t when the spAG grows
