@@ -47,7 +47,7 @@ GpuGroups gpu_groups(std::span<const Vertex> vertices, std::span<const Link> lin
 std::string describe_gpu_groups(std::span<const Vertex> vertices, std::span<const VertexId> gpu_vertex,
                                 const GpuGroups& g, size_t max_names, size_t max_groups) {
   const auto name = [&](int gpu) { return vertices[static_cast<size_t>(gpu_vertex[static_cast<size_t>(gpu)])].name; };
-  std::string s = fmt::format("{} groups of GPUs:", g.groups.size());
+  std::string s = fmt::format("{} groups:", g.groups.size());
   const size_t shown = std::min(g.groups.size(), max_groups);
   for (size_t i = 0; i < shown; ++i) {
     const auto& group = g.groups[i];

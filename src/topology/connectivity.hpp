@@ -33,7 +33,7 @@ struct GpuGroups {
 GpuGroups gpu_groups(std::span<const Vertex> vertices, std::span<const Link> links,
                      std::span<const VertexId> gpu_vertex);
 
-// "2 groups: {a, b} (GPUs 0-1), {c, d} (GPUs 2-3); no path from GPU 2 (c) to GPU 0 (a)": at most
+// "2 groups: {a, b} (2 GPUs), {c, d} (2 GPUs); e.g. no path from GPU 0 (a) to GPU 2 (c)": at most
 // `max_names` names per group and `max_groups` groups, then how many more.
 std::string describe_gpu_groups(std::span<const Vertex> vertices, std::span<const VertexId> gpu_vertex,
                                 const GpuGroups& g, size_t max_names = 8, size_t max_groups = 4);
