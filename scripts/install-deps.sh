@@ -4,7 +4,8 @@
 # installed here: it is found under /usr/local/cuda when present.
 set -euo pipefail
 pkgs=(meson ninja-build g++ pkg-config python3 libeigen3-dev libcli11-dev
-      libyaml-cpp-dev libfmt-dev doctest-dev libsimdjson-dev zlib1g-dev libopenmpi-dev openmpi-bin)
+      libyaml-cpp-dev libfmt-dev doctest-dev libsimdjson-dev zlib1g-dev libboost-graph-dev
+      libopenmpi-dev openmpi-bin)
 # --fuzz: also what scripts/fuzz.sh needs (clang and libFuzzer).
 if [ "${1:-}" = "--fuzz" ]; then pkgs+=(clang-14 libfuzzer-14-dev); fi
 missing=()

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "topology/connectivity.hpp"
 #include "topology/pair_routes.hpp"
 
 namespace hs::topology {
@@ -555,7 +556,7 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   return true;
 }
 
-Topology TopologyBuilder::build(const SourceLocation& where) {
+Topology TopologyBuilder::build(const SourceLocation& where, const SourceLocation* links_where) {
   Diagnostics diags;
   Topology& t = topo_;
   const int n = t.num_gpus();
@@ -569,6 +570,14 @@ Topology TopologyBuilder::build(const SourceLocation& where) {
                                                                   t.vertices_[l.from].name, t.vertices_[l.to].name));
   }
   diags.throw_if_errors();
+  if (n >= 2) {
+    const GpuGroups groups = gpu_groups(t.vertices_, t.links_, t.gpu_vertex_);
+    if (groups.groups.size() > 1)
+      diags.error(links_where ? *links_where : where, "links",
+                  "the links leave the GPUs in " + describe_gpu_groups(t.vertices_, t.gpu_vertex_, groups) +
+                      " (every GPU must reach every other: add the missing links)");
+    diags.throw_if_errors();
+  }
   int max_node = -1;
   for (int g = 0; g < n; ++g) max_node = std::max(max_node, t.gpu_node_[g]);
   t.num_nodes_ = max_node + 1;

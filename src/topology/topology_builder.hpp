@@ -76,8 +76,9 @@ class TopologyBuilder {
     factoring_ = std::move(f);
     force_factoring_ = force;
   }
-  // Validates and seals. Problems go to diags (located at `where`); throws InputError if any.
-  Topology build(const SourceLocation& where);
+  // Validates and seals. Problems go to diags (located at `where`; a disconnected topology at
+  // `links_where` when given: the explicit form's `links:`); throws InputError if any.
+  Topology build(const SourceLocation& where, const SourceLocation* links_where = nullptr);
 
  private:
   static bool factored_routes(Topology& t, const RouteFactoring& f);

@@ -159,7 +159,8 @@ Topology load_explicit(MapReader& r, const std::string& name, const GpuModel& gp
   }
   ctx.diags->throw_if_errors();
   b.set_description("explicit nodes/links");
-  return b.build(r.where());
+  const SourceLocation links_where = links.IsDefined() ? ctx.at(links) : r.where();
+  return b.build(r.where(), &links_where);
 }
 
 // `nccl:` (topologies/README.md): NCCL's point-to-point configuration; absent keys keep NCCL's

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """No stale references in the docs (issue 34, item 2):
-1. every repository path a doc names in backticks exists: in README.md, docs/*.md, models/README.md,
-   topologies/README.md and traces/README.md, a backticked word that contains '/' and starts with
-   src/, docs/, tests/, scripts/, models/, topologies/, traces/, validation/ or layouts/ (a trailing
+1. every repository path a doc names in backticks exists: in README.md, docs/*.md, examples/README.md,
+   models/README.md, topologies/README.md and traces/README.md, a backticked word that contains '/'
+   and starts with src/, docs/, tests/, scripts/, models/, topologies/, traces/, validation/,
+   examples/ or layouts/ (a trailing
    ':LINE', '#anchor' or punctuation is dropped; a word with a placeholder, '<...>', '*', '{' or
    '...', or a path component in capitals such as models/M.yaml, is a pattern, not a path, and is
    matched as a glob where it has '*', else skipped). A path that is not here is another project's
@@ -18,10 +19,11 @@ import re
 import sys
 
 root = sys.argv[1]
-docs = ['README.md', 'src/README.md', 'models/README.md', 'topologies/README.md', 'traces/README.md'] + sorted(
+docs = ['README.md', 'src/README.md', 'models/README.md', 'topologies/README.md', 'traces/README.md',
+        'examples/README.md'] + sorted(
     os.path.relpath(p, root) for p in glob.glob(os.path.join(root, 'docs', '*.md')))
 prefixes = ('src/', 'docs/', 'tests/', 'scripts/', 'models/', 'topologies/', 'traces/', 'validation/',
-            'layouts/')
+            'examples/', 'layouts/')
 bad, paths, external, cites = [], 0, 0, 0
 
 # 1. Paths in backticks. A word is a run without blanks inside one backtick span.
