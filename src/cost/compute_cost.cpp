@@ -92,43 +92,57 @@ Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) co
                           expert_quantize(tokens_each, true)) * experts;
 }
 
-// See the header for the formulas and byte counts.
-Seconds ComputeCost::attention_time(bool backward) const {
+double ComputeCost::keys_per_query(int block) const {
+  const double s = m_.seq_len;
+  if (m_.has_window(block) && m_.sliding_window < m_.seq_len) {
+    const double w = m_.sliding_window;
+    return m_.causal ? (s * w - w * (w - 1) / 2) / s : w;
+  }
+  return m_.causal ? 0.5 * s : s;
+}
+
+// See the header for the formulas and byte counts. With grouped-query attention or another head
+// width, the projections are P = d (2 q + 2 kv) weights (q = heads x head_dim, kv = kv_heads x
+// head_dim; 4 d^2 for multi-head attention) and the score / value GEMMs run over q.
+Seconds ComputeCost::attention_time(bool backward, int block) const {
   const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch, a = m_.heads;
+  const double q = m_.q_width(), kv = m_.kv_width();
   const double ab = m_.precision.activation_bytes;
   const double gemm_rate = p_.eta_attn * gpu_.peak_flops.value();
   const double mem_rate = p_.eta_mem * gpu_.hbm_bandwidth.value();
   const double pass = backward ? 2.0 : 1.0;  // backward: data- and weight-gradients
-  const double proj_flops = pass * b * 8.0 * s * d * d;
+  const double proj_flops = pass * b * 2.0 * s * (2.0 * q + 2.0 * kv) * d;
   double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
   // Projections: bf16 at eta_attn, or FP8 at eta_attn_fp8 with their quantization kernels (inputs:
-  // the QKV and output projections' d each; output gradients: Q, K, V and the output's d each).
+  // the QKV projection's d and the output projection's q; output gradients: Q, K, V and the
+  // output's d).
   Seconds proj(proj_flops / gemm_rate);
   if (m_.precision.fp8()) {
     proj = Seconds(proj_flops / (p_.eta_attn_fp8 * gpu_.peak_fp8.value()));
-    norm_bytes += fp8_quantize_bytes(b * s, 2.0 * d, 4.0 * d, 4.0 * d * d, backward);
+    norm_bytes += fp8_quantize_bytes(b * s, d + q, q + 2.0 * kv + d, m_.attention_proj_params(), backward);
   }
   if (m_.attention != workload::AttentionImpl::kStandard) {
-    const double score_flops = pass * b * 4.0 * s * s * d * (m_.causal ? 0.5 : 1.0);
+    const double score_flops = pass * b * 4.0 * s * keys_per_query(block) * q;
     return proj + Seconds(score_flops / gemm_rate + norm_bytes / mem_rate) + p_.launch * (backward ? 10 : 6);
   }
-  // Standard: 2 score/value GEMMs forward, 4 backward, each over the full square.
+  // Standard: 2 score/value GEMMs forward, 4 backward, each over the full square (a window is a
+  // mask on it).
   const double elems = b * a * s * s;
-  const double bmm_flops = 2.0 * b * s * s * d;
-  const double bmm_bytes = elems * ab + 2.0 * b * s * d * ab;
+  const double bmm_flops = 2.0 * b * s * s * q;
+  const double bmm_bytes = elems * ab + 2.0 * b * s * q * ab;
   const Seconds bmm(std::max(bmm_flops / gemm_rate, bmm_bytes / mem_rate));
   const double elementwise_bytes = elems * (backward ? 5.0 * ab + 1.0 : 4.0 * ab + 1.0);
   return proj + Seconds((elementwise_bytes + norm_bytes) / mem_rate) + bmm * (backward ? 4 : 2) +
          p_.launch * (backward ? 15 : 9);
 }
 
-Seconds ComputeCost::attention_forward() const { return attention_time(false); }
+Seconds ComputeCost::attention_forward(int block) const { return attention_time(false, block); }
 
-Seconds ComputeCost::attention_backward() const { return attention_time(true); }
+Seconds ComputeCost::attention_backward(int block) const { return attention_time(true, block); }
 
 Seconds ComputeCost::attention_weight_grad() const {
-  const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch;
-  return Seconds(b * 8.0 * s * d * d / (p_.eta_attn * gpu_.peak_flops.value())) + p_.launch * 2;
+  const double s = m_.seq_len, b = m_.micro_batch;
+  return Seconds(b * 2.0 * s * m_.attention_proj_params() / (p_.eta_attn * gpu_.peak_flops.value())) + p_.launch * 2;
 }
 
 Seconds ComputeCost::router_and_permute(double tokens) const {

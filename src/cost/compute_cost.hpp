@@ -133,15 +133,20 @@ class ComputeCost {
   Seconds expert_forward_uniform(double tokens_each, int experts) const;
   Seconds expert_backward_uniform(double tokens_each, int experts) const;
 
-  // Attention block (incl. norms, residual) of one layer for one micro-batch, with the resolved
-  // implementation (attention()).
-  Seconds attention_forward() const;
-  Seconds attention_backward() const;
+  // Attention block (incl. norms, residual) of block `block` for one micro-batch, with the resolved
+  // implementation (attention()); blocks differ only by a sliding window (ModelSpec::has_window).
+  Seconds attention_forward(int block) const;
+  Seconds attention_backward(int block) const;
   // The weight-gradient part of attention_backward (W of a split backward: ZB-H1, DualPipe): the
-  // QKV / output projections' weight-gradient GEMMs, 8*s*d^2 FLOPs per sequence (the forward's
-  // projection FLOPs) at eta_attn, and their two launches; the core attention and the norms have no
-  // weights, so the rest of the backward is the input gradient (B).
+  // QKV / output projections' weight-gradient GEMMs, 2*s*P FLOPs per sequence for P projection
+  // weights (8*s*d^2 for multi-head attention: the forward's projection FLOPs) at eta_attn, and
+  // their two launches; the core attention and the norms have no weights, so the rest of the
+  // backward is the input gradient (B). The same for every block.
   Seconds attention_weight_grad() const;
+  // Keys one query attends to on average in `block` (the score and value GEMMs' inner length), as
+  // the flash kernels compute them: s (full, non-causal), s/2 (causal), and with a window w <= s,
+  // causal: (s w - w (w - 1) / 2) / s (the first w queries see fewer), non-causal: w.
+  double keys_per_query(int block) const;
   // The implementation costed: the model's `attention` resolved for this GPU (never kAuto).
   workload::AttentionImpl attention() const { return m_.attention; }
   // Router GEMM + softmax/top-k + token permute (forward) for `tokens` tokens; unpermute/combine.
@@ -171,7 +176,7 @@ class ComputeCost {
   // FP8 quantization kernels of a dense FFN over `tokens` rows (0 for bf16).
   Seconds dense_quantize(double tokens, bool backward) const;
   // Forward (backward = false) or backward attention block, launches included.
-  Seconds attention_time(bool backward) const;
+  Seconds attention_time(bool backward, int block) const;
   topology::GpuModel gpu_;
   workload::ModelSpec m_;
   ComputeParams p_;

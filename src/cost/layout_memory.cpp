@@ -10,7 +10,7 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
   const double d = m.d_model, t = l.tp;
   StageParams p;
   for (int b : l.stage_block_ids(stage, m.layers)) {
-    p.dense += (4 * d * d + 4 * d) / t + 4 * d;  // QKV + out projections (with biases) / TP; two norms
+    p.dense += (m.attention_proj_params() + m.attention_bias_params()) / t + 4 * d;  // QKV + out projections (with biases, sinks) / TP; two norms
     if (m.is_moe(b)) {
       p.dense += d * m.experts;                          // router gate, replicated
       p.dense += m.shared_experts * m.expert_params() / t;
@@ -28,7 +28,7 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
 BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int block) {
   const double d = m.d_model, t = l.tp;
   BlockParams p;
-  p.attention = (4 * d * d + 4 * d) / t + 2 * d;  // QKV + out projections (with biases) / TP; its norm
+  p.attention = (m.attention_proj_params() + m.attention_bias_params()) / t + 2 * d;  // QKV + out projections (with biases, sinks) / TP; its norm
   p.mlp = 2 * d;                                   // the norm before the MLP
   if (m.is_moe(block)) {
     p.mlp += d * m.experts + m.shared_experts * m.expert_params() / t;

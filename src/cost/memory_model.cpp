@@ -34,7 +34,7 @@ std::string MemoryBreakdown::largest() const {
 ParamCounts count_params(const workload::ModelSpec& m) {
   ParamCounts c;
   const double d = m.d_model;
-  const double attn = 4 * d * d + 4 * d + 4 * d;  // QKV + out projections with biases, two norms
+  const double attn = m.attention_proj_params() + m.attention_bias_params() + 4 * d;  // QKV + out projections with biases (and sinks), two norms
   c.per_expert = m.expert_params();
   double blocks = 0;
   for (int b = 0; b < m.layers; ++b) {
@@ -63,8 +63,8 @@ AttentionKept attention_kept_per_token(const workload::ModelSpec& m) {
   AttentionKept k;
   const double qkv_input = m.recompute.rmsnorm ? 0.0 : h * (fp8 ? kFp8CachedBytes : ab);
   k.replicated = 2.0 * h * ab + qkv_input + h * ab / 2.0;  // norm inputs, QKV input, dropout mask
-  const double qkv = m.recompute.attention_up_proj ? m.mla_latent * ab : 3.0 * h * ab;
-  k.split = qkv + h * (fp8 ? kE5M6CachedBytes : ab);  // Q, K, V (or the latents); output projection input
+  const double qkv = m.recompute.attention_up_proj ? m.mla_latent * ab : (m.q_width() + 2.0 * m.kv_width()) * ab;
+  k.split = qkv + m.q_width() * (fp8 ? kE5M6CachedBytes : ab);  // Q, K, V (or the latents); output projection input
   return k;
 }
 

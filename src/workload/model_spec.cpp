@@ -8,6 +8,10 @@
 
 namespace hs::workload {
 
+bool ModelSpec::has_window(int block) const {
+  return sliding_window > 0 && std::binary_search(sliding_window_layer_ids.begin(), sliding_window_layer_ids.end(), block);
+}
+
 bool ModelSpec::is_moe(int block) const {
   return std::binary_search(moe_layer_ids.begin(), moe_layer_ids.end(), block);
 }
@@ -78,6 +82,35 @@ void apply_override(YAML::Node& root, const std::string& ov, Diagnostics& diags)
   cur[parts.back()] = parsed;
 }
 
+// A set of block indices: all | "every N" (N-1, 2N-1, ...) | "from N" | [indices], sorted, no repeats.
+std::vector<int> block_set(const YAML::Node& ml, const std::string& key, int layers, MapReader& r, YamlContext& ctx) {
+  std::vector<int> ids;
+  if (ml.IsScalar() && ml.Scalar() == "all") {
+    for (int i = 0; i < layers; ++i) ids.push_back(i);
+  } else if (ml.IsScalar() && ml.Scalar().rfind("every ", 0) == 0) {
+    int every = std::atoi(ml.Scalar().c_str() + 6);
+    if (every < 1) r.error(key, "expected 'every N' with N >= 1");
+    else
+      for (int i = every - 1; i < layers; i += every) ids.push_back(i);
+  } else if (ml.IsScalar() && ml.Scalar().rfind("from ", 0) == 0) {
+    int first = std::atoi(ml.Scalar().c_str() + 5);
+    if (first < 0 || first >= layers) r.error(key, fmt::format("expected 'from N' with 0 <= N < {}", layers));
+    else
+      for (int i = first; i < layers; ++i) ids.push_back(i);
+  } else if (ml.IsSequence()) {
+    for (size_t i = 0; i < ml.size(); ++i) {
+      auto v = yaml_integer(ml[i], fmt::format("{}[{}]", key, i), ctx, 0, std::max(0, layers - 1));
+      if (v) ids.push_back(static_cast<int>(*v));
+    }
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) r.error(key, "a block index appears twice");
+  } else {
+    r.error(key, fmt::format("expected 'all', 'every N', 'from N' or a list of block indices, got {}",
+                             describe_yaml_type(ml)));
+  }
+  return ids;
+}
+
 }  // namespace
 
 ModelSpec load_model(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
@@ -107,6 +140,10 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   m.max_nodes = static_cast<int>(r.integer("max_nodes", false, 1, 1 << 20).value_or(0));
   m.shared_experts = static_cast<int>(r.integer("shared_experts", false, 0, 1024).value_or(0));
   m.heads = static_cast<int>(r.integer("heads", true, 1, 1 << 16).value_or(0));
+  m.kv_heads = static_cast<int>(r.integer("kv_heads", false, 1, 1 << 16).value_or(0));
+  m.head_dim = static_cast<int>(r.integer("head_dim", false, 1, 1 << 16).value_or(0));
+  m.sliding_window = static_cast<int>(r.integer("sliding_window", false, 1, 1 << 24).value_or(0));
+  m.attention_sinks = r.boolean("attention_sinks", false).value_or(false);
   m.seq_len = static_cast<int>(r.integer("seq_len", true, 1, 1 << 24).value_or(0));
   m.micro_batch = static_cast<int>(r.integer("micro_batch", false, 1, 1 << 20).value_or(1));
   // Micro-batches are simulated one by one (each routes its own counts), so their number is held to
@@ -138,31 +175,19 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     }
   }
 
-  // moe_layers: all | "every N" | [block indices]
+  // moe_layers and sliding_window_layers: all | "every N" | "from N" | [block indices]
   YAML::Node ml = r.child("moe_layers", false);
-  if (!ml.IsDefined() || (ml.IsScalar() && ml.Scalar() == "all")) {
+  if (!ml.IsDefined()) {
     for (int i = 0; i < m.layers; ++i) m.moe_layer_ids.push_back(i);
-  } else if (ml.IsScalar() && ml.Scalar().rfind("every ", 0) == 0) {
-    int every = std::atoi(ml.Scalar().c_str() + 6);
-    if (every < 1) r.error("moe_layers", "expected 'every N' with N >= 1");
-    else
-      for (int i = every - 1; i < m.layers; i += every) m.moe_layer_ids.push_back(i);
-  } else if (ml.IsScalar() && ml.Scalar().rfind("from ", 0) == 0) {
-    int first = std::atoi(ml.Scalar().c_str() + 5);
-    if (first < 0 || first >= m.layers) r.error("moe_layers", fmt::format("expected 'from N' with 0 <= N < {}", m.layers));
-    else
-      for (int i = first; i < m.layers; ++i) m.moe_layer_ids.push_back(i);
-  } else if (ml.IsSequence()) {
-    for (size_t i = 0; i < ml.size(); ++i) {
-      auto v = yaml_integer(ml[i], fmt::format("moe_layers[{}]", i), ctx, 0, std::max(0, m.layers - 1));
-      if (v) m.moe_layer_ids.push_back(static_cast<int>(*v));
-    }
-    std::sort(m.moe_layer_ids.begin(), m.moe_layer_ids.end());
-    if (std::adjacent_find(m.moe_layer_ids.begin(), m.moe_layer_ids.end()) != m.moe_layer_ids.end())
-      r.error("moe_layers", "a block index appears twice");
   } else {
-    r.error("moe_layers", fmt::format("expected 'all', 'every N', 'from N' or a list of block indices, got {}",
-                                      describe_yaml_type(ml)));
+    m.moe_layer_ids = block_set(ml, "moe_layers", m.layers, r, ctx);
+  }
+  YAML::Node wl = r.child("sliding_window_layers", false);
+  if (wl.IsDefined()) {
+    m.sliding_window_layer_ids = block_set(wl, "sliding_window_layers", m.layers, r, ctx);
+    if (m.sliding_window == 0) r.error("sliding_window_layers", "needs sliding_window (the window in tokens)");
+  } else if (m.sliding_window > 0) {
+    for (int i = 0; i < m.layers; ++i) m.sliding_window_layer_ids.push_back(i);
   }
 
   YAML::Node prec = r.child("precision", false);
@@ -193,8 +218,11 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   r.finish();
 
   // Cross-field checks.
-  if (m.heads > 0 && m.d_model > 0 && m.d_model % m.heads != 0)
-    r.error("heads", fmt::format("d_model {} is not divisible by heads {}", m.d_model, m.heads));
+  if (m.heads > 0 && m.d_model > 0 && m.head_dim == 0 && m.d_model % m.heads != 0)
+    r.error("heads", fmt::format("d_model {} is not divisible by heads {} (set head_dim for another head width)",
+                                 m.d_model, m.heads));
+  if (m.kv_heads > 0 && m.heads > 0 && (m.kv_heads > m.heads || m.heads % m.kv_heads != 0))
+    r.error("kv_heads", fmt::format("kv_heads {} must divide heads {} (grouped-query attention)", m.kv_heads, m.heads));
   if (m.top_k > 0 && m.experts > 0 && m.top_k > m.experts)
     r.error("top_k", fmt::format("top_k {} exceeds the number of experts {}", m.top_k, m.experts));
   if ((m.route_groups > 0) != (m.max_nodes > 0))

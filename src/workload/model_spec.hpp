@@ -98,7 +98,23 @@ struct ModelSpec {
   int route_groups = 0;
   int max_nodes = 0;
   int shared_experts = 0;
-  int heads = 0;
+  int heads = 0;                    // query heads
+  // Grouped-query attention (GQA): key/value heads shared by heads / kv_heads query heads each
+  // (Mixtral: 8 of 32; GPT-OSS: 8 of 64). 0 = heads (multi-head attention).
+  int kv_heads = 0;
+  // Width of one head. 0 = d_model / heads; given, it may differ (GPT-OSS-120B: 64 heads of 64 = 4096
+  // query width on a 2880 hidden size), and the Q/K/V/output projections are d_model x heads x
+  // head_dim and d_model x kv_heads x head_dim wide.
+  int head_dim = 0;
+  // Sliding-window (banded) attention: in the blocks listed, each query attends to at most
+  // `sliding_window` keys (the previous ones, itself included, when causal), as GPT-OSS's
+  // alternating banded layers (window 128) and Mistral's. 0 = every block attends to the full
+  // sequence. Its cost: the flash kernels skip the tiles outside the band (cost/compute_cost.hpp).
+  int sliding_window = 0;
+  std::vector<int> sliding_window_layer_ids;  // sorted; the blocks with a window
+  // Attention sinks (GPT-OSS): one learned logit per head added to the softmax's denominator; heads
+  // parameters per block and no measurable compute (one more term per softmax row).
+  bool attention_sinks = false;
   int seq_len = 0;
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int grad_accum = 1;               // micro-batches per iteration
@@ -126,6 +142,18 @@ struct ModelSpec {
 
   int moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
   bool is_moe(int block) const;
+  bool has_window(int block) const;  // a sliding window applies to this block
+  int head_width() const { return head_dim > 0 ? head_dim : (heads > 0 ? d_model / heads : 0); }
+  int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
+  double q_width() const { return static_cast<double>(heads) * head_width(); }            // Q and the output projection's input
+  double kv_width() const { return static_cast<double>(key_value_heads()) * head_width(); }  // K (and V) each
+  // Weights of the Q, K, V and output projections of one block: d (q + 2 kv) + q d (4 d^2 for
+  // multi-head attention with head_dim = d / heads).
+  double attention_proj_params() const { return static_cast<double>(d_model) * (2.0 * q_width() + 2.0 * kv_width()); }
+  // Their biases (q + 2 kv + d) and the sinks (heads when attention_sinks).
+  double attention_bias_params() const {
+    return q_width() + 2.0 * kv_width() + d_model + (attention_sinks ? heads : 0);
+  }
   int n_mats() const { return expert_mlp == ExpertMlp::kSwiGlu ? 3 : 2; }
   // Tokens one GPU routes per MoE layer per iteration.
   long long tokens_per_gpu_iteration() const {

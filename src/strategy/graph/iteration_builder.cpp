@@ -202,7 +202,9 @@ class LayoutIterationGraph::Builder {
 
   // Durations that no load changes (per micro-batch, / tp), and every GPU's dependencies state.
   void durations() {
-    attn_f = cc.attention_forward().value() / t, attn_b = cc.attention_backward().value() / t;
+    attn_f.assign(m.layers, 0), attn_b.assign(m.layers, 0);
+    for (int b = 0; b < m.layers; ++b)
+      attn_f[b] = cc.attention_forward(b).value() / t, attn_b[b] = cc.attention_backward(b).value() / t;
     ffn_f = cc.dense_ffn_forward().value() / t, ffn_b = cc.dense_ffn_backward().value() / t;
     const double tokens = static_cast<double>(m.tokens_per_micro_batch()) / t;
     router = cc.router_and_permute(tokens).value(), unperm = cc.unpermute(tokens).value();
@@ -706,7 +708,7 @@ class LayoutIterationGraph::Builder {
       if ((mb == 0 || sparse_.rematerialize) && gathers(b)) sparse_gather(s, b);
       cur_block = b;
       use(b, Part::kAttention);
-      tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
+      tp_sublayer(s, attn_f[b], Component::kAttention, Op::kAttention);
       use(b, Part::kMlp);
       if (moe_index[b] >= 0)
         for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
@@ -759,12 +761,12 @@ class LayoutIterationGraph::Builder {
       // recomputes its scores by design, already in attention_backward, so selective adds nothing.
       cur_pass = Pass::kRecompute;
       if (L.recompute == workload::Recompute::kFull) {
-        tp_sublayer(s, attn_f, Component::kAttention, Op::kAttention);
+        tp_sublayer(s, attn_f[b], Component::kAttention, Op::kAttention);
         if (moe_index[b] >= 0)
           for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
         else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
       } else if (L.recompute == workload::Recompute::kSelective && m.attention == workload::AttentionImpl::kStandard) {
-        for (int x : stage_gpus[s]) compute_task(x, attn_f, Component::kAttention, Op::kAttention);
+        for (int x : stage_gpus[s]) compute_task(x, attn_f[b], Component::kAttention, Op::kAttention);
       }
       cur_pass = Pass::kBackward;
       if (moe_index[b] >= 0)
@@ -772,7 +774,7 @@ class LayoutIterationGraph::Builder {
       else tp_sublayer(s, input_only ? ffn_b - ffn_w : ffn_b, Component::kAttention, Op::kDenseFfn);
       if (!input_only) ready(b, Part::kMlp);
       if (regather && b > first && gathers(b - 1)) sparse_gather(s, b - 1);  // beside this attention backward
-      tp_sublayer(s, input_only ? attn_b - attn_w : attn_b, Component::kAttention, Op::kAttention);
+      tp_sublayer(s, input_only ? attn_b[b] - attn_w : attn_b[b], Component::kAttention, Op::kAttention);
       if (!input_only) ready(b, Part::kAttention);
     }
     cur_block = -1;
@@ -859,7 +861,8 @@ class LayoutIterationGraph::Builder {
   std::vector<std::vector<engine::ResourceId>> st_a2a, st_dp, st_ppf, st_ppb, st_sparse;  // [stage] streams
   std::vector<int> send_fwd, send_bwd;  // [virtual stage] FixedComm indices
   std::vector<int> moe_index;           // [block] -> MoE layer, -1
-  double attn_f = 0, attn_b = 0, ffn_f = 0, ffn_b = 0, router = 0, unperm = 0, head_f = 0, head_b = 0;
+  std::vector<double> attn_f, attn_b;  // per block: a sliding window makes them differ
+  double ffn_f = 0, ffn_b = 0, router = 0, unperm = 0, head_f = 0, head_b = 0;
   double attn_w = 0, ffn_w = 0, head_w = 0;  // the weight-gradient parts of the backwards (W)
   // Per GPU: a task the next compute task must wait for (a received activation or gradient), its
   // last task, and more tasks to wait for (parameter all-gathers, reductions).

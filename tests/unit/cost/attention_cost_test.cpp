@@ -61,16 +61,16 @@ TEST_CASE("causal flash attention halves exactly the score/value term") {
   CHECK(full.attention() == AttentionImpl::kFlash);
   const double rate = p.eta_attn * 125e12, mem = p.eta_mem * 0.9e12;
   const double fwd_full = b * (8 * s * d * d + 4 * s * s * d) / rate + 12 * b * s * d * ab / mem + 6 * p.launch.value();
-  CHECK(full.attention_forward().value() == doctest::Approx(fwd_full).epsilon(1e-12));
-  CHECK(full.attention_backward().value() ==
+  CHECK(full.attention_forward(0).value() == doctest::Approx(fwd_full).epsilon(1e-12));
+  CHECK(full.attention_backward(0).value() ==
         doctest::Approx(2 * (fwd_full - 6 * p.launch.value()) + 10 * p.launch.value()).epsilon(1e-12));
   const double half_scores = b * 2 * s * s * d / rate;
-  CHECK(full.attention_forward().value() - causal.attention_forward().value() ==
+  CHECK(full.attention_forward(0).value() - causal.attention_forward(0).value() ==
         doctest::Approx(half_scores).epsilon(1e-9));
-  CHECK(full.attention_backward().value() - causal.attention_backward().value() ==
+  CHECK(full.attention_backward(0).value() - causal.attention_backward(0).value() ==
         doctest::Approx(2 * half_scores).epsilon(1e-9));
   // Absent `causal` means causal.
-  CHECK(cost::ComputeCost(g, model()).attention_forward().value() == causal.attention_forward().value());
+  CHECK(cost::ComputeCost(g, model()).attention_forward(0).value() == causal.attention_forward(0).value());
 }
 
 TEST_CASE("standard attention: full-square score GEMMs plus the softmax/dropout bytes") {
@@ -92,20 +92,20 @@ TEST_CASE("standard attention: full-square score GEMMs plus the softmax/dropout 
     CAPTURE(causal);
     const cost::ComputeCost standard(gpu(7.0), model(causal));  // auto on sm70 -> standard
     REQUIRE(standard.attention() == AttentionImpl::kStandard);
-    CHECK(standard.attention_forward().value() == doctest::Approx(fwd).epsilon(1e-12));
-    CHECK(standard.attention_backward().value() == doctest::Approx(bwd).epsilon(1e-12));
+    CHECK(standard.attention_forward(0).value() == doctest::Approx(fwd).epsilon(1e-12));
+    CHECK(standard.attention_backward(0).value() == doctest::Approx(bwd).epsilon(1e-12));
     // The same GPU numbers running flash (as if it could): faster both ways.
     const cost::ComputeCost flash(gpu(7.0), model(std::string(causal) + "attention: flash\n"));
     REQUIRE(flash.attention() == AttentionImpl::kFlash);
-    CHECK(flash.attention_forward() < standard.attention_forward());
-    CHECK(flash.attention_backward() < standard.attention_backward());
+    CHECK(flash.attention_forward(0) < standard.attention_forward(0));
+    CHECK(flash.attention_backward(0) < standard.attention_backward(0));
   }
   // fp32 activations: the element-wise bytes scale with ab except the 1-byte dropout mask,
   // softmax 2 x 4 + dropout 2 x 4 + 1 = 17 B per element forward.
   const cost::ComputeCost fp32(gpu(7.0), model("precision: {activations: fp32}\n"));
   const double E4 = E, ab4 = 4;
   const double bmm4 = std::max(2 * b * s * s * d / rate, (E4 * ab4 + 2 * b * s * d * ab4) / mem);
-  CHECK(fp32.attention_forward().value() ==
+  CHECK(fp32.attention_forward(0).value() ==
         doctest::Approx(proj + 2 * bmm4 + 17 * E4 / mem + 12 * b * s * d * ab4 / mem + 9 * launch).epsilon(1e-12));
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("auto resolves by compute capability") {
   CHECK(n.attention == AttentionImpl::kFlash);
   CHECK(cost::ComputeCost(gpu(7.0), model()).attention() == AttentionImpl::kStandard);
   CHECK(cost::ComputeCost(gpu(8.0), model()).attention() == AttentionImpl::kFlash);
-  CHECK(cost::ComputeCost(gpu(7.0), model()).attention_forward() == cost::ComputeCost(gpu(7.0), m).attention_forward());
+  CHECK(cost::ComputeCost(gpu(7.0), model()).attention_forward(0) == cost::ComputeCost(gpu(7.0), m).attention_forward(0));
   // --set overrides apply.
   CHECK(workload::load_model(R"(schema: hecate-sim/model@1
 name: attn
@@ -206,5 +206,5 @@ TEST_CASE("attention's weight gradient (W of a split backward): the projections'
   const cost::ComputeCost c(g, model());
   const double w = b * 8 * s * d * d / (p.eta_attn * 125e12) + 2 * p.launch.value();
   CHECK(c.attention_weight_grad().value() == doctest::Approx(w).epsilon(1e-12));
-  CHECK(c.attention_weight_grad().value() < c.attention_backward().value() / 2);  // B keeps the larger part
+  CHECK(c.attention_weight_grad().value() < c.attention_backward(0).value() / 2);  // B keeps the larger part
 }

@@ -89,8 +89,8 @@ TEST_CASE("FP8: DeepGEMM's published efficiency, the quantization bytes by hand,
   CHECK(fp8.head_backward().value() == bf16.head_backward().value());
   // The linear layers get faster: the dense FFN, the attention block (projections only).
   CHECK(fp8.dense_ffn_forward().value() < bf16.dense_ffn_forward().value());
-  CHECK(fp8.attention_forward().value() < bf16.attention_forward().value());
-  CHECK(fp8.attention_backward().value() < bf16.attention_backward().value());
+  CHECK(fp8.attention_forward(0).value() < bf16.attention_forward(0).value());
+  CHECK(fp8.attention_backward(0).value() < bf16.attention_backward(0).value());
 }
 
 TEST_CASE("FP8: a GPU without FP8 tensor cores is refused where model meets topology") {

@@ -178,7 +178,7 @@ TEST_CASE("bundled presets: the automatic t (hidden) never schedules a spAG long
           fs->simulate(loads);
           const auto* plans = layout_fssdp_plans(*fs);
           REQUIRE(plans != nullptr);
-          const double window = cc.attention_forward().value();
+          const double window = cc.attention_forward(0).value();
           for (const auto& p : *plans) {
             collective::CoflowLoads scratch;
             const double spag =

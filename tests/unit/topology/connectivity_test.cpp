@@ -89,7 +89,7 @@ TEST_CASE("the description lists at most 4 groups and 8 names per group") {
   REQUIRE(r.groups.size() == 13);
   CHECK(r.groups.back().size() == 10);
   const std::string s = describe_gpu_groups(g.vertices, g.gpu_vertex, r);
-  CHECK(s.find("13 groups of GPUs: {g0} (1 GPU), {g1} (1 GPU), {g2} (1 GPU), {g3} (1 GPU), ... 9 more groups") == 0);
+  CHECK(s.find("13 groups: {g0} (1 GPU), {g1} (1 GPU), {g2} (1 GPU), {g3} (1 GPU), ... 9 more groups") == 0);
   Graph h(10, 1);
   for (int k = 0; k < 9; ++k) h.link(k, 10), h.link(10, k);
   const std::string t = describe_gpu_groups(h.vertices, h.gpu_vertex, h.groups());

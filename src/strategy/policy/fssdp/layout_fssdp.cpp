@@ -108,9 +108,13 @@ class LayoutFssdp final : public Strategy {
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     channels_ = collective::chain_channels(ctx.topo);
     sparse_plans_.emplace(ctx.topo, node_of_, k_.broadcast, channels_);
-    window_ = ctx.compute.attention_forward().value() / layout.tp;
-    attention_backward_ = ctx.compute.attention_backward().value() / layout.tp;
-    formula_t_ = formula_overlap_degree(window_, paper_bandwidth(ctx.topo), expert_bytes_, E_);
+    // Each MoE layer's attention (a sliding window makes blocks differ); the paper's formula for
+    // the resolved settings from the first MoE layer's, as one figure.
+    for (int l = 0; l < L_; ++l) {
+      window_.push_back(ctx.compute.attention_forward(m.moe_layer_ids[l]).value() / layout.tp);
+      attention_backward_.push_back(ctx.compute.attention_backward(m.moe_layer_ids[l]).value() / layout.tp);
+      formula_t_.push_back(formula_overlap_degree(window_[l], paper_bandwidth(ctx.topo), expert_bytes_, E_));
+    }
     router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch()) / layout.tp).value();
     life_ = {k.rematerialize, !k.single_queue};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
@@ -137,7 +141,7 @@ class LayoutFssdp final : public Strategy {
     r.push_back(resolved_value("fssdp_group_gpus", layout_.ep));
     r.push_back(resolved_text("overlap_degree_mode", overlap_mode_name(k_.overlap_mode)));
     r.push_back(resolved_list("overlap_degree", t_max_));
-    r.push_back(resolved_value("overlap_degree_formula", formula_t_));
+    r.push_back(resolved_value("overlap_degree_formula", formula_t_.front()));
     r.push_back(resolved_value("memory_capacity_m", cap_min_));
     r.push_back(resolved_list("copies_cut_by_memory", cut_));
     r.push_back(resolved_list("copies_per_layer", copies_));
@@ -258,7 +262,7 @@ class LayoutFssdp final : public Strategy {
             // attention and router, plus (calibrated) the extra spAG after it, beyond the dispatch
             // all-to-all they may overlap (nothing overlaps them when one queue serializes them).
             const double spag = graph_.network().coflow_time(ag) + ag_latency;
-            const double rem = std::max(0.0, spag - window_ - router_time_);
+            const double rem = std::max(0.0, spag - window_[grp.layer] - router_time_);
             auto exposed = [&](double left, const DispatchResult& dr) {
               return k_.single_queue ? left : std::max(0.0, left - a2a_time(grp, dr.bytes, false));
             };
@@ -307,6 +311,7 @@ class LayoutFssdp final : public Strategy {
   struct Group {
     std::vector<int> gpus, node_of, slots;  // node_of, slots: the group's ids
     int t = 0;
+    int layer = 0;  // the MoE layer
   };
 
   // GPU i of EP group k of the stage holding MoE layer l.
@@ -359,14 +364,14 @@ class LayoutFssdp final : public Strategy {
                      std::span<const int> slots, int guess = -1) {
     switch (k_.overlap_mode) {
       case OverlapMode::kFixed: return k_.overlap_degree;
-      case OverlapMode::kFormula: return formula_t_;
+      case OverlapMode::kFormula: return formula_t_[grp.layer];
       case OverlapMode::kBest:
         return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
       case OverlapMode::kHidden: break;
     }
     const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown,
                         &*sparse_plans_};
-    return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_, guess);
+    return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_[grp.layer], guess);
   }
 
   // Predicted time of layer's MoE part in group `grp` with `t` copies planned within `slots`: the
@@ -395,7 +400,8 @@ class LayoutFssdp final : public Strategy {
     const double spag = sparse_plans_->time(on, expert_bytes_, false, net) * (1 + slow);
     if (spag == 0) return base;
     const double sprs = sparse_plans_->time(on, expert_bytes_, true, net) * (1 + slow);
-    const double fwd_window = window_ + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
+    const double window = window_[grp.layer], attention_backward = attention_backward_[grp.layer];
+    const double fwd_window = window + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
     const double bwd = sprs + (k_.rematerialize ? spag : 0);
     double most = 0;  // the most copies on one GPU
     std::vector<double> held(ep, 0);
@@ -404,10 +410,10 @@ class LayoutFssdp final : public Strategy {
     const auto& cc = ctx_.compute;
     const double copies = (k_.rematerialize ? 2 : 1) * cc.memory_copy(Bytes(most * expert_bytes_)).value() +
                           cc.memory_copy(Bytes(most * copy_grad_bytes_)).value();
-    const double interference = ctx_.interference.compute_slowdown * (std::min(spag, window_) + std::min(bwd, attention_backward_));
+    const double interference = ctx_.interference.compute_slowdown * (std::min(spag, window) + std::min(bwd, attention_backward));
     const double times = k_.rematerialize ? ctx_.model.grad_accum : 1;
     return base + times * (std::max(0.0, spag - fwd_window) +
-                           std::max(0.0, bwd - attention_backward_ - router_time_) + copies + interference);
+                           std::max(0.0, bwd - attention_backward - router_time_) + copies + interference);
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,
@@ -427,6 +433,7 @@ class LayoutFssdp final : public Strategy {
     for (int l = 0; l < L_; ++l)
       for (int k = 0; k < G_; ++k) {
         Group& grp = group_[l][k];
+        grp.layer = l;
         grp.gpus = group_gpus(l, k);
         grp.node_of = group_nodes(grp.gpus);
         const auto predicted = history_[k].mean(l, E_);
@@ -703,10 +710,11 @@ class LayoutFssdp final : public Strategy {
   std::vector<double> nccl_;          // [gpu] NCCL buffers: the layout's communicators
   std::vector<int> node_of_;
   std::vector<Owners> owners_;        // [group of a stage][layer][expert] -> owner (group id)
-  double expert_bytes_ = 0, copy_grad_bytes_ = 0, state_bytes_ = 0, window_ = 0, gpu_memory_ = 0;
-  double attention_backward_ = 0;  // the window of the spRS (and re-materialization's spAG), / tp
+  double expert_bytes_ = 0, copy_grad_bytes_ = 0, state_bytes_ = 0, gpu_memory_ = 0;
+  std::vector<double> window_;              // per MoE layer: its attention forward, / tp (the spAG's window)
+  std::vector<double> attention_backward_;  // per MoE layer: the window of the spRS (and re-materialization's spAG), / tp
   double router_time_ = 0;  // router + permute of a micro-batch's tokens, before the dispatch
-  int formula_t_ = 0;       // the paper's floor(T_attn x bw / expert bytes), for comparison
+  std::vector<int> formula_t_;  // per MoE layer: the paper's floor(T_attn x bw / expert bytes)
   int channels_ = 1;
   std::optional<collective::SparsePlanCache> sparse_plans_;  // spAG / spRS plans by placement
   cost::CopyLifetime life_;
