@@ -10,6 +10,7 @@
 #include "app/presets.hpp"
 #include "cli/progress_options.hpp"
 #include "app/max_fit_batch.hpp"
+#include "cost/model_flops.hpp"
 #include "app/scenario.hpp"
 #include "cost/compute_cost.hpp"
 #include "report/chrome_trace.hpp"
@@ -150,6 +151,11 @@ int run(const RunOptions& o) {
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
   rep.inputs.network = o.network == "flow" ? fmt::format("flow (precision {:g})", o.flow_precision) : o.network;
+  // Tokens trained per iteration: every GPU's own without a layout; under one, each data-parallel
+  // replica's (its tp x pp GPUs share one stream of micro-batches), as a sweep row counts them.
+  rep.work.tokens = static_cast<double>(model.tokens_per_gpu_iteration()) * (layout ? layout->dp : topo.num_gpus());
+  rep.work.flops_per_token = cost::megatron_flops_per_token(model);
+  rep.work.gpus = topo.num_gpus();
   for (const auto& w : skipped) {
     rep.inputs.warnings.push_back(w);
     fmt::print(stderr, "warning: {}\n", w);
@@ -221,7 +227,7 @@ void setup_run(CLI::App& sub, int& exit_code) {
                  "overlap_param_gather=on|off, bucket_size=N; ranks in Megatron-Core's "
                  "tp-cp-ep-dp-pp order (TP fastest); every strategy runs under a layout (" + all + "); without one a run is "
                  "tp=1,pp=1,ep=<the strategy's EP size>,dist_opt=off,overlap_grad_reduce=on; see docs/manual.md, Parallel "
-                 "layouts (presets: deepseek-v3, mixtral-8x7b)");
+                 "layouts (presets: deepseek-v3, mixtral-8x7b, gpt-oss-120b)");
   sub.add_option("--iterations", o->iterations, "iterations to simulate (default: the trace's records; cycles)")
       ->check(at_least(1));
   sub.add_option("--batch", o->batch,

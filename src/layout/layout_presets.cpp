@@ -13,6 +13,10 @@ std::span<const LayoutPreset> layout_presets() {
        "NVIDIA/Megatron-LM examples/mixtral/README.md (recommended training config TP1EP8PP4; "
        "train_mixtral_8x7b_distributed.sh: distributed optimizer, sequence parallelism, --overlap-grad-reduce, "
        "--overlap-param-gather)"},
+      {"gpt-oss-120b", "tp=1,pp=4,ep=8,sp=off,dist_opt=on,overlap_grad_reduce=on,overlap_param_gather=on",
+       "NVIDIA-NeMo/Megatron-Bridge perf recipe gpt_oss_120b_pretrain_64gpu_h100_bf16_config (TP1 PP4 EP8, no "
+       "sequence parallelism, MBS 1, GBS 1280 on 64 H100: grad_accum=80 at dp 16; its selective recompute of "
+       "layernorm and moe_act is not modelled)"},
   };
   return kPresets;
 }

@@ -419,6 +419,9 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
                                              "network every layer; add tp_span=any to allow it)", l.tp, gpus_per_node));
   if (m.heads % l.tp != 0)
     d.error(source, "layout.tp", fmt::format("tp {} must divide the model's {} attention heads", l.tp, m.heads));
+  else if (m.key_value_heads() % l.tp != 0)
+    d.error(source, "layout.tp", fmt::format("tp {} must divide the model's {} key/value heads (grouped-query attention)",
+                                             l.tp, m.key_value_heads()));
   if (m.layers - m.moe_layers() > 0 && m.d_ffn_dense % l.tp != 0)
     d.error(source, "layout.tp", fmt::format("tp {} must divide the dense FFN width {}", l.tp, m.d_ffn_dense));
   if (l.sequence_parallel && m.seq_len % l.tp != 0)

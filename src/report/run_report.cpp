@@ -42,6 +42,15 @@ std::string content_hash(const std::string& bytes) {
   return fmt::format("{:016x}", h);
 }
 
+Throughput throughput(const IterationWork& w, double mean) {
+  Throughput t;
+  if (w.tokens <= 0 || w.gpus <= 0 || mean <= 0) return t;
+  t.tokens_per_s_per_gpu = w.tokens / (mean * w.gpus);
+  t.model_tflops_per_gpu = t.tokens_per_s_per_gpu * w.flops_per_token / 1e12;
+  t.gpu_hours_per_trillion_tokens = w.gpus * mean / w.tokens * 1e12 / 3600;
+  return t;
+}
+
 std::string memory_verdict(const strategy::RunSummary& s, double capacity) {
   if (s.fits_memory) return "";
   const double G = 1024.0 * 1024 * 1024;
@@ -103,6 +112,18 @@ std::string render_table(const RunReport& r) {
     for (int c = 0; c < strategy::kNumComponents; ++c) fmt::format_to(it, " {:>15.2f}", s.breakdown[c] * 1e3);
     o += '\n';
   }
+  if (r.work.tokens > 0) {
+    fmt::format_to(it,
+                   "\nthroughput ({:.6g} tokens per iteration on {} GPUs; {:.4g} GFLOP per token by Megatron-LM's count)\n"
+                   "{:<{}} {:>14} {:>14} {:>26}\n",
+                   r.work.tokens, r.work.gpus, r.work.flops_per_token / 1e9, "strategy", w, "tokens/s/GPU",
+                   "TFLOPS/GPU", "GPU-hours per 1e12 tokens");
+    for (const auto& s : r.strategies) {
+      const Throughput t = throughput(r.work, s.mean);
+      fmt::format_to(it, "{:<{}} {:>14.1f} {:>14.1f} {:>26.0f}\n", s.name, w, t.tokens_per_s_per_gpu, t.model_tflops_per_gpu,
+                     t.gpu_hours_per_trillion_tokens);
+    }
+  }
   fmt::format_to(it, "\ncommunication hidden behind compute (ms per iteration, not in the breakdown's sum)\n");
   for (const auto& s : r.strategies) fmt::format_to(it, "{:<{}} {:.2f}\n", s.name, w, s.hidden_comm * 1e3);
   const double G = 1024.0 * 1024 * 1024;
@@ -154,13 +175,21 @@ std::string render_json(const RunReport& r) {
   std::vector<std::string> warnings = r.inputs.warnings;
   warnings.insert(warnings.end(), r.notes.begin(), r.notes.end());
   for (size_t i = 0; i < warnings.size(); ++i) fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(warnings[i]));
-  fmt::format_to(it, "],\n  \"iterations\": {},\n  \"strategies\": [\n", r.inputs.iterations);
+  fmt::format_to(it, "],\n  \"iterations\": {},\n", r.inputs.iterations);
+  fmt::format_to(it, "  \"work_per_iteration\": {{\"tokens\": {}, \"model_flops_per_token\": {}, \"gpus\": {}}},\n",
+                 num(r.work.tokens), num(r.work.flops_per_token), r.work.gpus);
+  o += "  \"strategies\": [\n";
   for (size_t i = 0; i < r.strategies.size(); ++i) {
     const auto& s = r.strategies[i];
     fmt::format_to(it, "    {{\"name\": \"{}\",\n", json_escape(s.name));
     fmt::format_to(it, "     \"iteration_time_s\": {{\"mean\": {}, \"p50\": {}, \"p99\": {}}},\n", num(s.mean),
                    num(s.p50), num(s.p99));
     fmt::format_to(it, "     \"speedup_vs_ep\": {},\n", ep ? num(ep->mean / s.mean) : "null");
+    const Throughput tp = throughput(r.work, s.mean);
+    fmt::format_to(it,
+                   "     \"throughput\": {{\"tokens_per_s_per_gpu\": {}, \"model_tflops_per_gpu\": {}, "
+                   "\"gpu_hours_per_trillion_tokens\": {}}},\n",
+                   num(tp.tokens_per_s_per_gpu), num(tp.model_tflops_per_gpu), num(tp.gpu_hours_per_trillion_tokens));
     fmt::format_to(it, "     \"breakdown_s\": {{");
     for (int c = 0; c < strategy::kNumComponents; ++c)
       fmt::format_to(it, "{}\"{}\": {}", c ? ", " : "", strategy::component_name(static_cast<strategy::Component>(c)),
@@ -205,15 +234,18 @@ std::string render_csv(const RunReport& r) {
   std::string o = "strategy,mean_s,p50_s,p99_s,speedup_vs_ep";
   for (int c = 0; c < strategy::kNumComponents; ++c)
     o += fmt::format(",{}_s", strategy::component_name(static_cast<strategy::Component>(c)));
-  o += ",peak_memory_bytes,fits_memory,bottleneck_gpu,dropped_fraction\n";
+  o += ",peak_memory_bytes,fits_memory,bottleneck_gpu,dropped_fraction,tokens_per_s_per_gpu,model_tflops_per_gpu,"
+       "gpu_hours_per_trillion_tokens\n";
   const auto* ep = find_ep(r);
   for (const auto& s : r.strategies) {
     std::string name = s.name;
     if (name.find(',') != std::string::npos) name = "\"" + name + "\"";
     o += fmt::format("{},{},{},{},{}", name, num(s.mean), num(s.p50), num(s.p99), ep ? num(ep->mean / s.mean) : "");
     for (int c = 0; c < strategy::kNumComponents; ++c) o += "," + num(s.breakdown[c]);
-    o += fmt::format(",{},{},{},{}\n", num(s.peak_memory.total()), s.fits_memory ? "true" : "false", s.bottleneck_gpu,
-                     num(s.dropped_fraction()));
+    const Throughput tp = throughput(r.work, s.mean);
+    o += fmt::format(",{},{},{},{},{},{},{}\n", num(s.peak_memory.total()), s.fits_memory ? "true" : "false", s.bottleneck_gpu,
+                     num(s.dropped_fraction()), num(tp.tokens_per_s_per_gpu), num(tp.model_tflops_per_gpu),
+                     num(tp.gpu_hours_per_trillion_tokens));
   }
   return o;
 }

@@ -24,8 +24,28 @@ struct RunInputs {
   std::vector<std::string> warnings;
 };
 
+// The work of one iteration, for throughput: tokens trained over the whole cluster and the model
+// FLOPs per token as Megatron-LM counts them (cost/model_flops.hpp). tokens 0: not known, no
+// throughput reported.
+struct IterationWork {
+  double tokens = 0;
+  double flops_per_token = 0;
+  int gpus = 0;
+};
+
+// Per GPU: tokens / (mean iteration time x GPUs), model TFLOPS = that x flops_per_token / 1e12, and
+// GPU-hours per 10^12 tokens = GPUs x mean / tokens x 1e12 / 3600 (the unit DeepSeek-V3's report
+// gives its cost in: 180K H800 GPU-hours per trillion tokens).
+struct Throughput {
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double gpu_hours_per_trillion_tokens = 0;
+};
+Throughput throughput(const IterationWork& w, double mean_iteration_s);
+
 struct RunReport {
   RunInputs inputs;
+  IterationWork work;
   const topology::Topology* topo = nullptr;
   std::vector<strategy::RunSummary> strategies;
   // One-line notes on what silently decided the result (report/run_notes.hpp): under the table, and

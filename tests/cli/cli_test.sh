@@ -354,7 +354,7 @@ assert t(b) <= min(t(ep), t(fs), t(fd)), [t(s) for s in (ep, fs, fd, b)]
 " "$tmp/lr.json" && echo "ok: rematerialize and bound under --layout" || { echo "FAIL: rematerialize / bound under --layout"; fails=$((fails+1)); }
 # Layout presets by name (an unknown one lists them; deepseek-v3 does not fit 8 GPUs), interleaved
 # stages (vpp), FSDP of experts under a layout.
-expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b\\)" -- "${run[@]}" --layout nosuch
+expect 2 "--layout: error: layout: 'nosuch' is neither KEY=VALUE nor a layout preset \\(presets: deepseek-v3, mixtral-8x7b, gpt-oss-120b\\)" -- "${run[@]}" --layout nosuch
 expect 2 "--layout: error: layout.tp: tp 1 x pp 16 = 16 does not divide the 8 GPUs" "layout.pp: pp 16 exceeds" -- "${run[@]}" --layout deepseek-v3
 expect 2 "layout.vpp: interleaved 1F1B runs micro-batches in groups of pp: grad_accum 1" -- "${run[@]}" --layout pp=2,vpp=2
 expect 2 "--layout: error: layout.overlap_param_gather: overlap_param_gather=on needs overlap_grad_reduce=on" -- "${run[@]}" --layout ep=2,overlap_param_gather=on

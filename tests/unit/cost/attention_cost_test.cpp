@@ -10,6 +10,8 @@
 
 #include "cost/compute_cost.hpp"
 #include "cost/memory_model.hpp"
+#include "cost/model_flops.hpp"
+#include "util/diagnostics.hpp"
 #include "topology/topology_loader.hpp"
 #include "workload/model_spec.hpp"
 #include "support/approx.hpp"
@@ -20,7 +22,7 @@ using workload::AttentionImpl;
 namespace {
 
 // s = 1024, d = 512, a = 8 heads (head 64), b = 2 sequences, bf16 activations, 4 blocks.
-workload::ModelSpec model(const std::string& extra = "") {
+workload::ModelSpec model(const std::string& extra = "", const std::vector<std::string>& overrides = {}) {
   return workload::load_model(std::string(R"(schema: hecate-sim/model@1
 name: attn
 layers: 4
@@ -32,7 +34,7 @@ heads: 8
 seq_len: 1024
 micro_batch: 2
 )") + extra,
-                              "attn.yaml");
+                              "attn.yaml", overrides);
 }
 
 // V100-like numbers, capability given separately so flash and standard can be compared on the same GPU.
@@ -207,4 +209,110 @@ TEST_CASE("attention's weight gradient (W of a split backward): the projections'
   const double w = b * 8 * s * d * d / (p.eta_attn * 125e12) + 2 * p.launch.value();
   CHECK(c.attention_weight_grad().value() == doctest::Approx(w).epsilon(1e-12));
   CHECK(c.attention_weight_grad().value() < c.attention_backward(0).value() / 2);  // B keeps the larger part
+}
+
+namespace {
+
+// The error's field for a model with `extra` lines and key=value overrides, "" when it loads.
+std::string error_field(const std::string& extra, const std::vector<std::string>& overrides = {}) {
+  try {
+    model(extra, overrides);
+  } catch (const InputError& e) {
+    return e.diagnostics().front().field;
+  }
+  return "";
+}
+
+}  // namespace
+
+// Grouped-query attention, a head width other than d_model / heads, sliding windows and attention
+// sinks (workload/model_spec.hpp), and Megatron-LM's FLOPs per token (cost/model_flops.hpp).
+
+TEST_CASE("grouped-query attention: projections d (2q + 2kv), scores over q") {
+  // kv_heads 2 of 8, head_dim 64: q = 8 x 64 = 512, kv = 2 x 64 = 128. Projection weights
+  // P = 512 (2 x 512 + 2 x 128) = 655,360 (multi-head: 4 d^2 = 1,048,576). Causal flash forward:
+  // b (2 s P + 4 s (s/2) q) / (eta_attn peak) + 12 b s d ab / (eta_mem hbm) + 6 launches, so the
+  // GQA model is faster than multi-head by b 2 s (4 d^2 - P) / (eta_attn peak).
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const auto mha = model(), gqa = model("kv_heads: 2\n");
+  CHECK(mha.attention_proj_params() == 4 * d * d);
+  CHECK(gqa.attention_proj_params() == 655360);
+  CHECK(gqa.attention_bias_params() == 512 + 2 * 128 + 512);
+  const double rate = p.eta_attn * 125e12;
+  const cost::ComputeCost a(g, mha), c(g, gqa);
+  CHECK(a.attention_forward(0).value() - c.attention_forward(0).value() ==
+        doctest::Approx(b * 2 * s * (4 * d * d - 655360) / rate).epsilon(1e-9));
+  // Parameters: a block loses 4 d^2 - P weights and 2 (d - 128) biases.
+  const double lost = 4 * d * d - 655360 + 2 * (d - 128);
+  CHECK(cost::count_params(mha).dense - cost::count_params(gqa).dense == doctest::Approx(4 * lost));
+  // Kept per token: Q, K, V 512 + 2 x 128 instead of 3 x 512 elements of 2 bytes.
+  CHECK(cost::attention_kept_per_token(mha).split - cost::attention_kept_per_token(gqa).split ==
+        doctest::Approx(2.0 * (3 * d - 768)));
+}
+
+TEST_CASE("a head width other than d_model / heads") {
+  // heads 8 x head_dim 128 = q 1024 on d 512 (d_model need not divide then): P = 512 (2048 + 2048).
+  const auto m = model("head_dim: 128\n");
+  CHECK(m.q_width() == 1024);
+  CHECK(m.attention_proj_params() == 512.0 * 4096);
+  CHECK(error_field("", {"heads=7"}) == "heads");  // 512 % 7 without head_dim
+  CHECK(error_field("head_dim: 64\n", {"heads=7"}).empty());
+}
+
+TEST_CASE("sliding window: keys per query and the score term per block") {
+  // Causal window w = 128 on s = 1024: sum over queries of min(i + 1, w) = w (w + 1) / 2 + (s - w) w
+  // = 8256 + 114688 = 122944, i.e. s w - w (w - 1) / 2, per query 120.0625 (full causal: s / 2 = 512).
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const auto m = model("sliding_window: 128\nsliding_window_layers: [0, 2]\n");
+  const cost::ComputeCost c(g, m);
+  CHECK(c.keys_per_query(0) == doctest::Approx(122944.0 / 1024));
+  CHECK(c.keys_per_query(1) == 512);
+  CHECK(c.keys_per_query(2) == c.keys_per_query(0));
+  // Forward difference between a full and a banded block: b 4 s (512 - 120.0625) q / (eta_attn peak).
+  const double rate = p.eta_attn * 125e12;
+  CHECK(c.attention_forward(1).value() - c.attention_forward(0).value() ==
+        doctest::Approx(b * 4 * s * (512 - 122944.0 / 1024) * d / rate).epsilon(1e-9));
+  // Non-causal: w keys per query; a window of at least s is the full sequence.
+  CHECK(cost::ComputeCost(g, model("causal: false\nsliding_window: 128\n")).keys_per_query(3) == 128);
+  CHECK(cost::ComputeCost(g, model("sliding_window: 4096\n")).keys_per_query(0) == 512);
+  // Without sliding_window_layers every block has the window.
+  CHECK(model("sliding_window: 128\n").sliding_window_layer_ids.size() == 4);
+  CHECK(error_field("sliding_window_layers: [1]\n") == "sliding_window_layers");
+  CHECK(error_field("sliding_window: 128\nsliding_window_layers: [4]\n") == "sliding_window_layers[0]");
+}
+
+TEST_CASE("attention sinks add heads parameters per block; kv_heads must divide heads") {
+  CHECK(cost::count_params(model("attention_sinks: true\n")).dense - cost::count_params(model()).dense == 4 * 8);
+  CHECK(error_field("kv_heads: 3\n") == "kv_heads");
+  CHECK(error_field("kv_heads: 16\n") == "kv_heads");
+}
+
+TEST_CASE("Megatron-LM's FLOPs per token, Mixtral-8x7B by hand") {
+  // h 4096, 32 blocks all MoE, a 32, g 8, head 128 (q = 1), s 4096, f 14336 SwiGLU top-2, V 32000:
+  //   attention (1 + 8/32 + 4096/4096) x 1 = 2.25; MLP 14336/4096 x 2 x 3/2 = 10.5 per block;
+  //   12 h^2 x 32 x 12.75 + 6 h V = 12 x 16777216 x 408 + 786432000 = 82,927,681,536 FLOPs per token
+  //   (Megatron's logit term 12 h^2 L V / (2 L h) = 6 h V).
+  const auto m = workload::load_model(R"(schema: hecate-sim/model@1
+name: mixtral
+layers: 32
+d_model: 4096
+d_ffn: 14336
+expert_mlp: swiglu
+experts: 8
+top_k: 2
+heads: 32
+kv_heads: 8
+seq_len: 4096
+vocab: 32000
+)",
+                                      "m.yaml");
+  CHECK(cost::megatron_flops_per_token(m) == doctest::Approx(82927681536.0).epsilon(1e-12));
+  // A dense block counts its FFN (two matrices: f_dense / h) instead of the experts'.
+  auto dense_first = m;
+  dense_first.moe_layer_ids.erase(dense_first.moe_layer_ids.begin());
+  dense_first.d_ffn_dense = 8192;
+  CHECK(cost::megatron_flops_per_token(m) - cost::megatron_flops_per_token(dense_first) ==
+        doctest::Approx(12.0 * 4096 * 4096 * (10.5 - 2.0)).epsilon(1e-12));
 }
