@@ -610,15 +610,7 @@ if awk -v a="$a21" -v b="$a11" -v c="$r21" -v d="$r11" 'BEGIN { exit !(a > 1.4 *
 
 # tune: the grid's optimum over five FSSDP knobs (11 x 2 x 2 x 2 x 2 = 176 points, found by a sweep)
 # reached by coordinate descent with fewer evaluations.
-cat > "$tmp/g.yaml" <<EOF
-schema: hecate-sim/sweep@1
-topologies: [aws-p3dn-v100-2node]
-traces: [$root/traces/gpt-moe-s-collapsed.json.gz]
-strategies:
-  fssdp: {overlap_degree: [hidden, formula, best, 0, 1, 2, 4, 8, 16, 64, 256], rematerialize: [false, true], comm_queue: [single, separate], broadcast: [chain, direct], dispatch: [topology, even]}
-iterations: 8
-EOF
-( cd "$tmp" && "$simabs" sweep g.yaml --out g > /dev/null 2>&1 && "$simabs" tune aws-p3dn-v100-2node "$root/traces/gpt-moe-s-collapsed.json.gz" \
+( cd "$tmp" && "$simabs" sweep "$root/sweeps/fssdp-knobs-grid.yaml" --out g > /dev/null 2>&1 && "$simabs" tune aws-p3dn-v100-2node "$root/traces/gpt-moe-s-collapsed.json.gz" \
     --strategy fssdp --knobs overlap_degree,rematerialize,comm_queue,broadcast,dispatch --iterations 8 --out t > t.out 2>/dev/null )
 if python3 - "$tmp/g.jsonl" "$tmp/t.jsonl" <<'PY'
 import json, sys
