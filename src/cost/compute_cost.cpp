@@ -64,10 +64,20 @@ Seconds ComputeCost::expert_quantize(double tokens, bool backward) const {
   return Seconds(bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
 }
 
+Seconds ComputeCost::activation(double tokens, double f, bool gated, bool backward) const {
+  if (tokens <= 0) return Seconds(0);
+  const double per_token = (gated ? (backward ? 5.0 : 3.0) : (backward ? 3.0 : 2.0)) * f * m_.precision.activation_bytes;
+  return Seconds(tokens * per_token / (p_.eta_mem * gpu_.hbm_bandwidth.value())) + p_.launch;
+}
+
 Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
   Seconds total = p_.launch;
-  for (double t : tokens) total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(t, false);
-  return total;
+  double all = 0;
+  for (double t : tokens) {
+    total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(t, false);
+    all += t;
+  }
+  return total + activation(all, m_.d_ffn, m_.n_mats() == 3, false);
 }
 
 Seconds ComputeCost::grouped_gemm_forward(std::span<const double> tokens, double k, double n) const {
@@ -78,18 +88,23 @@ Seconds ComputeCost::grouped_gemm_forward(std::span<const double> tokens, double
 
 Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
   Seconds total = p_.launch * 2;  // data-grad and weight-grad grouped launches
-  for (double t : tokens)
+  double all = 0;
+  for (double t : tokens) {
     total += gemm(t, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) + expert_quantize(t, true);
-  return total;
+    all += t;
+  }
+  return total + activation(all, m_.d_ffn, m_.n_mats() == 3, true);
 }
 
 Seconds ComputeCost::expert_forward_uniform(double tokens_each, int experts) const {
-  return p_.launch + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(tokens_each, false)) * experts;
+  return p_.launch + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(tokens_each, false)) * experts +
+         activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, false);
 }
 
 Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) const {
   return p_.launch * 2 + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) +
-                          expert_quantize(tokens_each, true)) * experts;
+                          expert_quantize(tokens_each, true)) * experts +
+         activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, true);
 }
 
 double ComputeCost::keys_per_query(int block) const {
@@ -161,12 +176,14 @@ Seconds ComputeCost::unpermute(double tokens) const {
 
 Seconds ComputeCost::dense_ffn_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0) + dense_quantize(tok, false);
+  return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0) + dense_quantize(tok, false) +
+         activation(tok, m_.d_ffn_dense, false, false);
 }
 
 Seconds ComputeCost::dense_ffn_backward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
-  return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes) + dense_quantize(tok, true);
+  return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes) + dense_quantize(tok, true) +
+         activation(tok, m_.d_ffn_dense, false, true);
 }
 
 Seconds ComputeCost::dense_quantize(double tokens, bool backward) const {

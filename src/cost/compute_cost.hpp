@@ -66,6 +66,15 @@
 //   (tokens x in_width); backward: the weights again, every output gradient twice (row tiles for
 //   Dgrad, column tiles for Wgrad) and the cached FP8 inputs re-tiled for Wgrad (read 1 B + scale,
 //   write 1 B + scale). Router, attention core, embedding and output head stay bf16 (§3.3.1).
+// * The MLP's activation kernel, between its first and second GEMM: GeLU (two-matrix MLPs) or
+//   SwiGLU's silu(gate) x up (three), one memory-bound launch over all of a GPU's tokens of the layer
+//   (Megatron-Core's GroupedMLP and dense MLP run it as one fused elementwise kernel: bias_gelu /
+//   bias_swiglu), f the MLP's width, ab the activation bytes:
+//     forward   GeLU 2 f ab per token (read, write)   SwiGLU 3 f ab (read gate and up, write)
+//     backward  GeLU 3 f ab (read input and gradient, write)   SwiGLU 5 f ab (read gate, up and the
+//               gradient, write both gradients)
+//   at eta_mem x hbm_bw, plus one launch. Part of expert_forward / expert_backward, the *_uniform
+//   forms and the dense FFN.
 // * Memory-bound kernels (router, permute/unpermute, optimizer step, materialization copies):
 //   bytes / (eta_m * hbm_bw) + launch.
 // Defaults are hardware.md's figures and are meant to be replaced by calibration.
@@ -163,6 +172,8 @@ class ComputeCost {
   // A memory-bound copy of `bytes` (read + write).
   Seconds memory_copy(Bytes bytes) const;
 
+  // The MLP activation kernel over `tokens` rows of width f (see above); 0 without tokens.
+  Seconds activation(double tokens, double f, bool gated, bool backward) const;
   // The FP8 quantization kernels' time (memory-bound) around one expert GEMM group of `tokens` rows;
   // 0 for a bf16 model. Part of expert_forward / expert_backward and the *_uniform forms.
   Seconds expert_quantize(double tokens, bool backward) const;

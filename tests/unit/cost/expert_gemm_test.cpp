@@ -53,7 +53,8 @@ TEST_CASE("expert GEMM: useful FLOPs over time follow the fitted curve eta_max t
   // below the ~36 us x n_mats of compute, so compute binds.
   const double t = 1024;
   const double expect = per_token * (t + 48) / (0.8 * 1000e12);
-  const double got = cc.expert_forward_uniform(t, 1).value() - launch;
+  // The activation kernel (ComputeCost::activation, memory-bound) follows the GEMM: taken out here.
+  const double got = cc.expert_forward_uniform(t, 1).value() - launch - cc.activation(t, m.d_ffn, m.n_mats() == 3, false).value();
   CHECK(got == doctest::Approx(expect).epsilon(1e-12));
   // The efficiency `validate` measures (useful FLOPs / (time x peak)) is the fitted curve's.
   CHECK(per_token * t / (got * 1000e12) == doctest::Approx(cost::gemm_efficiency({0.8, 48}, t)).epsilon(1e-12));
@@ -64,7 +65,9 @@ TEST_CASE("expert GEMM: a sub-tile GEMM costs one tile at most, never diverging 
   const cost::ComputeParams p;
   const cost::ComputeCost cc(gpu(), m, p);
   const double launch = p.launch.value();
-  auto gemm = [&](double t) { return cc.expert_forward_uniform(t, 1).value() - launch; };
+  auto gemm = [&](double t) {
+    return cc.expert_forward_uniform(t, 1).value() - launch - cc.activation(t, m.d_ffn, m.n_mats() == 3, false).value();
+  };
   // For 0 < t <= 80: t + t_half <= 128 = t_pad, so compute is one padded tile, FLOPs(128) / (0.8
   // peak); the weights' read may bind instead (memory term, independent of t to first order).
   const double tile = gemm(128 - 48);
@@ -85,7 +88,9 @@ TEST_CASE("property: the expert GEMM is subadditive, gemm(x + y) <= gemm(x) + ge
   const cost::ComputeCost cc(gpu(), m, cost::ComputeParams{});
   const double launch = cost::ComputeParams{}.launch.value();
   auto gemm = [&](double t, bool bwd) {
-    return bwd ? cc.expert_backward_uniform(t, 1).value() - 2 * launch : cc.expert_forward_uniform(t, 1).value() - launch;
+    const double act = cc.activation(t, m.d_ffn, m.n_mats() == 3, bwd).value();  // the activation kernel, not the GEMM
+    return bwd ? cc.expert_backward_uniform(t, 1).value() - 2 * launch - act
+               : cc.expert_forward_uniform(t, 1).value() - launch - act;
   };
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0, 3);

@@ -48,7 +48,8 @@ TEST_CASE("FP8: a compute-bound GEMM takes the bf16 time / 2 at equal efficiency
   // t = 4096: FLOPs(4144) = 2 x 4144 x 4096 x 8192 x 3 = 834 GFLOP -> 1.054 ms bf16, 0.527 ms fp8;
   // the HBM side (weights 4096 x 8192 x 3 x 1 B = 101 MB in FP8, activations 4096 x (4096 + 3 x 8192)
   // x 2 B x 2 = 503 MB) / (0.85 x 3.35 TB/s) = 0.212 ms stays below, so compute binds in both.
-  // The FP8 call adds the quantization kernels (expert_quantize), which the bf16 one lacks.
+  // The FP8 call adds the quantization kernels (expert_quantize), which the bf16 one lacks; both run
+  // the same bf16 activation kernel after the GEMM (ComputeCost::activation), taken out of both.
   cost::ComputeParams p;
   p.eta_max_fp8 = p.eta_max;
   auto g = hopper();
@@ -57,11 +58,13 @@ TEST_CASE("FP8: a compute-bound GEMM takes the bf16 time / 2 at equal efficiency
   const double launch = p.launch.value();
   for (double t : {1024.0, 4096.0, 16384.0}) {
     CAPTURE(t);
-    const double b = bf16.expert_forward_uniform(t, 1).value() - launch;
-    const double f = fp8.expert_forward_uniform(t, 1).value() - launch - fp8.expert_quantize(t, false).value();
+    const double act_f = bf16.activation(t, 8192, true, false).value(), act_b = bf16.activation(t, 8192, true, true).value();
+    CHECK(fp8.activation(t, 8192, true, false).value() == act_f);
+    const double b = bf16.expert_forward_uniform(t, 1).value() - launch - act_f;
+    const double f = fp8.expert_forward_uniform(t, 1).value() - launch - fp8.expert_quantize(t, false).value() - act_f;
     CHECK(f == doctest::Approx(b / 2).epsilon(1e-12));
-    const double bb = bf16.expert_backward_uniform(t, 1).value() - 2 * launch;
-    const double fb = fp8.expert_backward_uniform(t, 1).value() - 2 * launch - fp8.expert_quantize(t, true).value();
+    const double bb = bf16.expert_backward_uniform(t, 1).value() - 2 * launch - act_b;
+    const double fb = fp8.expert_backward_uniform(t, 1).value() - 2 * launch - fp8.expert_quantize(t, true).value() - act_b;
     CHECK(fb == doctest::Approx(bb / 2).epsilon(1e-12));
     CHECK(bf16.expert_quantize(t, false).value() == 0);
   }

@@ -154,6 +154,9 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   //   Every GPU of the bound: launch + gemm / N = 5 us + 286.75 / 8 us = 40.84 us.
   //   EP computes it all on GPU 0: 291.75 us; the oracle gives each GPU one expert of 4096 tokens:
   //   5 us + 8.59e9 / (0.8 * 4096 / 4144 * 300e12) = 41.21 us (smaller GEMMs run less efficiently).
+  //   Each adds the GeLU kernel (ComputeCost::activation), 2 x 1024 x 2 B per token at 0.85 x 2 TB/s
+  //   plus a 5 us launch: EP 32768 tokens = 78.95 us + 5 us; the oracle 4096 = 9.87 + 5 us; a bound
+  //   GPU its launch and 1/8 of EP's bytes, 5 + 9.87 us.
   workload::ModelSpec m = test::tiny_moe_model();
   topology::Topology t = test::node8();
   cost::ComputeCost cc{t.gpu_model(), m};
@@ -162,8 +165,9 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   for (int g = 0; g < 8; ++g)
     for (int e = 0; e < 8; ++e) loads[(0 * 8 + g) * 8 + e] = e == 0 ? 4096 : 0;
   const double gemm = 2.0 * 32768 * 512 * 1024 * 2 / (0.8 * 32768 / (32768 + 48) * 300e12);
-  const double expected = 5e-6 + gemm / 8;
-  CHECK(expected == doctest::Approx(40.84e-6).epsilon(1e-3));
+  const double act_bytes = 2.0 * 1024 * 2 / (0.85 * 2e12);  // seconds per token
+  const double expected = 5e-6 + gemm / 8 + 5e-6 + 32768 * act_bytes / 8;
+  CHECK(expected == doctest::Approx(40.84e-6 + 14.87e-6).epsilon(1e-3));
   auto bound = make("bound", ctx), ep = make("ep", ctx), oracle = make("oracle", ctx);
   Events eb, ee, eo;
   bound->record_next(&eb);
@@ -171,8 +175,8 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   oracle->record_next(&eo);
   const double tb = bound->simulate(loads).time, te = ep->simulate(loads).time, to = oracle->simulate(loads).time;
   for (int g : {0, 3, 7}) CHECK(eb.duration("fwd mb0 block 0 experts", g) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(ee.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(5e-6 + gemm).epsilon(1e-9));
-  CHECK(eo.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(41.21e-6).epsilon(1e-3));
+  CHECK(ee.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(5e-6 + gemm + 5e-6 + 32768 * act_bytes).epsilon(1e-9));
+  CHECK(eo.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(41.21e-6 + 14.87e-6).epsilon(1e-3));
   // No token leaves its GPU in the bound; EP and the oracle send 7/8 of theirs.
   CHECK(tb < to);
   CHECK(to < te);

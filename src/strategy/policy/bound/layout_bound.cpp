@@ -7,7 +7,7 @@
 // exactly as every other strategy is charged, with each MoE layer planned as follows.
 //
 // * Expert compute: every GPU computes, per micro-batch,
-//       launch + (1/N) * sum_e gemm(c_e)        (backward likewise, with its launches)
+//       launch + (1/N) * sum_e gemm(c_e) + activation(sum_e c_e / N)   (backward likewise)
 //   where c_e is expert e's global assignment count of the micro-batch and gemm the cost model's
 //   per-expert term (cost/compute_cost.hpp). Why this is below every strategy: the cost model's
 //   gemm(t) = max(A * (t + t_half), A * pad(t), W + a * t) is subadditive, gemm(x + y) <=
@@ -122,8 +122,11 @@ class LayoutBound final : public LayoutStrategyBase {
     const auto& cc = ctx_.compute;
     const int n = ctx_.topo.num_gpus(), E = m.experts, S = layout_.stage_size();
     const double M = m.grad_accum;
-    // expert_forward(c) = launch + sum_e gemm(c_e); expert_forward({}) = launch.
+    // expert_forward(c) = launch + sum_e gemm(c_e) + activation(sum_e c_e); expert_forward({}) =
+    // launch. The activation kernel is linear in the tokens plus one launch on every GPU that
+    // computes any (ComputeCost::activation): a bound GPU pays that launch whole and 1/S of the rest.
     const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
+    const double act_launch = cc.params().launch.value();
     std::vector<double> per_expert(E);
     // Token dropping (strategy/capacity.hpp): every strategy keeps at least what one instance per
     // expert keeps (replicas only raise a source's capacity), so the floor computes that.
@@ -146,8 +149,9 @@ class LayoutBound final : public LayoutStrategyBase {
         p.expert_tokens.assign(n, std::vector<double>(1, total / S));
         p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
         p.received_tokens.assign(n, total / S);
-        p.expert_fwd_seconds.assign(n, launch_f + (cc.expert_forward(per_expert).value() - launch_f) / S);
-        p.expert_bwd_seconds.assign(n, launch_b + (cc.expert_backward(per_expert).value() - launch_b) / S);
+        const double fixed_f = launch_f + (total > 0 ? act_launch : 0), fixed_b = launch_b + (total > 0 ? act_launch : 0);
+        p.expert_fwd_seconds.assign(n, fixed_f + (cc.expert_forward(per_expert).value() - fixed_f) / S);
+        p.expert_bwd_seconds.assign(n, fixed_b + (cc.expert_backward(per_expert).value() - fixed_b) / S);
       };
       floor(loads.layer(static_cast<int>(l), n, E), M, plans_[l]);
       // A trace with a micro-batch axis: each micro-batch's own floor (what EP's routing of its own
