@@ -58,7 +58,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
     if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
       bytes += 5.0 * m.heads * s * s * b / t * half;
     if (m.is_moe(blk)) {
-      bytes += tokens * m.top_k * h * ab;                                                  // permuted copies sent
+      bytes += tokens * combine_kept_per_token(m);                                         // returned copies
       bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts
     } else {
       bytes += s * b / t * mlp_kept_per_token(m, m.d_ffn_dense, false, true);

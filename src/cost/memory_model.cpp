@@ -68,6 +68,10 @@ AttentionKept attention_kept_per_token(const workload::ModelSpec& m) {
   return k;
 }
 
+double combine_kept_per_token(const workload::ModelSpec& m) {
+  return m.probs_in_activation ? 0.0 : m.top_k * static_cast<double>(m.d_model) * m.precision.activation_bytes;
+}
+
 double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swiglu, bool input_is_norm_output) {
   const double h = m.d_model, ab = m.precision.activation_bytes;
   const bool fp8 = m.precision.fp8();
@@ -77,7 +81,7 @@ double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swigl
 }
 
 double activation_bytes(const workload::ModelSpec& m, double received_tokens_all_layers) {
-  const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes;
+  const double s = m.seq_len, b = m.micro_batch, ab = m.precision.activation_bytes;
   const double tokens = s * b;
   const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
   double bytes = m.layers * attention_kept_per_token(m).total() * tokens;
@@ -85,7 +89,7 @@ double activation_bytes(const workload::ModelSpec& m, double received_tokens_all
     bytes += m.layers * 5.0 * m.heads * s * s * b * (ab / 2.0);
   for (int blk = 0; blk < m.layers; ++blk) {
     if (m.is_moe(blk)) {
-      bytes += tokens * m.top_k * h * ab;                                                  // permuted copies sent
+      bytes += tokens * combine_kept_per_token(m);                                         // returned copies
       bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts
     } else {
       bytes += tokens * mlp_kept_per_token(m, m.d_ffn_dense, false, true);

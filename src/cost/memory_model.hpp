@@ -25,8 +25,8 @@
 // keeps no s^2 tensor. The implementation is m.attention as resolved where the model met the
 // topology (cost::resolve_attention); a still-kAuto model counts as flash, what a GPU of unknown
 // compute capability (assumed 8.0) runs. An MoE layer keeps, per routed token received, its input (h)
-// and the FFN intermediates (n_mats * d_ffn), plus the permuted token copies on the sending side; the
-// LM head keeps fp32 logits (tokens x vocab x 4).
+// and the FFN intermediates (n_mats * d_ffn), plus the combine's copies of the expert outputs
+// returned (combine_kept_per_token); the LM head keeps fp32 logits (tokens x vocab x 4).
 //
 // As trained (model fields `precision.compute`, `recompute`, `mla_latent`; DeepSeek-V3, arXiv
 // 2412.19437, §3.2.3 and §3.3.3), per token and block, bytes (h = d_model, ab = activation bytes,
@@ -42,7 +42,7 @@
 //   dropped under rmsnorm; the received token for routed experts) h ab, FP8: h c; its intermediates
 //   n_mats d_ffn ab, FP8: SwiGLU keeps its input (gate and up outputs, 2 d_ffn c) and recomputes its
 //   output (§3.3.3), a plain MLP keeps the activation's input (d_ffn ab) and output (d_ffn c). The
-//   output head's fp32 logits and the permuted copies stay as they are.
+//   output head's fp32 logits and the combine's copies stay as they are.
 //
 // All-to-all buffers. Megatron-LM's all-to-all token dispatcher permutes a layer's routed tokens
 // into one send buffer (tokens sent x h x act_bytes) and receives into another (tokens received x
@@ -113,6 +113,11 @@ struct AttentionKept {
   double total() const { return replicated + split; }
 };
 AttentionKept attention_kept_per_token(const workload::ModelSpec& m);
+
+// Bytes per token an MoE layer's combine keeps for backward: its top_k returned copies (top_k x h x
+// activation bytes) for the router probabilities' gradient, or nothing when the probabilities
+// multiply inside the experts' activation (ModelSpec::probs_in_activation).
+double combine_kept_per_token(const workload::ModelSpec& m);
 // Bytes per token an MLP of width `d_ffn` keeps for backward: `swiglu` (3 matrices) or plain (2);
 // `input_is_norm_output` (dense FFN, shared expert) or a routed token.
 double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swiglu, bool input_is_norm_output);

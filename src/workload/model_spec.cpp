@@ -215,6 +215,7 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
     if (auto v = r.number("capacity_factor", false, 0.01, 1000)) m.capacity_factor = *v;
   }
   m.allocator_slack = r.number("allocator_slack", false, 0, 0.9).value_or(0);
+  m.probs_in_activation = r.boolean("probs_in_activation", false).value_or(false);
   r.finish();
 
   // Cross-field checks.

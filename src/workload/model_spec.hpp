@@ -139,6 +139,13 @@ struct ModelSpec {
   // (DeepSeek-V3's MLA has 187M per block against 4 d^2 = 206M: 9% fewer).
   int mla_latent = 0;
   EmaPlacement ema = EmaPlacement::kNone;
+  // Where the router's probabilities multiply the expert outputs (model field `probs_in_activation`).
+  // false (default): in the unpermute / combine, which keeps each returned copy (top_k x d_model
+  // activations per token) for the probabilities' gradient, as Megatron-LM's moe_unpermute does.
+  // true: inside the experts' activation kernel (Megatron-Core v0.13's "memory efficient token
+  // permutation": weighted_bias_swiglu), whose output the backward has (kept or recomputed), so the
+  // combine keeps nothing per copy.
+  bool probs_in_activation = false;
 
   int moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
   bool is_moe(int block) const;

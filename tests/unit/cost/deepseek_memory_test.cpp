@@ -98,6 +98,23 @@ TEST_CASE("DeepSeek-V3 memory per GPU, stage 1 of PP16 under 1F1B, summed by han
   CHECK(cost::layout_memory(bf16, l, 1, 131072, 32768).total() > 80.0 * (1 << 30));
 }
 
+TEST_CASE("probabilities in the activation: the combine keeps no returned copies") {
+  // Without probs_in_activation each MoE block keeps its 4,096 tokens' 8 returned copies of 7,168
+  // bf16 values for the probabilities' gradient: 4,096 x 8 x 7,168 x 2 = 469,762,048 bytes; with it
+  // nothing, so stage 1 (four MoE blocks) keeps 4 x 469,762,048 less per micro-batch, and under
+  // 1F1B with 15 micro-batches in flight there 15 x that.
+  const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
+  const auto p = workload::load_model(kModel, "deepseek-v3.yaml", {"probs_in_activation=true"});
+  CHECK(cost::combine_kept_per_token(m) == 8.0 * 7168 * 2);
+  CHECK(cost::combine_kept_per_token(p) == 0);
+  auto l = workload::parse_parallel_layout("tp=1,pp=16,ep=64,dist_opt=on", kSrc);
+  workload::resolve_layout(l, 2048, 8, m, kSrc);
+  CHECK(cost::stage_activation_bytes(m, l, 1, 131072) - cost::stage_activation_bytes(p, l, 1, 131072) ==
+        hs::test::approx(4 * 469762048.0));
+  CHECK(cost::layout_memory(m, l, 1, 131072, 32768).activations - cost::layout_memory(p, l, 1, 131072, 32768).activations ==
+        hs::test::approx(15 * 4 * 469762048.0));
+}
+
 TEST_CASE("pipeline schedules by name: 1F1B and ZB-H1 keep pp - s micro-batches, DualPipe PP + 1 over two stages") {
   const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
   auto l = workload::parse_parallel_layout("tp=1,pp=16,ep=64", kSrc);
@@ -132,6 +149,7 @@ TEST_CASE("the bundled deepseek-v3-like preset is the model of this test") {
   CHECK(preset.recompute.attention_up_proj);
   CHECK(preset.mla_latent == here.mla_latent);
   CHECK(preset.ema == workload::EmaPlacement::kCpu);
+  CHECK(preset.probs_in_activation);  // the preset's assumption (models/deepseek-v3-like.yaml)
   CHECK(preset.layers == here.layers);
   CHECK(preset.d_model == here.d_model);
 }
