@@ -64,7 +64,7 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   live_classes_ = 0;
   members_.clear();
   solver_.solve();
-  heap_.clear();
+  due_heap_.clear();
   timers_.clear();
   const size_t n = static_cast<size_t>(g.num_tasks());
   if (coflow_.size() < n) coflow_.resize(n), extra_.resize(n, 0.0);
@@ -365,32 +365,27 @@ void FlowNetwork::settle() {
   cached_ = false;
   solver_.solve();
   ++stats_.solver_updates;
-  // New projections are appended, then either sifted up one by one (few) or the heap is rebuilt,
-  // dropping stale entries (many: O(heap) beats O(changed x log heap)).
-  const size_t old_size = heap_.size();
-  reserve_geometric(heap_, old_size + solver_.changed().size());
-  for (int id : solver_.changed()) {
+  // Changed projections move their entries: sifted one by one (few), or set in place and the
+  // heap rebuilt (many: O(heap) beats O(changed x log heap)).
+  const auto changed = solver_.changed();
+  const bool bulk = changed.size() * 2 > due_heap_.size();
+  if (bulk) due_heap_.reserve(due_heap_.size() + changed.size());
+  for (int id : changed) {
     if (tag_[id] == 0) continue;  // finished since
     Flow& f = flow_[id];
     f.progress += f.rate * (now_ - f.since);
     f.since = now_;
     f.rate = solver_.rate(id);
     const double finish = project(f);
-    bump(id);
-    if (finish < kInf) heap_.push_back({finish, id, version_[id]});
+    if (bulk) {
+      if (finish < kInf) due_heap_.set_unordered(id, finish);
+      else due_heap_.erase_unordered(id);
+    } else {
+      if (finish < kInf) due_heap_.set(id, finish);
+      else due_heap_.erase(id);
+    }
   }
-  // Stale entries (superseded projections) are dropped when they surface, or all at once when the
-  // heap is rebuilt: after many new projections, or when they outnumber the live classes.
-  const size_t added = heap_.size() - old_size;
-  if (added * 16 > heap_.size() || (heap_.size() > 64 && heap_.size() > 2 * live_classes_)) {
-    size_t w = 0;
-    for (const Due& d : heap_)
-      if (valid(d)) heap_[w++] = d;
-    heap_.resize(w);
-    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-    return;
-  }
-  for (size_t i = old_size + 1; i <= heap_.size(); ++i) std::push_heap(heap_.begin(), heap_.begin() + i, std::greater<>());
+  if (bulk) due_heap_.order();
 }
 
 void FlowNetwork::binding_elements(int src, int dst) {
@@ -398,31 +393,21 @@ void FlowNetwork::binding_elements(int src, int dst) {
   for (const auto& h : topo_.binding_hops(src, dst)) scratch_.push_back({h.link, h.fraction});
 }
 
-void FlowNetwork::pop_stale() {
-  while (!heap_.empty() && !valid(heap_.front())) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    heap_.pop_back();
-  }
-}
-
 double FlowNetwork::next_completion() {
   settle();
   if (!cached_) {
     cached_ = true;
-    pop_stale();
-    if (heap_.empty()) {
+    if (due_heap_.empty()) {
       next_flow_ = kInf;
     } else {
-      const Due first = heap_.front();
+      const DueHeap::Due first = due_heap_.front();
       next_flow_ = first.time;
       if (precision_ > 0) {
         // Merge every completion projected within precision x (the earliest's elapsed time, or its
-        // task's duration scale if longer): the latest valid projection up to that bound (for_due).
+        // task's duration scale if longer): the latest projection up to that bound (for_due).
         const Flow& ff = flow_[first.id];
         const double bound = first.time + precision_ * std::max(first.time - task_start_[ff.task], scale_[ff.task]);
-        for_due(bound, [&](const Due& d) {
-          if (valid(d)) next_flow_ = std::max(next_flow_, d.time);
-        });
+        due_heap_.for_due(bound, [&](const DueHeap::Due& d) { next_flow_ = std::max(next_flow_, d.time); });
       }
     }
   }
@@ -445,6 +430,7 @@ uint32_t FlowNetwork::drain(int id, double now) {
   }
   stats_.events += static_cast<uint64_t>(done);
   tag_[id] = 0;
+  due_heap_.erase(id);  // none left when due: taken out before
   --live_classes_;
   pending_[f.task] -= done;
   if (pending_[f.task] == 0) {
@@ -473,31 +459,17 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
   bool any = false;
   // The entries due by now are the top of the heap. Few: pop them one by one, in (time, id) order.
   // Many (a uniform all-to-all finishes everything at once): take them out in one pass, finish
-  // them in id order, and rebuild the heap from the rest.
-  // The choice counts the valid entries due against the live classes: stale entries sit where
-  // the heap's layout put them, and no result may depend on that layout (stale and valid entries
-  // of one id can tie on (time, id)). All entries due are counted first (no reads of tag_): valid
-  // ones are no more, so that count rules out most events.
-  size_t due = 0;  // entries due, valid or stale; then the valid ones
-  for_due(now, [&](const Due&) { ++due; });
-  if (due * 8 > live_classes_ && due > 64) {
-    due = 0;
-    for_due(now, [&](const Due& d) { due += valid(d) ? 1 : 0; });
-  }
+  // them in id order, and rebuild the heap from the rest. The choice counts the entries due (one
+  // per live class at most) against the live classes.
+  size_t due = 0;
+  due_heap_.for_due(now, [&](const DueHeap::Due&) { ++due; });
   if (due * 8 > live_classes_ && due > 64) {
     // All finish at `now`, in id order (the order decides only which ids and element ranges are
-    // freed first), through a per-id mark (one valid entry per id at most), set in the pass that
-    // keeps the rest: linear, where a sort by (time, id) cost n log n (their projections differ in
-    // the last bits), and no copy of the due entries.
+    // freed first), through a per-id mark, set in the pass that keeps the rest: linear, where a
+    // sort by (time, id) cost n log n (their projections differ in the last bits), and no copy of
+    // the due entries.
     due_at_.assign(flow_.size(), 0);
-    size_t w = 0;
-    for (const Due& d : heap_) {
-      if (!valid(d)) continue;
-      if (d.time > now) heap_[w++] = d;
-      else due_at_[d.id] = 1;
-    }
-    heap_.resize(w);
-    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    due_heap_.take_due(now, [&](int id) { due_at_[id] = 1; });
     gone_.clear();
     reserve_geometric(gone_, due);
     for (size_t id = 0; id < due_at_.size(); ++id)
@@ -518,21 +490,16 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
       any = any || !gone_.empty();
     } else {
       due_.clear();
-      for (int id : gone_) due_.push_back({now, id, version_[id]});
-      for (const Due& d : due_) {
-        if (!valid(d)) continue;  // its id finished earlier in this pass (a class re-added)
-        finish_class(d.id, now);
+      for (int id : gone_) due_.push_back({id, version_[id]});
+      for (const auto& [id, version] : due_) {
+        if (tag_[id] != version) continue;  // its id finished earlier in this pass (a class re-added)
+        finish_class(id, now);
         any = true;
       }
     }
   }
-  while (true) {
-    pop_stale();
-    if (heap_.empty() || heap_.front().time > now) break;
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const Due d = heap_.back();
-    heap_.pop_back();
-    finish_class(d.id, now);
+  while (!due_heap_.empty() && due_heap_.front().time <= now) {
+    finish_class(due_heap_.pop().id, now);
     any = true;
   }
   if (any) {

@@ -30,9 +30,10 @@
 // e.g. a PCIe hop in front of a slower NIC, or the leaf-spine links of a non-blocking fabric, never
 // are; leaving them out changes no rate and splits collectives on disjoint nodes into separate
 // components). A flow's progress is integrated lazily: it keeps
-// (bytes left at time `since`, rate) and its projected finish sits in a heap; after a re-solve only
-// the flows whose rate changed (MaxMinSolver::changed) are touched. So an event costs one component
-// re-solve plus O(changed x log F). A mass completion (everything due at once, each class draining
+// (bytes left at time `since`, rate) and its projected finish sits in a heap with one entry per
+// class, moved when its rate changes (network/due_heap.hpp); after a re-solve only the flows whose
+// rate changed (MaxMinSolver::changed) are touched. So an event costs one component re-solve plus
+// O(changed x log F), or O(F) when most entries move (the heap is then rebuilt). A mass completion (everything due at once, each class draining
 // all its members) leaves the solver in one MaxMinSolver::remove_flows; a large task's solver
 // records, element pool and heap entries are reserved once, not doubled to size (a uniform
 // all-to-all among 1,024 GPUs: a million flows, set up, solved and torn down in about 0.25 s CPU).
@@ -57,6 +58,7 @@
 
 #include "network/transfer.hpp"
 #include "engine/activity_model.hpp"
+#include "network/due_heap.hpp"
 #include "network/group_plan.hpp"
 #include "network/pair_plan.hpp"
 #include "solver/max_min_solver.hpp"
@@ -102,12 +104,12 @@ class FlowNetwork final : public engine::ActivityModel {
   // A class of flows of one task that cross the same links that may bind, with the same fractions:
   // max-min gives every member the same rate, so the solver sees one flow of weight = members left.
   // Members started together, so all have carried `progress` bytes by `since`; they finish in order
-  // of size. Indexed by solver flow id (ids are reused; version_ tells stale heap entries); live
-  // while tag_[id] != 0. The next member's size is in the record, the others' in members_: a class
-  // of one member (every class, with a NIC per GPU) needs nothing else, and projecting or draining
-  // it reads only its record (one cache miss where there were two).
+  // of size. Indexed by solver flow id (ids are reused); live while tag_[id] != 0. The next
+  // member's size is in the record, the others' in members_: a class of one member (every class,
+  // with a NIC per GPU) needs nothing else, and projecting or draining it reads only its record
+  // (one cache miss where there were two).
   // 56 bytes: a million of them per all-to-all among 1,024 GPUs (the projected finish lives in the
-  // heap entry, the start time per task).
+  // due heap, the start time per task).
   struct Flow {
     double progress = 0;              // bytes each member has carried by `since`
     double since = 0, rate = 0;
@@ -116,40 +118,16 @@ class FlowNetwork final : public engine::ActivityModel {
     int src = 0, dst = 0;             // one member's endpoints (all share the links that may bind)
     uint32_t mnext = 0, mend = 0;     // members_[mnext, mend): sizes of the members after it, ascending
   };
-  struct Due {
-    double time;
-    int id;
-    uint32_t version;
-    bool operator>(const Due& o) const { return time != o.time ? time > o.time : id > o.id; }
-  };
   struct Timer {
     double time;
     engine::TaskId task;
     bool operator>(const Timer& o) const { return time != o.time ? time > o.time : task > o.task; }
   };
   void settle();          // re-solve if flows started or ended, re-project the changed flows
-  // Heap entries are valid while the flow is live and not re-projected: tag_ = version, 0 if dead
-  // (hot array apart from Flow, so filtering the heap reads 4 bytes per entry).
-  bool valid(const Due& d) const { return tag_[d.id] == d.version; }
+  // A class is live while tag_ != 0: its version, which a re-made class (a solver id reused) bumps.
   void bump(int id) {
     if (++version_[id] == 0) version_[id] = 1;
     tag_[id] = version_[id];
-  }
-  void pop_stale();
-  // Calls fn on every heap entry (valid or stale) due by `time`: the top of the heap (a parent is
-  // never later than its children), walked down from the root without reordering it.
-  template <class Fn>
-  void for_due(double time, Fn fn) {
-    walk_.clear();
-    walk_.push_back(0);
-    while (!walk_.empty()) {
-      const size_t i = walk_.back();
-      walk_.pop_back();
-      if (i >= heap_.size() || heap_[i].time > time) continue;
-      fn(heap_[i]);
-      walk_.push_back(2 * i + 1);
-      walk_.push_back(2 * i + 2);
-    }
   }
   // start() when every class has one member (`classes` transfers to start, `elements` binding
   // elements in all): no grouping. `planned`: the transfers' pairs are plan_'s, whose elements and
@@ -207,11 +185,11 @@ class FlowNetwork final : public engine::ActivityModel {
   std::vector<uint64_t> hash_keys_;   // open-addressing table of start(): hash per slot
   std::vector<int> hash_class_;       // and the last class made with it (-1: empty)
   std::vector<uint32_t> tag_;
-  // Per solver id: its projection's version, kept when the id is freed (a dense array apart from
-  // Flow, so making a class writes its record without reading it: one cache miss less per flow).
+  // Per solver id: its class's version, bumped when a class is made and kept when the id is freed (a
+  // dense array apart from Flow, so making a class writes its record without reading it).
   std::vector<uint32_t> version_;
-  std::vector<Due> heap_, due_;  // min-heap of projected finishes; scratch
-  std::vector<size_t> walk_;     // scratch: heap positions to visit
+  DueHeap due_heap_;  // projected finishes of live classes that will finish (rate > 0), one each
+  std::vector<std::pair<int, uint32_t>> due_;  // scratch: advance_to()'s (id, version) due at once
   std::vector<char> due_at_;     // scratch: advance_to()'s ids due at once
   std::vector<int> gone_;        // scratch: classes advance_to() removes at once
   std::vector<Timer> timers_;       // min-heap: tasks whose flows drained, waiting out latency

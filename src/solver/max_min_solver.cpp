@@ -248,6 +248,51 @@ void MaxMinSolver::solve() {
   ++stamp_;
   comp_links_.clear();
   comp_flows_.clear();
+  // Removal-only: flows strictly below the smallest removed rate keep their rates (see header).
+  const double keep_below = added_ ? 0.0 : min_removed_rate_ * (1 - 1e-9);
+  added_ = false;
+  min_removed_rate_ = kUnlimited;
+  capped_.clear();
+  // Progressive filling's start, per flow in component order: a kept flow's consumption leaves its
+  // links' remaining capacity, the others' weights join their links' unfrozen weight. Capped flows
+  // of a component found by search (not in id order) are marked by id, then listed in id order off
+  // the bits (a stable pass by cap then gives the (cap, id) order without a sort).
+  size_t cap_lo = comp_bits_.size(), cap_hi = 0, ncapped = 0;
+  const auto init_link = [&](int l) {
+    rem_[l] = cap_[l];
+    sumw_[l] = 0;
+    unfrozen_[l] = 0;
+  };
+  const auto init_flow = [&](int f, bool by_id) {
+    const Rec& r = rec_[f];
+    const uint32_t b = r.ebegin, e = b + r.ecount;
+    const double rate = hot_[f].rate;
+    if (rate < keep_below) {
+      state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | 1);
+      ++stats_.flows_kept;
+      for (uint32_t j = b; j < e; ++j) {
+        const int l = link_of(elems_[j]);
+        rem_[l] = std::max(0.0, rem_[l] - elems_[j].wc * rate);
+      }
+      return;
+    }
+    state_[f] &= kCapped;
+    for (uint32_t j = b; j < e; ++j) {
+      const int l = link_of(elems_[j]);
+      sumw_[l] += elems_[j].wc;
+      ++unfrozen_[l];
+    }
+    if (r.cap < kUnlimited) {
+      if (by_id) {
+        capped_.push_back({r.cap, f});
+      } else {
+        const size_t w = static_cast<size_t>(f) >> 6;
+        comp_bits_[w] |= uint64_t{1} << (f & 63);
+        cap_lo = std::min(cap_lo, w), cap_hi = std::max(cap_hi, w);
+        ++ncapped;
+      }
+    }
+  };
   const size_t live = rec_.size() - free_ids_.size();
   const bool large = live >= 1024;
   bool sweep = false;
@@ -288,8 +333,11 @@ void MaxMinSolver::solve() {
       if (link_stamp_[l] == stamp_) continue;
       link_stamp_[l] = stamp_;
       comp_links_.push_back(l);
+      if (!large) init_link(l);
     }
     dirty_links_.clear();
+    // A small component starts filling as it is searched (its flows in search order: the same
+    // sums per link as a pass over the list afterwards); a large one is listed in id order first.
     for (size_t i = 0; i < comp_links_.size(); ++i) {
       for (const LinkRef& lr : link_flows_[comp_links_[i]]) {
         const int f = lr.flow;
@@ -302,8 +350,10 @@ void MaxMinSolver::solve() {
           if (link_stamp_[l] != stamp_) {
             link_stamp_[l] = stamp_;
             comp_links_.push_back(l);
+            if (!large) init_link(l);
           }
         }
+        if (!large) init_flow(f, false);
       }
     }
     if (large) {
@@ -324,37 +374,16 @@ void MaxMinSolver::solve() {
   }
   ++stats_.solves;
   stats_.flows_recomputed += comp_flows_.size();
-  // Progressive filling: initial remaining capacities and unfrozen weights per link.
-  for (int l : comp_links_) {
-    rem_[l] = cap_[l];
-    sumw_[l] = 0;
-    unfrozen_[l] = 0;
+  if (large) {
+    for (int l : comp_links_) init_link(l);
+    for (int f : comp_flows_) init_flow(f, true);
   }
-  // Removal-only: flows strictly below the smallest removed rate keep their rates (see header).
-  const double keep_below = added_ ? 0.0 : min_removed_rate_ * (1 - 1e-9);
-  added_ = false;
-  min_removed_rate_ = kUnlimited;
-  capped_.clear();
-  for (int f : comp_flows_) {
-    const Rec& r = rec_[f];
-    const uint32_t b = r.ebegin, e = b + r.ecount;
-    const double rate = hot_[f].rate;
-    if (rate < keep_below) {
-      state_[f] = static_cast<uint8_t>((state_[f] & kCapped) | 1);
-      ++stats_.flows_kept;
-      for (uint32_t j = b; j < e; ++j) {
-        const int l = link_of(elems_[j]);
-        rem_[l] = std::max(0.0, rem_[l] - elems_[j].wc * rate);
-      }
-      continue;
+  for (size_t w = cap_lo; ncapped > 0 && w <= cap_hi; ++w) {
+    for (uint64_t bits = comp_bits_[w]; bits != 0; bits &= bits - 1) {
+      const auto f = static_cast<int>(64 * w + static_cast<size_t>(std::countr_zero(bits)));
+      capped_.push_back({rec_[f].cap, f});
     }
-    state_[f] &= kCapped;
-    for (uint32_t j = b; j < e; ++j) {
-      const int l = link_of(elems_[j]);
-      sumw_[l] += elems_[j].wc;
-      ++unfrozen_[l];
-    }
-    if (r.cap < kUnlimited) capped_.push_back({r.cap, f});
+    comp_bits_[w] = 0;
   }
   // Flow caps, smallest first: (cap, id) pairs sorted in place (a comparator reading the caps
   // from the records cost a cache miss per comparison).
@@ -368,15 +397,23 @@ void MaxMinSolver::solve() {
   // share. Pushes happen on pops only, not on every element update.
   using Entry = std::pair<double, int>;
   heap_.clear();
+  // A link popped and then pushed back unchanged (a capped flow froze first) is the heap's least
+  // entry again (one entry per link: the pop order is the entries' order, whatever the layout): it
+  // is kept in hand instead of pushed and popped.
+  bool held = false;
+  Entry top{};
   for (int l : comp_links_)
     if (unfrozen_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-  while (!heap_.empty()) {
+  while (held || !heap_.empty()) {
     while (next_cap < capped_.size() && (state_[capped_[next_cap].second] & 3)) ++next_cap;
     const double cap_level = next_cap < capped_.size() ? capped_[next_cap].first : kUnlimited;
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const Entry top = heap_.back();
-    heap_.pop_back();
+    if (!held) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      top = heap_.back();
+      heap_.pop_back();
+    }
+    held = false;
     const int l = top.second;
     // A link is done when its last unfrozen flow is: counted, not read off sumw (an absolute
     // threshold there skipped links whose flows all have tiny coefficients, e.g. the coflow tier's
@@ -385,15 +422,20 @@ void MaxMinSolver::solve() {
     if (!(sumw_[l] > 0)) sumw_[l] = unfrozen_weight(l);  // cancellation left nothing: sum it again
     const double current = rem_[l] / sumw_[l];
     if (current > top.first * (1 + 1e-12)) {
-      heap_.push_back({current, l});
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      // Stale: back with its current share, in hand when it would be popped next anyway.
+      top = {current, l};
+      if (heap_.empty() || !(heap_.front() < top)) {
+        held = true;
+      } else {
+        heap_.push_back(top);
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      }
       continue;
     }
     if (cap_level < current) {
       const int f = capped_[next_cap].second;
       freeze(f, rec_[f].ebegin, cap_level, kBottCap);
-      heap_.push_back(top);
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      held = true;
       continue;
     }
     ++stats_.rounds;

@@ -10,9 +10,14 @@
 //           share (a per-flow rate cap acts as a private link); freeze its unfrozen flows at that
 //           share; subtract their consumption from every link they cross.
 // One solve costs O(E + P log L + C log C) for E (flow, link) elements, L links of the component,
-// P heap pops (one per bottleneck link plus one per stale key) and C rate-capped flows (sorted by
-// cap as (cap, id) pairs, already in order when nothing changed them; in one bucket pass when they
-// hold at most 16 distinct caps, as an all-to-all's NCCL connections do).
+// P heap pops (one per bottleneck link plus one per stale key) and C rate-capped flows (in (cap, id)
+// order: listed by id, off a bitset when the component was found by search, then in one stable
+// bucket pass by cap when they hold at most 16 distinct caps, as an all-to-all's NCCL connections
+// do; a sort otherwise). Filling starts while a component of fewer than 1,024 live flows is
+// searched (each link's sums in the same order as a pass afterwards), and a link popped that would
+// be pushed back and popped again at once (its key stale but still the least, or a capped flow
+// freezing first) is kept in hand: the pop order is the (share, link) order whatever the heap's
+// layout, so none of this changes a bit (tests/unit/solver/component_solve_reference_test.cpp).
 //
 // Incremental: adding or removing a flow marks its links dirty, and solve() does one of two things.
 // The lazy re-fill (max_min_refill.cpp) replays progressive filling from the changed links only,

@@ -20,10 +20,13 @@ void sort_by_cap(std::vector<std::pair<double, Id>>& v, std::vector<std::pair<do
   size_t count[kMaxCaps] = {};
   size_t ncaps = 0;
   bool ids_ascending = true;
+  size_t k = 0;  // the last element's cap (neighbours often share one: searched from there)
   for (size_t i = 0; i < v.size(); ++i) {
     const double c = v[i].first;
-    size_t k = 0;
-    while (k < ncaps && caps[k] != c) ++k;
+    if (k >= ncaps || caps[k] != c) {
+      k = 0;
+      while (k < ncaps && caps[k] != c) ++k;
+    }
     if (k == ncaps) {
       if (ncaps == kMaxCaps) {
         std::sort(v.begin(), v.end());
@@ -41,9 +44,12 @@ void sort_by_cap(std::vector<std::pair<double, Id>>& v, std::vector<std::pair<do
   size_t start[kMaxCaps];
   for (size_t at = 0, j = 0; j < ncaps; ++j) start[order[j]] = at, at += count[order[j]];
   scratch.resize(v.size());
+  k = 0;
   for (const auto& e : v) {
-    size_t k = 0;
-    while (caps[k] != e.first) ++k;
+    if (caps[k] != e.first) {
+      k = 0;
+      while (caps[k] != e.first) ++k;
+    }
     scratch[start[k]++] = e;
   }
   v.swap(scratch);
