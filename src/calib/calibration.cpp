@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "topology/overlap_slowdown.hpp"
 #include "util/yaml_reader.hpp"
 
 namespace hs::calib {
@@ -11,6 +12,33 @@ std::string q(const std::string& s) {  // a YAML double-quoted scalar
   std::string o = "\"";
   for (char c : s) o += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return o + "\"";
+}
+
+// The cells set, in the topology's syntax (flow maps; a kernel class or the communication with one
+// value for both traffic kinds is written as that value).
+std::string overlap_yaml(const engine::InterferenceOverride& o) {
+  auto pair = [](const std::array<std::optional<double>, engine::kTrafficKinds>& cells) {
+    if (cells[0] && cells[1] && *cells[0] == *cells[1]) return fmt::format("{:.6g}", *cells[0]);
+    std::string p;
+    for (int k = 0; k < engine::kTrafficKinds; ++k)
+      if (cells[k]) p += fmt::format("{}{}: {:.6g}", p.empty() ? "" : ", ", engine::traffic_key(k), *cells[k]);
+    return "{" + p + "}";
+  };
+  std::string parts;
+  bool flat = true;  // every class the same cells: the flat form
+  for (int k = 1; k < engine::kKernelClasses; ++k) flat = flat && o.compute[k] == o.compute[0];
+  const bool any_compute = o.compute[0][0] || o.compute[0][1] || !flat;
+  if (any_compute && flat && o.compute[0][0] && o.compute[0][1] && *o.compute[0][0] == *o.compute[0][1]) {
+    parts = "compute: " + pair(o.compute[0]);
+  } else if (any_compute) {
+    std::string classes;
+    for (int k = 0; k < engine::kKernelClasses; ++k)
+      if (o.compute[k][0] || o.compute[k][1])
+        classes += fmt::format("{}{}: {}", classes.empty() ? "" : ", ", engine::kernel_class_key(k), pair(o.compute[k]));
+    parts = "compute: {" + classes + "}";
+  }
+  if (o.any_communication()) parts += fmt::format("{}communication: {}", parts.empty() ? "" : ", ", pair(o.communication));
+  return "{" + parts + "}";
 }
 }  // namespace
 
@@ -43,18 +71,12 @@ std::string to_yaml(const Calibration& c) {
       if (!parts.empty()) s += fmt::format("  {}: {{{}}}\n", tier, parts);
     }
   }
-  if (c.eta_max || c.hbm_efficiency || c.kernel_launch_s || c.compute_slowdown || c.communication_slowdown) {
+  if (c.eta_max || c.hbm_efficiency || c.kernel_launch_s || c.interference.any()) {
     s += "gpu:\n";
     if (c.eta_max && c.t_half) s += fmt::format("  gemm: {{eta_max: {:.6g}, t_half: {:.6g}}}\n", *c.eta_max, *c.t_half);
     if (c.hbm_efficiency) s += fmt::format("  hbm_efficiency: {:.6g}\n", *c.hbm_efficiency);
     if (c.kernel_launch_s) s += fmt::format("  kernel_launch: {:.6g}us\n", *c.kernel_launch_s * 1e6);
-    if (c.compute_slowdown || c.communication_slowdown) {
-      std::string parts;
-      if (c.compute_slowdown) parts += fmt::format("compute: {:.6g}", *c.compute_slowdown);
-      if (c.communication_slowdown)
-        parts += fmt::format("{}communication: {:.6g}", parts.empty() ? "" : ", ", *c.communication_slowdown);
-      s += fmt::format("  overlap_slowdown: {{{}}}\n", parts);
-    }
+    if (c.interference.any()) s += fmt::format("  overlap_slowdown: {}\n", overlap_yaml(c.interference));
   }
   return s;
 }
@@ -149,14 +171,8 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
         if (c.kernel_launch_s && (*c.kernel_launch_s < 0 || *c.kernel_launch_s > 1e-2))
           g.error("kernel_launch", "expected a time in [0, 10ms] (per kernel launch)");
       }
-      if (auto o = g.child("overlap_slowdown", false); o) {
-        MapReader m(o, "gpu.overlap_slowdown", ctx);
-        if (m.valid()) {
-          if (m.has("compute")) c.compute_slowdown = m.number("compute", false, 0, 100);
-          if (m.has("communication")) c.communication_slowdown = m.number("communication", false, 0, 100);
-          m.finish();
-        }
-      }
+      if (auto o = g.child("overlap_slowdown", false); o)
+        c.interference = topology::read_overlap_slowdown(o, "gpu.overlap_slowdown", ctx, 100);
       g.finish();
     }
   }
@@ -179,8 +195,7 @@ topology::TopologyAdjust topology_adjust(const Calibration& c) {
     const int proto = p.proto == "LL" ? 0 : p.proto == "LL128" ? 1 : 2;
     a.protocols[tier][proto] = {p.latency_scale, p.bandwidth_scale};
   }
-  a.compute_slowdown = c.compute_slowdown;
-  a.communication_slowdown = c.communication_slowdown;
+  a.interference = c.interference;
   return a;
 }
 

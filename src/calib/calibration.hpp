@@ -16,8 +16,11 @@
 //     gemm: {eta_max: 0.74, t_half: 61}      # expert-GEMM efficiency curve (cost/compute_cost.hpp)
 //     hbm_efficiency: 0.88                   # achievable fraction of HBM bandwidth (eta_mem)
 //     kernel_launch: 4.1us                   # per kernel launch (ComputeParams::launch)
-//     overlap_slowdown: {compute: 0.21, communication: 0.05}
+//     overlap_slowdown: {compute: {gemm: {network: 0.21}}, communication: {network: 0.05}}
 //
+// overlap_slowdown has the topology's syntax (topology/overlap_slowdown.hpp): `calibrate` writes the
+// cells it measured (a GEMM beside the overlap suite's traffic, inside a node or across nodes); a
+// flat `{compute: X, communication: Y}` (older files) sets every cell, as it always did.
 // bandwidth_scale multiplies the class's effective bandwidth (line rate x efficiency); latency
 // replaces the class's per-link latency. A protocol's latency_scale multiplies NCCL's per-step
 // latencies of that protocol in that tier (intra: steps inside a node; net: steps across nodes),
@@ -62,7 +65,7 @@ struct Calibration {
   std::optional<double> eta_max, t_half;  // GEMM curve (both or neither)
   std::optional<double> hbm_efficiency;
   std::optional<double> kernel_launch_s;
-  std::optional<double> compute_slowdown, communication_slowdown;
+  engine::InterferenceOverride interference;  // the overlap slowdowns' cells it sets
 };
 
 std::string to_yaml(const Calibration& c);

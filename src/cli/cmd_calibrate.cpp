@@ -26,6 +26,7 @@
 #include "calib/memory_fit.hpp"
 #include "calib/nccl_tests_ranks.hpp"
 #include "calib/overlap_fit.hpp"
+#include "engine/interference.hpp"
 #include "cli/command.hpp"
 #include "app/presets.hpp"
 #include "cli/progress_options.hpp"
@@ -240,20 +241,31 @@ int run_calibrate(const CalibrateOptions& o) {
         report += fmt::format("  {:<18} {:>14.0f} bytes {:>10.2f} us {:>8.0f} GB/s\n", r.kernel, r.bytes, r.seconds * 1e6,
                               2 * r.bytes / r.seconds / 1e9);
     }
-    if (auto o = calib::fit_overlap(m.overlap)) {
-      if (cal.compute_slowdown)
-        throw InputError({path, 0, 0}, "overlap", "a second overlap measurement: calibrate one GPU's slowdowns from one file");
-      cal.compute_slowdown = o->compute_slowdown;
-      cal.communication_slowdown = o->communication_slowdown;
-      report += fmt::format("\noverlap ({}): from the {} row, compute slowdown {:.3f} (was {:.3f}), communication {:.3f} (was {:.3f})\n",
-                            path, o->from, o->compute_slowdown, topo.gpu_model().compute_slowdown, o->communication_slowdown,
-                            topo.gpu_model().communication_slowdown);
+    if (auto o = calib::fit_overlap(m.overlap, m.overlap_ranks, m.launch_nodes, topo.gpus_in_node(0))) {
+      const int k = static_cast<int>(o->traffic), gemm = static_cast<int>(engine::KernelClass::kGemm);
+      if (cal.interference.compute[gemm][k])
+        throw InputError({path, 0, 0}, "overlap",
+                         fmt::format("a second overlap measurement of {} traffic: calibrate one GPU's slowdowns of one "
+                                     "traffic kind from one file",
+                                     engine::traffic_key(k)));
+      const engine::InterferenceOverride cells = o->cells();
+      for (int c = 0; c < engine::kKernelClasses; ++c)
+        if (cells.compute[c][k]) cal.interference.compute[c][k] = cells.compute[c][k];
+      cal.interference.communication[k] = cells.communication[k];
+      const engine::Interference& was = topo.gpu_model().interference;
+      report += fmt::format("\noverlap ({}): from the {} row ({} traffic, {} ranks on {} nodes), GEMM beside {} traffic "
+                            "{:.3f} (was {:.3f}), {} traffic beside compute {:.3f} (was {:.3f}); the other cells keep the "
+                            "topology's\n",
+                            path, o->from, engine::traffic_key(k), m.overlap_ranks,
+                            m.launch_nodes > 0 ? fmt::format("{}", m.launch_nodes) : std::string("?"), engine::traffic_key(k),
+                            o->compute_slowdown, was.compute[gemm][k], engine::traffic_key(k), o->communication_slowdown,
+                            was.communication[k]);
       for (const auto& r : m.overlap)
         report += fmt::format("  {:<16} {:>12.0f} bytes  GEMM x{:.3f}  communication x{:.3f}\n", r.comm, r.comm_bytes,
                               r.gemm_slowdown(), r.comm_slowdown());
     }
   }
-  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency && !cal.compute_slowdown)
+  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency && !cal.interference.any())
     throw InputError({"calibrate", 0, 0}, "", "the measurements gave nothing to fit (see the messages above)");
   progress.update(done, "done");
   progress.finish();

@@ -138,6 +138,7 @@ int run(const RunOptions& o) {
 
   report::RunReport rep;
   rep.topo = &topo;
+  rep.interference = ctx.interference;
   rep.inputs.topology_file = sc->topo_in.source;
   rep.inputs.topology_hash = report::content_hash(sc->topo_in.text);
   rep.inputs.trace_file = o.trace;

@@ -23,6 +23,7 @@
 #include "calib/calibration.hpp"
 #include "calib/link_fit.hpp"
 #include "calib/measured.hpp"
+#include "calib/overlap_fit.hpp"
 #include "calib/rank_agreement.hpp"
 #include "cli/command.hpp"
 #include "app/presets.hpp"
@@ -34,6 +35,7 @@
 #include "collective/sparse_plan.hpp"
 #include "cost/compute_cost.hpp"
 #include "cost/gemm_fit.hpp"
+#include "engine/interference.hpp"
 #include "topology/topology_loader.hpp"
 #include "transport/plan_executor.hpp"
 #include "transport/plan_file.hpp"
@@ -252,16 +254,26 @@ void memory_tables(const calib::Measured& meas, const Inputs& in) {
   }
 }
 
-// The model's slowdowns (engine/simulation.hpp's interference) against the measured ones.
+// The model's slowdowns (engine/interference.hpp) against the measured ones: the GEMM class beside
+// the traffic kind the suite's row measured (calib/overlap_fit.hpp says which), and that traffic
+// beside compute.
 void overlap_table(const calib::Measured& meas, const Inputs& in) {
-  const auto& g = in.topo->gpu_model();
-  fmt::print("\noverlap on {} rank(s): time together / time alone (model: compute x{:.3f}, communication x{:.3f}{})\n"
-             "{:<16} {:>14} {:>10} {:>10}\n",
-             meas.overlap_ranks, 1 + g.compute_slowdown, 1 + g.communication_slowdown,
-             in.cal ? fmt::format("; calibrated x{:.3f}, x{:.3f}", 1 + in.cal_topo->gpu_model().compute_slowdown,
-                                  1 + in.cal_topo->gpu_model().communication_slowdown)
-                    : "",
-             "communication", "bytes", "GEMM x", "comm x");
+  const auto fit = calib::fit_overlap(meas.overlap, meas.overlap_ranks, meas.launch_nodes, in.topo->gpus_in_node(0));
+  const engine::Traffic k = fit ? fit->traffic : engine::Traffic::kIntraNode;
+  auto cells = [&](const topology::Topology& t) {
+    const auto& i = t.gpu_model().interference;
+    return std::pair{1 + i.compute_slowdown(engine::KernelClass::kGemm, k), 1 + i.communication_slowdown(k)};
+  };
+  const auto [mc, mm] = cells(*in.topo);
+  std::string calibrated;
+  if (in.cal) {
+    const auto [cc, cm] = cells(*in.cal_topo);
+    calibrated = fmt::format("; calibrated x{:.3f}, x{:.3f}", cc, cm);
+  }
+  fmt::print("\noverlap on {} rank(s), {} traffic: time together / time alone (model: GEMM x{:.3f}, communication "
+             "x{:.3f}{})\n{:<16} {:>14} {:>10} {:>10}\n",
+             meas.overlap_ranks, engine::traffic_key(static_cast<int>(k)), mc, mm, calibrated, "communication", "bytes",
+             "GEMM x", "comm x");
   for (const auto& r : meas.overlap)
     fmt::print("{:<16} {:>14.0f} {:>10.3f} {:>10.3f}\n", r.comm, r.comm_bytes, r.gemm_slowdown(), r.comm_slowdown());
 }

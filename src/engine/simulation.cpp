@@ -33,46 +33,68 @@ namespace {
 int side(Activity a) { return a == Activity::kCompute ? 0 : a == Activity::kCommunication ? 1 : -1; }
 }  // namespace
 
-void Simulation::set_busy(TaskId t, int delta) {
-  const int before = busy_[t];
-  busy_[t] += delta;
-  if ((before > 0) == (busy_[t] > 0)) return;
-  const double s = side(graph_.activity(t)) == 0 ? interference_.compute_slowdown : interference_.communication_slowdown;
-  const double speed = busy_[t] > 0 ? 1.0 / (1.0 + s) : 1.0;
-  if (s > 0 && !models_[graph_.model(t)]->set_speed(t, speed, now_))
+void Simulation::update_speed(TaskId t) {
+  double s = 0;
+  if (side(graph_.activity(t)) == 0) {
+    const int c = static_cast<int>(graph_.kernel_class(t));
+    for (int k = 0; k < kTrafficKinds; ++k)
+      if (busy_[t][k] > 0) s = std::max(s, interference_.compute[c][k]);
+  } else if (busy_[t][0] > 0) {
+    s = interference_.communication_slowdown(graph_.traffic(t));
+  }
+  if (s == slow_[t]) return;
+  slow_[t] = s;
+  if (!models_[graph_.model(t)]->set_speed(t, 1.0 / (1.0 + s), now_))
     throw std::logic_error("interference: the model of task " + std::to_string(t) + " cannot vary its speed");
 }
 
+void Simulation::set_busy(TaskId t, int k, int delta) {
+  const int before = busy_[t][k];
+  busy_[t][k] += delta;
+  if ((before > 0) != (busy_[t][k] > 0)) update_speed(t);
+}
+
 // A task of one side starts: count the devices where the other side is active; devices where its
-// side becomes active for the first time slow the other side's running tasks.
+// side (a communication task: its traffic kind) becomes active for the first time slow the other
+// side's running tasks.
 void Simulation::interfere_start(TaskId t) {
   const int me = side(graph_.activity(t));
   if (me < 0) return;
-  const int other = 1 - me;
-  int busy = 0;
+  const int kind = static_cast<int>(graph_.traffic(t));
+  busy_[t] = {0, 0};
+  slow_[t] = 0;
   for (ResourceId r : graph_.resources(t)) {
     const int d = graph_.device(r);
     if (d < 0) continue;
-    busy += active_[other][d] > 0;
     running_[me][d].push_back(t);
-    if (active_[me][d]++ == 0)
-      for (TaskId o : running_[other][d]) set_busy(o, +1);
+    if (me == 0) {
+      for (int k = 0; k < kTrafficKinds; ++k) busy_[t][k] += active_comm_[k][d] > 0;
+      if (active_compute_[d]++ == 0)
+        for (TaskId o : running_[1][d]) set_busy(o, 0, +1);
+    } else {
+      busy_[t][0] += active_compute_[d] > 0;
+      if (active_comm_[kind][d]++ == 0)
+        for (TaskId o : running_[0][d]) set_busy(o, kind, +1);
+    }
   }
-  busy_[t] = 0;
-  set_busy(t, busy);
+  update_speed(t);
 }
 
 void Simulation::interfere_end(TaskId t) {
   const int me = side(graph_.activity(t));
   if (me < 0) return;
-  const int other = 1 - me;
+  const int kind = static_cast<int>(graph_.traffic(t));
   for (ResourceId r : graph_.resources(t)) {
     const int d = graph_.device(r);
     if (d < 0) continue;
     auto& run = running_[me][d];
     run.erase(std::find(run.begin(), run.end(), t));
-    if (--active_[me][d] == 0)
-      for (TaskId o : running_[other][d]) set_busy(o, -1);
+    if (me == 0) {
+      if (--active_compute_[d] == 0)
+        for (TaskId o : running_[1][d]) set_busy(o, 0, -1);
+    } else if (--active_comm_[kind][d] == 0) {
+      for (TaskId o : running_[0][d]) set_busy(o, kind, -1);
+    }
   }
 }
 
@@ -91,11 +113,11 @@ void Simulation::run() {
   for (auto* m : models_) m->reset(graph_);
   const bool interfere = interference_.active();
   if (interfere) {
-    busy_.assign(n, 0);
-    for (int s = 0; s < 2; ++s) {
-      active_[s].assign(graph_.num_devices(), 0);
-      running_[s].assign(graph_.num_devices(), {});
-    }
+    busy_.assign(n, {0, 0});
+    slow_.assign(n, 0.0);
+    active_compute_.assign(graph_.num_devices(), 0);
+    for (auto& a : active_comm_) a.assign(graph_.num_devices(), 0);
+    for (auto& r : running_) r.assign(graph_.num_devices(), {});
   }
   now_ = 0;
   events_ = 0;

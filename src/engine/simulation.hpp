@@ -11,17 +11,20 @@
 // predecessor (the dependency or resource predecessor that finished last before it started), so the
 // critical path, and hence a breakdown of where time went, can be recovered.
 //
-// Interference (set_interference): a compute task progresses at 1 / (1 + compute_slowdown) of its
-// speed while at least one communication task is active on one of its devices, and a
-// communication task at 1 / (1 + communication_slowdown) while compute is active on one of its
+// Interference (set_interference, engine/interference.hpp): a compute task progresses at
+// 1 / (1 + compute[its kernel class][k]) of its speed while communication of traffic kind k is
+// active on one of its devices (the largest such slowdown when both kinds are), and a
+// communication task at 1 / (1 + communication[its traffic]) while compute is active on one of its
 // devices (NCCL runs its channels as thread blocks beside the compute kernels, taking SMs and HBM
-// bandwidth). The engine keeps, per running task, how many of its devices host the other activity;
-// speeds change only when that count crosses zero, so the cost is O(devices) per start or finish.
+// bandwidth). The engine keeps, per running task, how many of its devices host the other side (a
+// compute task: per traffic kind); speeds change only when such a count crosses zero, so the cost is
+// O(devices) per start or finish.
 #pragma once
 
 #include <vector>
 
 #include "engine/activity_model.hpp"
+#include "engine/interference.hpp"
 #include "engine/task_graph.hpp"
 
 namespace hs::engine {
@@ -31,12 +34,6 @@ class Observer {
   virtual ~Observer() = default;
   virtual void on_task_start(TaskId, double /*time*/) {}
   virtual void on_task_end(TaskId, double /*time*/) {}
-};
-
-struct Interference {
-  double compute_slowdown = 0;        // relative: 0.19 = compute takes 1.19x as long while overlapped
-  double communication_slowdown = 0;  // the same for communication beside compute
-  bool active() const { return compute_slowdown > 0 || communication_slowdown > 0; }
 };
 
 class Simulation {
@@ -63,7 +60,10 @@ class Simulation {
   void try_start(TaskId t);
   void interfere_start(TaskId t);
   void interfere_end(TaskId t);
-  void set_busy(TaskId t, int delta);
+  // Task t's count of devices hosting the other side (for a compute task, communication of traffic
+  // kind k; for a communication task k is 0) changes by delta; its speed follows.
+  void set_busy(TaskId t, int k, int delta);
+  void update_speed(TaskId t);
 
   const TaskGraph& graph_;
   FixedDurationModel fixed_;
@@ -80,10 +80,15 @@ class Simulation {
   std::vector<char> started_;
   std::vector<TaskId> ready_, finished_;
   Interference interference_;
-  // Per device and activity (compute, communication): tasks active and the running ones.
-  std::vector<int> active_[2];
+  // Per device: compute tasks active, communication tasks active per traffic kind, and the running
+  // tasks of each side (0 compute, 1 communication).
+  std::vector<int> active_compute_;
+  std::vector<int> active_comm_[kTrafficKinds];
   std::vector<std::vector<TaskId>> running_[2];
-  std::vector<int> busy_;  // per task: its devices where the other activity is active
+  // Per task: its devices where the other side is active (a compute task per traffic kind of the
+  // communication there; a communication task in [0]) and the slowdown now applied.
+  std::vector<std::array<int, kTrafficKinds>> busy_;
+  std::vector<double> slow_;
   double now_ = 0, makespan_ = 0;
   uint64_t events_ = 0;
 };

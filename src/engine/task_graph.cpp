@@ -17,6 +17,7 @@ TaskId TaskGraph::add_task(std::span<const ResourceId> resources, Seconds durati
   tag_.push_back(tag);
   model_.push_back(model);
   activity_.push_back(Activity::kOther);
+  kind_.push_back(0);
   res_list_.insert(res_list_.end(), resources.begin(), resources.end());
   res_offset_.push_back(static_cast<uint32_t>(res_list_.size()));
   sealed_ = false;

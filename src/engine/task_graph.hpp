@@ -13,7 +13,9 @@
 // * A resource may belong to a device (a GPU), and a task may be marked as compute or
 //   communication. While a communication task is active on a device, the compute tasks running there
 //   progress more slowly, and the reverse (Simulation::set_interference): communication kernels take
-//   SMs and memory bandwidth from the compute beside them. Tasks left as kOther are never slowed.
+//   SMs and memory bandwidth from the compute beside them. How much depends on the kinds: a compute
+//   task's kernel class (GEMM, attention, memory-bound) and a communication task's traffic (inside
+//   a node or across the network), engine/interference.hpp. Tasks left as kOther are never slowed.
 //
 // Ids are dense and assigned in construction order; that order breaks every tie, which makes a run
 // deterministic by construction.
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/interference.hpp"
 #include "util/units.hpp"
 
 namespace hs::engine {
@@ -35,7 +38,10 @@ inline constexpr ModelId kFixedModel = 0;
 inline constexpr TaskId kNoTask = -1;
 inline constexpr int kNoDevice = -1;
 
-// What a task does to the device it runs on, for interference between overlapped work.
+// What a task does to the device it runs on, for interference between overlapped work: its side,
+// and its kind on that side (a compute task's KernelClass, a communication task's Traffic;
+// engine/interference.hpp). A task marked compute is a GEMM and one marked communication stays inside
+// a node until told otherwise.
 enum class Activity : uint8_t { kOther, kCompute, kCommunication };
 
 class TaskGraph {
@@ -50,7 +56,12 @@ class TaskGraph {
 
   void set_duration(TaskId t, Seconds d) { duration_[t] = d.value(); }
   void set_activity(TaskId t, Activity a) { activity_[t] = a; }
+  void set_kernel_class(TaskId t, KernelClass c) { kind_[t] = static_cast<uint8_t>(c); }
+  void set_traffic(TaskId t, Traffic k) { kind_[t] = static_cast<uint8_t>(k); }
   Activity activity(TaskId t) const { return activity_[t]; }
+  // The kind on the task's side (meaningful for compute / communication tasks respectively).
+  KernelClass kernel_class(TaskId t) const { return static_cast<KernelClass>(kind_[t]); }
+  Traffic traffic(TaskId t) const { return static_cast<Traffic>(kind_[t]); }
   int device(ResourceId r) const { return device_[r]; }
   int num_devices() const { return num_devices_; }
   Seconds duration(TaskId t) const { return Seconds(duration_[t]); }
@@ -74,6 +85,7 @@ class TaskGraph {
   std::vector<int> device_;
   int num_devices_ = 0;
   std::vector<Activity> activity_;
+  std::vector<uint8_t> kind_;  // KernelClass or Traffic, by activity_
   std::vector<double> duration_;
   std::vector<uint32_t> tag_;
   std::vector<ModelId> model_;

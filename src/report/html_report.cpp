@@ -4,6 +4,7 @@
 #include <array>
 #include <fmt/format.h>
 
+#include "engine/interference.hpp"
 #include "report/palette.hpp"
 #include "util/hecate_version.hpp"
 #include "util/text_escape.hpp"
@@ -157,6 +158,7 @@ std::string render_html(const RunReport& r) {
                    r.topo ? r.topo->num_nodes() : 0, esc(r.inputs.model_name), r.inputs.iterations, r.inputs.network, r.inputs.seed);
   o += fmt::format("<p>inputs: {} (fnv1a64 {}), {} (fnv1a64 {})</p>\n", esc(r.inputs.topology_file), r.inputs.topology_hash,
                    esc(r.inputs.trace_file), r.inputs.trace_hash);
+  if (r.interference) o += fmt::format("<p>interference (every strategy): {}</p>\n", esc(engine::describe(*r.interference)));
   if (!r.inputs.warnings.empty() || !r.notes.empty()) {
     o += "<pre>";
     for (const auto& w : r.inputs.warnings) o += esc(w) + "\n";

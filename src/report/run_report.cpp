@@ -146,6 +146,7 @@ std::string render_table(const RunReport& r) {
   fmt::format_to(it, "\nbusiest link of the slowest all-to-all\n");
   for (const auto& s : r.strategies) fmt::format_to(it, "{:<{}} {}\n", s.name, w, link_name(r, s.bottleneck_link));
   fmt::format_to(it, "\nresolved settings (automatic knobs and derived choices, as of the last iteration)\n");
+  if (r.interference) fmt::format_to(it, "every strategy\n  {:<26} {}\n", "interference", engine::describe(*r.interference));
   for (const auto& s : r.strategies) {
     fmt::format_to(it, "{}\n", s.name);
     for (const auto& k : s.resolved) fmt::format_to(it, "  {:<26} {}\n", k.key, k.text);
@@ -175,7 +176,9 @@ std::string render_json(const RunReport& r) {
   std::vector<std::string> warnings = r.inputs.warnings;
   warnings.insert(warnings.end(), r.notes.begin(), r.notes.end());
   for (size_t i = 0; i < warnings.size(); ++i) fmt::format_to(it, "{}\"{}\"", i ? ", " : "", json_escape(warnings[i]));
-  fmt::format_to(it, "],\n  \"iterations\": {},\n", r.inputs.iterations);
+  fmt::format_to(it, "],\n");
+  if (r.interference) fmt::format_to(it, "  \"resolved\": {{\"interference\": {}}},\n", engine::to_json(*r.interference));
+  fmt::format_to(it, "  \"iterations\": {},\n", r.inputs.iterations);
   fmt::format_to(it, "  \"work_per_iteration\": {{\"tokens\": {}, \"model_flops_per_token\": {}, \"gpus\": {}}},\n",
                  num(r.work.tokens), num(r.work.flops_per_token), r.work.gpus);
   o += "  \"strategies\": [\n";

@@ -4,9 +4,11 @@
 // byte-identical output.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/interference.hpp"
 #include "strategy/runner.hpp"
 #include "topology/topology.hpp"
 #include "util/diagnostics.hpp"
@@ -48,6 +50,10 @@ struct RunReport {
   IterationWork work;
   const topology::Topology* topo = nullptr;
   std::vector<strategy::RunSummary> strategies;
+  // The interference every strategy ran with (the topology's `gpu.overlap_slowdown` over its
+  // defaults, a calibration's cells over those, the flow tier's cut): the table's resolved settings
+  // and the JSON's top-level `resolved`. Unset: not printed.
+  std::optional<engine::Interference> interference;
   // One-line notes on what silently decided the result (report/run_notes.hpp): under the table, and
   // after inputs.warnings in the JSON's `warnings` and the HTML report's.
   std::vector<std::string> notes;

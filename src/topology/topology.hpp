@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/interference.hpp"
 #include "topology/nccl_config.hpp"
 #include "util/units.hpp"
 
@@ -42,15 +43,23 @@ struct GpuModel {
   // exist (FlashAttention 2 needs 8.0). The loader takes `gpu.compute_capability`, else infers it from
   // the model name (infer_compute_capability), else assumes 8.0; so does a GpuModel built in code.
   double compute_capability = 8.0;
-  // Interference between overlapped compute and communication on this GPU (engine/simulation.hpp):
-  // compute beside a running collective takes (1 + compute_slowdown) x as long, communication beside
-  // compute (1 + communication_slowdown) x. Defaults: compute 0.189, the mean computational slowdown
-  // measured when overlapping NCCL collectives with GEMM-heavy training kernels on A100, H100,
-  // MI250 and MI210 ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed
-  // Deep Learning", arXiv 2507.03114: mean 18.9%, max 40.0%); communication 0, for lack of a
-  // published figure that isolates it (the validation backend's overlap suite measures both).
-  double compute_slowdown = 0.189;
-  double communication_slowdown = 0.0;
+  // Interference between overlapped compute and communication on this GPU, per kernel class and
+  // traffic kind (engine/interference.hpp; `gpu.overlap_slowdown`, topologies/README.md). The
+  // defaults and their sources, cell by cell:
+  //   * compute beside traffic inside a node, every kernel class: 0.189, the mean computational
+  //     slowdown measured when NCCL / RCCL collectives overlap the training kernels of GPT and LLaMA
+  //     models on 4 GPUs of one system (A100, H100, MI250, MI210): "Characterizing Compute-
+  //     Communication Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114 v1,
+  //     abstract (mean 18.9%, max 40.0%). It is an aggregate over a step's kernels; no source found
+  //     splits it by kernel class, so GEMM, attention and memory-bound kernels take the same figure.
+  //   * compute beside network traffic, every kernel class: no measurement across nodes was found
+  //     (arXiv 2507.03114, T3 arXiv 2401.16677, FLUX arXiv 2406.06858, Domino arXiv 2409.15241 and
+  //     ConCCL arXiv 2412.14335 measure within one node), so the aggregate 0.189 is the default.
+  //     NCCL gives a network transport fewer SMs (NVIDIA/nccl issue #689: 2 SMs for one NIC, 16
+  //     for 8 NICs) which suggests less, but no figure says how much.
+  //   * communication beside compute, both kinds: 0, for lack of a published figure that isolates
+  //     it (the validation backend's overlap suite measures it; `calibrate` sets it).
+  engine::Interference interference{0.189, 0.0};
   // Dense FP8 tensor-core peak (`gpu.peak_fp8`); 0 = the GPU has no FP8 tensor cores (V100, A100).
   // H100/H800/H200 SXM: 1,979 TFLOPS, twice the bf16 989 (NVIDIA H100 / H200 datasheets, dense).
   FlopRate peak_fp8{0};

@@ -31,7 +31,7 @@ struct LinkClassAdjust {
 struct TopologyAdjust {
   std::vector<LinkClassAdjust> links;
   NcclProtoScales protocols{};  // NCCL's per-protocol latency / bandwidth factors (NcclConfig::proto_scale)
-  std::optional<double> compute_slowdown, communication_slowdown;
+  engine::InterferenceOverride interference;  // the cells a calibration measured
 };
 
 // The largest topology accepted. Routes are precomputed for every GPU pair (O(N^2) memory) up to

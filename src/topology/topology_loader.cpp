@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "topology/overlap_slowdown.hpp"
 #include "topology/topology_builder.hpp"
 #include "util/atomic_file.hpp"
 #include "util/yaml_reader.hpp"
@@ -70,13 +71,10 @@ GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
   } else if (auto cc = infer_compute_capability(g.model)) {
     g.compute_capability = *cc;
   }
-  // overlap_slowdown: {compute: 0.189, communication: 0} (relative; topology.hpp has the sources).
-  if (YAML::Node o = r.child("overlap_slowdown", false); o.IsDefined()) {
-    MapReader os(o, "gpu.overlap_slowdown", ctx);
-    g.compute_slowdown = os.number("compute", false, 0.0, 10.0).value_or(g.compute_slowdown);
-    g.communication_slowdown = os.number("communication", false, 0.0, 10.0).value_or(g.communication_slowdown);
-    os.finish();
-  }
+  // overlap_slowdown: {compute: 0.189 | {gemm: .., attention: .., memory_bound: ..}, communication: 0 |
+  // {nvlink: .., network: ..}} (relative; overlap_slowdown.hpp the syntax, topology.hpp the sources).
+  if (YAML::Node o = r.child("overlap_slowdown", false); o.IsDefined())
+    read_overlap_slowdown(o, "gpu.overlap_slowdown", ctx, 10.0).apply(g.interference);
   r.finish();
   return g;
 }
@@ -236,8 +234,7 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   }
   std::string name = r.str("name").value_or("");
   GpuModel gpu = read_gpu(r.child("gpu"), ctx);
-  if (adjust && adjust->compute_slowdown) gpu.compute_slowdown = *adjust->compute_slowdown;
-  if (adjust && adjust->communication_slowdown) gpu.communication_slowdown = *adjust->communication_slowdown;
+  if (adjust) adjust->interference.apply(gpu.interference);
   // A calibration the topology names (a path relative to the topology file); applied by the caller.
   const std::string calibration = r.has("calibration") ? r.str("calibration", false).value_or("") : "";
   NcclConfig nccl = read_nccl(r, ctx);

@@ -81,7 +81,7 @@ int main(int argc_in, char** argv_in) {
     strategy::CountBuffers scratch;
     cost::ComputeCost cc(topo.gpu_model(), model);
     strategy::Context ctx{topo, model, cc, 1, flow, precision};
-    ctx.interference = {topo.gpu_model().compute_slowdown, topo.gpu_model().communication_slowdown};
+    ctx.interference = topo.gpu_model().interference;
     std::vector<double> walls, cpus;  // wall and process CPU seconds per run (CPU: unaffected by other load)
     double mean_iter = 0;
     for (int r = 0; r < reps; ++r) {

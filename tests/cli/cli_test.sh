@@ -66,7 +66,7 @@ for want in "memory-bound kernels" "GEMMs with unequal tokens per expert" "overl
 done
 expect 0 -- "$sim" calibrate "$tmp/suites.json" --topology dgx-h100-1node -o "$tmp/calsuites.yaml"
 grep -q "hbm_efficiency:" "$tmp/calsuites.yaml" && grep -q "kernel_launch:" "$tmp/calsuites.yaml" \
-  && grep -q "overlap_slowdown: {compute: 0.25, communication: 0.15}" "$tmp/calsuites.yaml" \
+  && grep -q "overlap_slowdown: {compute: {gemm: {nvlink: 0.25}}, communication: {nvlink: 0.15}}" "$tmp/calsuites.yaml" \
   && echo "ok: calibrate fits the memory-bound kernels and the overlap" || { echo "FAIL: calibrate from materialize/overlap"; cat "$tmp/calsuites.yaml"; fails=$((fails+1)); }
 expect 0 "communication beside compute 1.15x slower" -- "${run[@]}" --calibration "$tmp/calsuites.yaml" --network flow
 expect 0 -- "$sim" validate "$tmp/suites.json" --topology dgx-h100-1node --calibration "$tmp/calsuites.yaml"
@@ -287,6 +287,19 @@ assert fs['breakdown_s']['reshard_migration'] > 0
 sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {communication: 0.1}}/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/slow.yaml"
 expect 0 -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
 expect 2 "overlap_slowdown.communication" "analytic tier only" -- "$sim" run "$tmp/slow.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --network flow
+# Interference by kind (engine/interference.hpp): the cells a topology sets are the ones the run
+# resolves (table and JSON), and a bad cell is refused naming its file, line and field.
+sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {compute: {gemm: {network: 0.05}, memory_bound: 0.3}}}/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/kinds.yaml"
+expect 0 -- "$sim" run "$tmp/kinds.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy ep
+grep -qE "interference .*gemm 0.189 / 0.05, attention 0.189 / 0.189, memory_bound 0.3 / 0.3" "$tmp/out" \
+  && echo "ok: resolved interference in the table" || { echo "FAIL: resolved interference in the table"; fails=$((fails+1)); }
+"$sim" run "$tmp/kinds.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --strategy ep --format json 2>/dev/null \
+  | python3 -c "import json,sys; i=json.load(sys.stdin)['resolved']['interference']; assert i['compute']['gemm'] == {'nvlink': 0.189, 'network': 0.05} and i['compute']['memory_bound']['network'] == 0.3 and i['communication'] == {'nvlink': 0, 'network': 0}, i" \
+  && echo "ok: resolved interference in the JSON" || { echo "FAIL: resolved interference in the JSON"; fails=$((fails+1)); }
+sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {compute: {gemm: {network: -0.1}}}}/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/badkind.yaml"
+expect 2 "badkind.yaml:[0-9]+:" "gpu.overlap_slowdown.compute.gemm.network" -- "$sim" run "$tmp/badkind.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
+sed 's/^gpu: {\(.*\)}$/gpu: {\1, overlap_slowdown: {compute: {tensor_core: 0.1}}}/' "$root/topologies/dgx-h100-1node.yaml" > "$tmp/badclass.yaml"
+expect 2 "badclass.yaml:[0-9]+:" "gpu.overlap_slowdown.compute.tensor_core" -- "$sim" run "$tmp/badclass.yaml" "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml"
 expect 2 "comm_queue" "single" -- "${run[@]}" --strategy fssdp:comm_queue=many
 # FSSDP under a layout: each stage's EP groups are FSSDP groups; its unbuilt knobs are refused by name.
 "${run[@]}" --layout tp=2,pp=2,ep=2 --strategy ep,fssdp --format json > "$tmp/lf.json" 2>/dev/null

@@ -372,7 +372,22 @@ class LayoutIterationGraph::Builder {
     mean_.push_back(-1);
     const engine::TaskId id = g.add_task(res, Seconds(dur), tag, communication ? comm : engine::kFixedModel);
     g.set_activity(id, communication ? engine::Activity::kCommunication : engine::Activity::kCompute);
+    if (!communication) g.set_kernel_class(id, kernel_class(op));  // communication: its traffic, at run()
     return id;
+  }
+
+  // What bounds a compute op's kernels, for interference (engine/interference.hpp): the attention
+  // block as attention; the dense FFN, the experts' grouped GEMMs and the LM head as GEMMs; router
+  // and permutes, copies of materialized experts and the optimizer step as memory-bound.
+  static engine::KernelClass kernel_class(Op op) {
+    switch (op) {
+      case Op::kAttention: return engine::KernelClass::kAttention;
+      case Op::kDenseFfn:
+      case Op::kExperts:
+      case Op::kShadowExperts:
+      case Op::kHead: return engine::KernelClass::kGemm;
+      default: return engine::KernelClass::kMemoryBound;
+    }
   }
 
   int fixed(collective::Coflow flows, double extra) {

@@ -7,6 +7,7 @@
 #include "collective/all_to_all.hpp"
 #include "strategy/deepep_dispatch.hpp"
 #include "strategy/graph/layout_iteration.hpp"
+#include "strategy/graph/traffic_kind.hpp"
 
 namespace hs::strategy {
 
@@ -45,6 +46,7 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
     times.link_fwd = net_.last_bottleneck();
     times.tr = net_.loads(tr, extra, loads_tr);
     times.link_tr = net_.last_bottleneck();
+    out.traffic = traffic_of(ctx_.topo, fwd);
     if (coflow_) {
       out.dispatch_id = coflow_->define(std::move(loads));
       out.combine_id = coflow_->define(std::move(loads_tr));
@@ -52,7 +54,10 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
       out.flows[0] = std::move(fwd), out.flows[1] = std::move(tr);
       out.extra[0] = out.extra[1] = extra;
     }
-  } else if (coflow_) {  // NCCL's all-to-all-v
+    return times;
+  }
+  out.traffic = matrix_traffic(ctx_.topo, matrix);
+  if (coflow_) {  // NCCL's all-to-all-v
     collective::CoflowLoads loads, loads_tr;
     times = net_.alltoallv_loads_both(matrix, loads, loads_tr);
     out.dispatch_id = coflow_->define(std::move(loads));

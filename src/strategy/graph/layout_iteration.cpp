@@ -9,6 +9,7 @@
 #include "engine/simulation.hpp"
 #include "strategy/deepep_dispatch.hpp"
 #include "strategy/graph/path_breakdown.hpp"
+#include "strategy/graph/traffic_kind.hpp"
 
 namespace hs::strategy {
 
@@ -208,12 +209,15 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       const bool c = b.what == Bind::kCombine;
       const TakenVariant& k = variant(b.index, b.mb);
       const A2aPair& a = dual && b.mb >= M / 2 ? k.mirror : k.a2a;
+      g.set_traffic(b.task, a.traffic);
       if (flow) flow->assign(b.task, a.flows[c], a.extra[c]);
       else coflow->assign(b.task, c ? a.combine_id : a.dispatch_id);
       continue;
     }
     if (b.what == Bind::kFixed) {
       FixedComm& d = fixed_[b.index];
+      if (!d.traffic_known) d.traffic = traffic_of(topo, d.flows), d.traffic_known = true;
+      g.set_traffic(b.task, d.traffic);
       if (flow) {
         flow->assign(b.task, d.flows, d.extra);
         continue;
@@ -235,6 +239,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
                          : b.what == Bind::kReplica     ? p->replica_grad_latency
                          : b.what == Bind::kCalibration ? p->calibration_latency
                                                         : 0.0;
+    g.set_traffic(b.task, traffic_of(topo, flows));
     if (flow) {
       flow->assign(b.task, flows, extra);
       continue;

@@ -226,6 +226,8 @@ class LayoutIterationGraph {
     double extra = 0;
     collective::CoflowLoads loads;
     bool loaded = false;
+    engine::Traffic traffic = engine::Traffic::kIntraNode;  // set with `loaded` or on the flow tier's first bind
+    bool traffic_known = false;
   };
   class Builder;  // iteration_builder.cpp: the graph's construction, step by step
   friend class Builder;
@@ -283,6 +285,7 @@ class LayoutIterationGraph {
     int dispatch_id = -1, combine_id = -1;  // analytic tier: coflows defined on coflow_
     collective::Coflow flows[2];            // flow tier: dispatch, combine
     double extra[2] = {0, 0};
+    engine::Traffic traffic = engine::Traffic::kIntraNode;  // both directions: some bytes cross nodes or none
   };
   struct TakenVariant {
     std::vector<double> ef, eb, sf, sb;  // [gpu] expert (and FasterMoE shadow) seconds, fwd / bwd

@@ -84,7 +84,9 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
   c.eta_max = 0.71;
   c.t_half = 60;
   c.hbm_efficiency = 0.9;
-  c.compute_slowdown = 0.2;
+  c.interference.compute[0] = {0.2, 0.2};
+  c.interference.compute[1] = {0.2, 0.2};
+  c.interference.compute[2] = {0.2, 0.2};
   const std::string y = calib::to_yaml(c);
   auto back = calib::parse_calibration(y, "cal.yaml");
   CHECK(calib::to_yaml(back) == y);
@@ -96,7 +98,8 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
       CHECK(l.bandwidth.value() == hs::test::approx(50e9 * 0.95 * 0.7));
       CHECK(l.latency.value() == hs::test::approx(6e-6));
     }
-  CHECK(t.gpu_model().compute_slowdown == hs::test::approx(0.2));
+  CHECK(t.gpu_model().interference == hs::engine::Interference(0.2, 0.0));
+  CHECK(y.find("overlap_slowdown: {compute: 0.2}") != std::string::npos);  // the flat form, as older files wrote it
   cost::ComputeParams p;
   calib::apply_compute(back, p);
   CHECK(p.eta_max == hs::test::approx(0.71));
@@ -106,6 +109,51 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
                   InputError);
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu: {gemm: {eta_max: 0.7}}\n", "b.yaml"), InputError);
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\ncolour: red\n", "b.yaml"), InputError);
+}
+
+TEST_CASE("overlap slowdowns in a calibration: old flat files keep their meaning, measured cells replace only themselves") {
+  using hs::engine::Interference;
+  using hs::engine::KernelClass;
+  using hs::engine::Traffic;
+  auto applied = [](const std::string& overlap) {
+    const auto c = calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  overlap_slowdown: " + overlap + "\n",
+                                            "cal.yaml");
+    CHECK(calib::parse_calibration(calib::to_yaml(c), "again.yaml").interference.compute == c.interference.compute);
+    const auto adj = calib::topology_adjust(c);
+    return topology::load_topology(kTopo, "t.yaml", &adj).gpu_model().interference;
+  };
+  // An older file's flat pair: every cell, as before.
+  CHECK(applied("{compute: 0.21, communication: 0.05}") == Interference(0.21, 0.05));
+  // What calibrate writes for an all-reduce across nodes: the GEMM cell and the communication cell
+  // of network traffic; the other cells keep the topology's (0.189 compute, 0 communication).
+  const Interference i = applied("{compute: {gemm: {network: 0.07}}, communication: {network: 0.12}}");
+  CHECK(i.compute_slowdown(KernelClass::kGemm, Traffic::kNetwork) == 0.07);
+  CHECK(i.compute_slowdown(KernelClass::kGemm, Traffic::kIntraNode) == 0.189);
+  CHECK(i.compute_slowdown(KernelClass::kAttention, Traffic::kNetwork) == 0.189);
+  CHECK(i.communication_slowdown(Traffic::kNetwork) == 0.12);
+  CHECK(i.communication_slowdown(Traffic::kIntraNode) == 0.0);
+  // The written form round-trips cell by cell.
+  calib::Calibration c;
+  c.interference.compute[0][1] = 0.07;
+  c.interference.communication[1] = 0.12;
+  CHECK(calib::to_yaml(c).find("overlap_slowdown: {compute: {gemm: {network: 0.07}}, communication: {network: 0.12}}") !=
+        std::string::npos);
+  // Bad values: the file and the field down to the cell.
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{compute: {gemm: {network: -0.1}}}", "gpu.overlap_slowdown.compute.gemm.network"},
+           {"{compute: {gemm: {network: 101}}}", "gpu.overlap_slowdown.compute.gemm.network"},
+           {"{communication: {ib: 0.1}}", "gpu.overlap_slowdown.communication.ib"},
+           {"{compute: {gemm: [1]}}", "gpu.overlap_slowdown.compute.gemm"}}) {
+    CAPTURE(text);
+    try {
+      calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  overlap_slowdown: " + text + "\n", "cal.yaml");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("cal.yaml:3:") != std::string::npos);
+      CHECK(what.find(field) != std::string::npos);
+    }
+  }
 }
 
 namespace {

@@ -47,20 +47,38 @@ TEST_CASE("memory-bound kernels of one size: eta_mem from the median rate, the l
 }
 
 TEST_CASE("overlap: the NCCL row is preferred, then the SM-sharing copy kernel; below 1 counts as none") {
+  using hs::engine::KernelClass;
+  using hs::engine::Traffic;
   // GEMM 1.0 ms alone, 1.2 ms beside the copy kernel: compute slowdown 0.2; copy 2.0 -> 2.1: 0.05.
+  // A copy on one GPU stays inside it: the intra-node (nvlink) cells.
   std::vector<calib::OverlapRow> rows{{"copy_engine", 1 << 28, 1e-3, 1.01e-3, 2e-3, 2e-3},
                                       {"copy_kernel", 1 << 28, 1e-3, 1.2e-3, 2e-3, 2.1e-3}};
-  auto f = calib::fit_overlap(rows);
+  auto f = calib::fit_overlap(rows, 1, 1, 8);
   REQUIRE(f.has_value());
   CHECK(f->from == "copy_kernel");
+  CHECK(f->traffic == Traffic::kIntraNode);
   CHECK(f->compute_slowdown == approx(0.2));
   CHECK(f->communication_slowdown == approx(0.05));
   rows.push_back({"nccl_all_reduce", 1 << 28, 1e-3, 1.15e-3, 2e-3, 1.9e-3});  // faster together: noise, 0
-  f = calib::fit_overlap(rows);
+  // 16 ranks on 2 nodes: the all-reduce crosses the network; it sets the (gemm, network) cell and
+  // the network communication cell, nothing else.
+  f = calib::fit_overlap(rows, 16, 2, 8);
   CHECK(f->from == "nccl_all_reduce");
+  CHECK(f->traffic == Traffic::kNetwork);
   CHECK(f->compute_slowdown == approx(0.15));
   CHECK(f->communication_slowdown == 0);
-  CHECK_FALSE(calib::fit_overlap(std::vector<calib::OverlapRow>{}).has_value());
+  const auto cells = f->cells();
+  REQUIRE(cells.compute[static_cast<int>(KernelClass::kGemm)][1].has_value());
+  CHECK(*cells.compute[static_cast<int>(KernelClass::kGemm)][1] == approx(0.15));
+  CHECK_FALSE(cells.compute[static_cast<int>(KernelClass::kGemm)][0].has_value());
+  CHECK_FALSE(cells.compute[static_cast<int>(KernelClass::kAttention)][1].has_value());
+  CHECK(cells.communication[1] == 0.0);
+  CHECK_FALSE(cells.communication[0].has_value());
+  // 8 ranks on one node: inside it. Nodes unknown (0): more ranks than a node's GPUs means several.
+  CHECK(calib::fit_overlap(rows, 8, 1, 8)->traffic == Traffic::kIntraNode);
+  CHECK(calib::fit_overlap(rows, 8, 0, 8)->traffic == Traffic::kIntraNode);
+  CHECK(calib::fit_overlap(rows, 16, 0, 8)->traffic == Traffic::kNetwork);
+  CHECK_FALSE(calib::fit_overlap(std::vector<calib::OverlapRow>{}, 1, 1, 8).has_value());
 }
 
 TEST_CASE("Kendall tau: same order 1, reversed -1, hand-counted pairs, ties") {

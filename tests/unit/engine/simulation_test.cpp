@@ -133,6 +133,74 @@ TEST_CASE("interference: communication beside compute is slowed the same way") {
   CHECK(sim.end_time(o.compute) == hs::test::approx(2.0));
 }
 
+TEST_CASE("interference by kind: compute beside NVLink-only traffic vs beside network traffic") {
+  // Cells: GEMM beside nvlink 0.25, beside network 1.0; network communication beside compute 0.5,
+  // nvlink 0. A 2 s GEMM beside a 1 s communication, both from t = 0:
+  //   nvlink:  GEMM at 1 / 1.25 until t = 1 (0.8 s of work), 1.2 s left at full speed -> ends 2.2;
+  //            the communication is not slowed -> ends 1.0.
+  //   network: the communication runs at 1 / 1.5 while the GEMM is active: its 1 s of work takes
+  //            1.5 s -> ends 1.5; the GEMM runs at 1 / 2 until then (0.75 s of work), 1.25 s left
+  //            -> ends 2.75.
+  Interference i;
+  i.compute[static_cast<int>(KernelClass::kGemm)] = {0.25, 1.0};
+  i.communication = {0.0, 0.5};
+  for (Traffic k : {Traffic::kIntraNode, Traffic::kNetwork}) {
+    CAPTURE(static_cast<int>(k));
+    Overlap o;
+    o.g.set_kernel_class(o.compute, KernelClass::kGemm);
+    o.g.set_traffic(o.comm, k);
+    Simulation sim(o.g);
+    sim.set_interference(i);
+    sim.run();
+    const bool net = k == Traffic::kNetwork;
+    CHECK(sim.end_time(o.comm) == hs::test::approx(net ? 1.5 : 1.0));
+    CHECK(sim.end_time(o.compute) == hs::test::approx(net ? 2.75 : 2.2));
+  }
+}
+
+TEST_CASE("interference by kind: the kernel class picks the cell") {
+  // Beside the same 1 s of nvlink traffic: attention 0.5 -> 2 s task does 1 / 1.5 s by t = 1 and
+  // ends at 1 + (2 - 2/3) = 2.333..; memory-bound 3.0 -> 0.25 s by t = 1, ends at 2.75; a GEMM
+  // (cell 0) is not slowed: 2.0.
+  Interference i;
+  i.compute[static_cast<int>(KernelClass::kAttention)] = {0.5, 0.5};
+  i.compute[static_cast<int>(KernelClass::kMemoryBound)] = {3.0, 3.0};
+  const std::pair<KernelClass, double> cases[] = {
+      {KernelClass::kAttention, 1 + (2 - 1 / 1.5)}, {KernelClass::kMemoryBound, 2.75}, {KernelClass::kGemm, 2.0}};
+  for (const auto& [c, end] : cases) {
+    CAPTURE(static_cast<int>(c));
+    Overlap o;
+    o.g.set_kernel_class(o.compute, c);
+    Simulation sim(o.g);
+    sim.set_interference(i);
+    sim.run();
+    CHECK(sim.end_time(o.compute) == hs::test::approx(end));
+    CHECK(sim.end_time(o.comm) == hs::test::approx(1.0));
+  }
+}
+
+TEST_CASE("interference by kind: both traffic kinds beside one kernel slow it by the larger cell, not the sum") {
+  // Memory-bound 3 s task; nvlink cell 1.0, network 0.25. nvlink traffic 1 s and network traffic
+  // 2 s on the same device from t = 0. [0, 1): both -> max(1.0, 0.25) = 1.0, speed 1/2: 0.5 s of
+  // work; [1, 2): network only, speed 1/1.25: 0.8 s; then 1.7 s at full speed -> ends 3.7.
+  TaskGraph g;
+  auto c = g.add_resource("gpu0.compute", 0), v = g.add_resource("gpu0.nvlink", 0), n = g.add_resource("gpu0.net", 0);
+  auto k = g.add_task(c, Seconds(3), 0), a = g.add_task(v, Seconds(1), 1), b = g.add_task(n, Seconds(2), 2);
+  g.set_activity(k, Activity::kCompute);
+  g.set_kernel_class(k, KernelClass::kMemoryBound);
+  g.set_activity(a, Activity::kCommunication);
+  g.set_activity(b, Activity::kCommunication);
+  g.set_traffic(b, Traffic::kNetwork);
+  Interference i;
+  i.compute[static_cast<int>(KernelClass::kMemoryBound)] = {1.0, 0.25};
+  Simulation sim(g);
+  sim.set_interference(i);
+  sim.run();
+  CHECK(sim.end_time(a) == hs::test::approx(1.0));
+  CHECK(sim.end_time(b) == hs::test::approx(2.0));
+  CHECK(sim.end_time(k) == hs::test::approx(3.7));
+}
+
 TEST_CASE("interference: another device's communication does not slow this device's compute") {
   TaskGraph g;
   auto c = g.add_resource("gpu0.compute", 0), m = g.add_resource("gpu1.comm", 1);

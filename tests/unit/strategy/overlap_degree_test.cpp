@@ -11,6 +11,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "cost/compute_cost.hpp"
+#include "strategy/graph/traffic_kind.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "strategy/policy/fssdp/materialization.hpp"
 #include "strategy/policy/fssdp/overlap_degree.hpp"
@@ -156,7 +157,7 @@ TEST_CASE("bundled presets: the automatic t (hidden) never schedules a spAG long
       const auto m = workload::load_model_file((fs::path(root) / "models" / (std::string(name) + ".yaml")).string());
       cost::ComputeCost cc(t.gpu_model(), m);
       Context ctx{t, m, cc, 1};
-      ctx.interference = {t.gpu_model().compute_slowdown, t.gpu_model().communication_slowdown};
+      ctx.interference = t.gpu_model().interference;
       const int n = t.num_gpus(), E = m.experts, L = m.moe_layers();
       const double per_gpu = static_cast<double>(m.tokens_per_micro_batch()) * m.grad_accum * m.top_k;
       for (const char* algo : {"chain", "direct"}) {
@@ -182,7 +183,9 @@ TEST_CASE("bundled presets: the automatic t (hidden) never schedules a spAG long
           for (const auto& p : *plans) {
             collective::CoflowLoads scratch;
             const double spag =
-                p.spag_flows.empty() ? 0.0 : net.loads(p.spag_flows, p.spag_latency, scratch) * (1 + t.gpu_model().communication_slowdown);
+                p.spag_flows.empty() ? 0.0
+                                     : net.loads(p.spag_flows, p.spag_latency, scratch) *
+                                           (1 + ctx.interference.communication_slowdown(traffic_of(t, p.spag_flows)));
             CHECK(spag <= window * (1 + 1e-12));
             ++checked;
             with_copies += spag > 0;

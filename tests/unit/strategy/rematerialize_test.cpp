@@ -34,7 +34,7 @@ TEST_CASE("bundled presets: re-materialization never lowers the iteration time a
       const auto m = workload::load_model_file((fs::path(root) / "models" / (std::string(name) + ".yaml")).string());
       cost::ComputeCost cc(t.gpu_model(), m);
       Context ctx{t, m, cc, 1};
-      ctx.interference = {t.gpu_model().compute_slowdown, t.gpu_model().communication_slowdown};
+      ctx.interference = t.gpu_model().interference;
       const int n = t.num_gpus(), E = m.experts, L = m.moe_layers();
       const double per_gpu = static_cast<double>(m.tokens_per_micro_batch()) * m.grad_accum * m.top_k;
       // The same t with and without re-materialization: the default (hidden, which does not depend

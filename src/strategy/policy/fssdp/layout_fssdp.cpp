@@ -314,6 +314,15 @@ class LayoutFssdp final : public Strategy {
     int layer = 0;  // the MoE layer
   };
 
+  // The traffic of a group's spAG / spRS, for interference (engine/interference.hpp): network when
+  // the group spans nodes (its copies may come from any owner in it), as the iteration graph finds
+  // it from the transfers when some cross nodes.
+  engine::Traffic traffic(const Group& grp) const {
+    for (int x : grp.gpus)
+      if (ctx_.topo.node_of(x) != ctx_.topo.node_of(grp.gpus.front())) return engine::Traffic::kNetwork;
+    return engine::Traffic::kIntraNode;
+  }
+
   // GPU i of EP group k of the stage holding MoE layer l.
   int gpu(int l, int k, int i) const { return stage_[l] * layout_.stage_size() + k * layout_.ep + i; }
   std::vector<int> group_gpus(int l, int k) const {
@@ -369,7 +378,7 @@ class LayoutFssdp final : public Strategy {
         return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
       case OverlapMode::kHidden: break;
     }
-    const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown,
+    const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown(traffic(grp)),
                         &*sparse_plans_};
     return hidden_overlap_degree(predicted, owner, s, graph_.network(), window_[grp.layer], guess);
   }
@@ -381,7 +390,8 @@ class LayoutFssdp final : public Strategy {
   // attention forward and router (and, on a stream of its own, the dispatch it may overlap); the
   // spRS's (with re-materialization also the next layer's spAG, issued behind it) beyond the
   // attention backward and router; the busiest GPU's copy-in and gradient copy-out; and the
-  // attention slowed by the interference of the collectives beside it (engine::Interference).
+  // attention slowed by the interference of the collectives beside it (engine::Interference: the
+  // attention cell and the communication cell of the group's traffic kind, as the engine applies them).
   double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
                         std::span<const int> slots, int t, bool sparse) {
     const int ep = layout_.ep;
@@ -396,7 +406,8 @@ class LayoutFssdp final : public Strategy {
     if (!sparse) return base;
     const auto on = on_gpus(p, grp.gpus);
     auto& net = graph_.network();
-    const double slow = ctx_.interference.communication_slowdown;
+    const engine::Traffic kind = traffic(grp);
+    const double slow = ctx_.interference.communication_slowdown(kind);
     const double spag = sparse_plans_->time(on, expert_bytes_, false, net) * (1 + slow);
     if (spag == 0) return base;
     const double sprs = sparse_plans_->time(on, expert_bytes_, true, net) * (1 + slow);
@@ -410,7 +421,8 @@ class LayoutFssdp final : public Strategy {
     const auto& cc = ctx_.compute;
     const double copies = (k_.rematerialize ? 2 : 1) * cc.memory_copy(Bytes(most * expert_bytes_)).value() +
                           cc.memory_copy(Bytes(most * copy_grad_bytes_)).value();
-    const double interference = ctx_.interference.compute_slowdown * (std::min(spag, window) + std::min(bwd, attention_backward));
+    const double interference = ctx_.interference.compute_slowdown(engine::KernelClass::kAttention, kind) *
+                                (std::min(spag, window) + std::min(bwd, attention_backward));
     const double times = k_.rematerialize ? ctx_.model.grad_accum : 1;
     return base + times * (std::max(0.0, spag - fwd_window) +
                            std::max(0.0, bwd - attention_backward - router_time_) + copies + interference);
