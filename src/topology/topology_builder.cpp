@@ -479,9 +479,10 @@ void TopologyBuilder::prune_by_endpoint_bounds(Topology& t, const PairRoutes& pa
 bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   const int n = t.num_gpus();
   auto cost = [&](LinkId l) { return link_cost(t.links_[l]); };
-  auto path_cost = [&](const std::vector<LinkId>& p) {
-    int64_t c = 0;
-    for (LinkId l : p) c += cost(l);
+  // Fraction-weighted: a GPU's m equal branches (its NICs) count as one path.
+  auto path_cost = [&](const std::vector<RouteHop>& p) {
+    double c = 0;
+    for (const RouteHop& h : p) c += h.fraction * static_cast<double>(cost(h.link));
     return c;
   };
   std::vector<int> local(static_cast<size_t>(n));
@@ -492,11 +493,10 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
       for (int b : gpus) {
         if (a == b) continue;
         const int64_t via_switch = cost(f.to_switch[a]) + cost(f.from_switch[b]);
-        if (via_switch >= path_cost(f.out[a]) + path_cost(f.in[b])) return false;
+        if (static_cast<double>(via_switch) >= path_cost(f.out[a]) + path_cost(f.in[b])) return false;
         // GPUs sharing a NIC also reach each other through it over their two PCIe links.
-        if (t.links_[f.out[a].front()].to == t.links_[f.in[b].back()].from &&
-            via_switch >= cost(f.out[a].front()) + cost(f.in[b].back()))
-          return false;
+        const LinkId first = f.out[a].front().link, last = f.in[b].back().link;
+        if (t.links_[first].to == t.links_[last].from && via_switch >= cost(first) + cost(last)) return false;
       }
   }
   const int gates = static_cast<int>(f.up.size());
@@ -520,11 +520,16 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
     hops.clear();
     return static_cast<uint32_t>(t.seg_lat_.size() - 1);
   };
-  auto add_path = [&](const std::vector<LinkId>& p) {
-    double lat = 0;
-    for (auto it = p.rbegin(); it != p.rend(); ++it) lat = t.links_[*it].latency.value() + lat;
-    for (LinkId l : p) hops.push_back({l, 1.0});
-    return add(lat, static_cast<int>(p.size()));
+  // Latency and hop count: fraction-weighted sums (summed from the far end), which over equal
+  // parallel branches is one branch's (exact for a power-of-two branch count).
+  auto add_path = [&](const std::vector<RouteHop>& p) {
+    double lat = 0, count = 0;
+    for (auto it = p.rbegin(); it != p.rend(); ++it) {
+      lat = t.links_[it->link].latency.value() * it->fraction + lat;
+      count += it->fraction;
+    }
+    hops.insert(hops.end(), p.begin(), p.end());
+    return add(lat, static_cast<int>(std::lround(count)));
   };
   t.out_seg_.resize(static_cast<size_t>(n));
   t.in_seg_.resize(static_cast<size_t>(n));
@@ -533,7 +538,7 @@ bool TopologyBuilder::factored_routes(Topology& t, const RouteFactoring& f) {
   for (int g = 0; g < n; ++g) t.in_seg_[g] = add_path(f.in[g]);
   for (int a = 0; a < n; ++a) {
     for (int b : t.node_gpus_[t.gpu_node_[a]]) {
-      const uint32_t seg = a == b ? add(0.0, 0) : add_path({f.to_switch[a], f.from_switch[b]});
+      const uint32_t seg = a == b ? add(0.0, 0) : add_path({{f.to_switch[a], 1.0}, {f.from_switch[b], 1.0}});
       if (b == t.node_gpus_[t.gpu_node_[a]].front()) t.local_base_[a] = seg;
     }
   }
@@ -605,22 +610,41 @@ Topology TopologyBuilder::build(const SourceLocation& where, const SourceLocatio
 
 namespace {
 
+// The GPU NIC n of a node serves first (CompactSpec: with more NICs than GPUs, its only one).
+int first_gpu_of_nic(int n, int g, int k) { return k <= g ? n * (g / k) : n / (k / g); }
+
 // One node's PCIe side (see CompactSpec): its GPUs' links to PCIe switches, the host or the NICs,
 // and its NICs (appended to `nics`).
-// With its own PCIe link straight to its NIC, GPU i's link to the NIC gets id gpu_nic[i] (the way
-// back is the next id).
+// With its own PCIe link straight to its NIC(s), GPU i's first hop gets id gpu_nic[i] (the way back
+// is the next id); with several NICs per GPU that hop goes to the GPU's own PCIe switch, and
+// nic_pcie[j] is the id of that switch's link to NIC j (node-major).
 void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std::vector<VertexId>& gpus,
-                   std::vector<VertexId>& nics, std::vector<LinkId>& gpu_nic) {
-  const int g = s.gpus_per_node, k = s.nics_per_node, per_nic = g / k;
+                   std::vector<VertexId>& nics, std::vector<LinkId>& gpu_nic, std::vector<LinkId>& nic_pcie) {
+  const int g = s.gpus_per_node, k = s.nics_per_node;
   LinkParams p = s.pcie;
   p.link_class = "pcie";
   const int per_switch = s.gpus_per_pcie_switch;
-  if (per_switch == 0 && s.gpudirect_rdma) {  // each GPU's own PCIe link straight to its NIC
+  if (per_switch == 0 && s.gpudirect_rdma && k <= g) {  // each GPU's own PCIe link straight to its NIC
+    const int per_nic = g / k;
     for (int n = 0; n < k; ++n) {
       nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
       for (int i = n * per_nic; i < (n + 1) * per_nic; ++i) {
         gpu_nic.push_back(b.num_links());
         b.add_duplex_link(gpus[i], nics.back(), p);
+      }
+    }
+    return;
+  }
+  if (per_switch == 0 && s.gpudirect_rdma) {  // GPU i -> its PCIe switch -> its k/g NICs
+    const int per_gpu = k / g;
+    for (int i = 0; i < g; ++i) {
+      const VertexId sw = b.add_switch(fmt::format("node{}.gpu{}.pcie", node, i), node);
+      gpu_nic.push_back(b.num_links());
+      b.add_duplex_link(gpus[i], sw, p);
+      for (int n = i * per_gpu; n < (i + 1) * per_gpu; ++n) {
+        nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
+        nic_pcie.push_back(b.num_links());
+        b.add_duplex_link(sw, nics.back(), p);
       }
     }
     return;
@@ -639,7 +663,8 @@ void add_node_pcie(TopologyBuilder& b, const CompactSpec& s, int node, const std
   for (int n = 0; n < k; ++n) {
     nics.push_back(b.add_nic(fmt::format("node{}.nic{}", node, n), node));
     // On its GPUs' switch if they share one and the NIC reads GPU memory directly; else on the host.
-    const VertexId first = attach[n * per_nic], last = attach[(n + 1) * per_nic - 1];
+    const int served = k <= g ? g / k : 1;
+    const VertexId first = attach[first_gpu_of_nic(n, g, k)], last = attach[first_gpu_of_nic(n, g, k) + served - 1];
     b.add_duplex_link(nics.back(), s.gpudirect_rdma && first == last ? first : host, p);
   }
 }
@@ -732,9 +757,10 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
     throw InputError(where, "intra_node.kind",
                      fmt::format("hybrid-cube-mesh is the 8-GPU NVLink layout of a DGX-1 / p3dn.24xlarge: needs "
                                  "gpus_per_node: 8, got {}", g));
-  if (s.nodes > 1 && (s.nics_per_node < 1 || g % s.nics_per_node != 0))
-    throw InputError(where, "nics_per_node", fmt::format("gpus_per_node {} must be a positive multiple of "
-                                                         "nics_per_node {}", g, s.nics_per_node));
+  if (s.nodes > 1 && (s.nics_per_node < 1 || (g % s.nics_per_node != 0 && s.nics_per_node % g != 0)))
+    throw InputError(where, "nics_per_node", fmt::format("gpus_per_node {} and nics_per_node {}: one must be a "
+                                                         "multiple of the other (NIC i serves an equal block of GPUs, "
+                                                         "or GPU i has an equal block of NICs)", g, s.nics_per_node));
   if (s.gpus_per_pcie_switch < 0 || (s.gpus_per_pcie_switch > 0 && g % s.gpus_per_pcie_switch != 0))
     throw InputError(where, "pcie.gpus_per_switch", fmt::format("gpus_per_node {} must be a multiple of "
                                                                 "gpus_per_switch {}", g, s.gpus_per_pcie_switch));
@@ -747,7 +773,9 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
   // PCIe link to its NIC, and the NIC's only link out goes to one fabric switch (its gateway).
   const bool factorable = s.nodes > 1 && !cube_mesh && s.gpus_per_pcie_switch == 0 && s.gpudirect_rdma;
   RouteFactoring f;
-  std::vector<LinkId> gpu_nic, nic_gate;  // per GPU: its link to its NIC; per NIC: its link to its gateway
+  // Per GPU: its first hop toward its NIC(s); per NIC: the PCIe switch's link to it (several NICs per
+  // GPU only) and its link to its gateway.
+  std::vector<LinkId> gpu_nic, nic_pcie, nic_gate;
   std::vector<int> nic_gate_index;
   for (int node = 0; node < s.nodes; ++node) {
     std::vector<VertexId> gpus;
@@ -776,7 +804,7 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
         b.add_duplex_link(gpus.back(), sw, half);
       }
     }
-    if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics, gpu_nic);
+    if (s.nodes > 1) add_node_pcie(b, s, node, gpus, nics, gpu_nic, nic_pcie);
   }
   nic_gate.assign(nics.size(), -1);
   nic_gate_index.assign(nics.size(), 0);
@@ -799,9 +827,11 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
       // nodes_per_leaf nodes. Spines join every leaf; uplink capacity = downlink / oversubscription.
       std::vector<std::vector<size_t>> leaf_ports;  // indices into nics
       if (s.fabric_kind == "rail-optimized") {
-        leaf_ports.assign(k, {});
+        // Rail of NIC r: r, or with several NICs per GPU its GPU's index (CompactSpec).
+        leaf_ports.assign(std::min(k, g), {});
         for (int node = 0; node < s.nodes; ++node)
-          for (int r = 0; r < k; ++r) leaf_ports[r].push_back(static_cast<size_t>(node) * k + r);
+          for (int r = 0; r < k; ++r)
+            leaf_ports[k <= g ? r : first_gpu_of_nic(r, g, k)].push_back(static_cast<size_t>(node) * k + r);
       } else {
         const int groups = (s.nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf;
         leaf_ports.assign(groups, {});
@@ -847,16 +877,34 @@ Topology build_compact(const CompactSpec& s, const SourceLocation& where, const 
     }
   }
   if (factorable) {
-    const int per_nic = g / s.nics_per_node;
+    const int k = s.nics_per_node;
     const int n = s.nodes * g;
     f.gate.resize(static_cast<size_t>(n));
     f.out.resize(static_cast<size_t>(n));
     f.in.resize(static_cast<size_t>(n));
     for (int gpu = 0; gpu < n; ++gpu) {
-      const size_t nic = static_cast<size_t>(gpu / g) * s.nics_per_node + static_cast<size_t>(gpu % g / per_nic);
-      f.gate[gpu] = nic_gate_index[nic];
-      f.out[gpu] = {gpu_nic[gpu], nic_gate[nic]};
-      f.in[gpu] = {nic_gate[nic] + 1, gpu_nic[gpu] + 1};
+      const size_t node_base = static_cast<size_t>(gpu / g) * k;
+      if (k <= g) {
+        const size_t nic = node_base + static_cast<size_t>(gpu % g / (g / k));
+        f.gate[gpu] = nic_gate_index[nic];
+        f.out[gpu] = {{gpu_nic[gpu], 1.0}, {nic_gate[nic], 1.0}};
+        f.in[gpu] = {{nic_gate[nic] + 1, 1.0}, {gpu_nic[gpu] + 1, 1.0}};
+        continue;
+      }
+      // k/g NICs, one branch each: switch -> NIC -> gateway (all on one gateway, see CompactSpec).
+      const int per_gpu = k / g;
+      const double share = 1.0 / per_gpu;
+      const size_t first = node_base + static_cast<size_t>(gpu % g) * per_gpu;
+      f.gate[gpu] = nic_gate_index[first];
+      f.out[gpu] = {{gpu_nic[gpu], 1.0}};
+      f.in[gpu].clear();
+      for (size_t nic = first; nic < first + per_gpu; ++nic) {
+        f.out[gpu].push_back({nic_pcie[nic], share});
+        f.out[gpu].push_back({nic_gate[nic], share});
+        f.in[gpu].push_back({nic_gate[nic] + 1, share});
+        f.in[gpu].push_back({nic_pcie[nic] + 1, share});
+      }
+      f.in[gpu].push_back({gpu_nic[gpu] + 1, 1.0});
     }
     b.set_factoring(std::move(f), s.force_factored_routes);
   }

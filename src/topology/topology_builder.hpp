@@ -42,13 +42,15 @@ inline constexpr int kMaxGpus = 4096;
 inline constexpr int kAllPairsMaxGpus = 1024;
 
 // What a generator knows that lets routes be stored factored (TopologyBuilder::set_factoring): every
-// GPU leaves its node only through `out` (its links, in path order, to its gateway: the fabric
-// switch its NIC hangs off) and is entered only through `in` (gateway to GPU); GPUs of one node
+// GPU leaves its node only through `out` (its hops, in path order, to its gateway: the fabric
+// switch its NICs hang off) and is entered only through `in` (gateway to GPU); GPUs of one node
 // reach each other through their node's switch (to_switch, from_switch); gateways, when there are
 // several, are joined by spines (up[gate][k]: gateway -> spine k; down[gate][k]: spine k -> gateway).
+// A hop's fraction is 1 but on a GPU's equal parallel branches (m NICs of one GPU: 1/m on each
+// branch's links), so a path's latency, hop count and cost are the fraction-weighted sums.
 struct RouteFactoring {
   std::vector<int> gate;                       // per GPU
-  std::vector<std::vector<LinkId>> out, in;    // per GPU
+  std::vector<std::vector<RouteHop>> out, in;  // per GPU
   std::vector<LinkId> to_switch, from_switch;  // per GPU
   std::vector<std::vector<LinkId>> up, down;   // per gateway, per spine (empty: a single gateway)
 };
@@ -95,17 +97,23 @@ class TopologyBuilder {
 
 // Compact-form generator shared by the YAML loader and code: `nodes` nodes of `gpus_per_node` GPUs
 // joined inside a node by one intra-node switch each (or, for `hybrid-cube-mesh`, by the DGX-1V /
-// p3dn.24xlarge NVLink matrix, kHybridCubeMesh), `nics_per_node` NICs (NIC i serves GPUs
-// [i*g/k, (i+1)*g/k)), and a fabric joining the NICs.
+// p3dn.24xlarge NVLink matrix, kHybridCubeMesh), `nics_per_node` NICs, and a fabric joining the
+// NICs. With k NICs for g GPUs, one count divides the other: k <= g, NIC i serves GPUs
+// [i*g/k, (i+1)*g/k); k > g, GPU i has NICs [i*k/g, (i+1)*k/g) (by affinity, as AWS p5: 32 EFA
+// NICs for 8 GPUs) and its network traffic splits evenly over them (ECMP over equal paths).
 //
 // The PCIe side of a node (built when there is more than one node):
 //   * gpus_per_pcie_switch 0 (default): GPU i has a PCIe link of its own straight to its NIC, or,
-//     without GPUDirect RDMA, to the node's host.
+//     without GPUDirect RDMA, to the node's host. A GPU with several NICs reaches them through one
+//     PCIe link to a switch of its own (node<n>.gpu<i>.pcie), which has a PCIe link to each of them.
 //   * gpus_per_pcie_switch p: GPUs [j*p, (j+1)*p) hang off PCIe switch j by a link each; every switch
 //     has an uplink to the host (the CPU root complex and its memory). A NIC whose GPUs all sit
 //     behind one switch is attached to that switch (its GPUs share the switch-to-NIC link, as on a
-//     DGX-1 or a p4d); a NIC serving GPUs of several switches, or any NIC without GPUDirect RDMA,
-//     is attached to the host.
+//     DGX-1 or a p4d; a GPU's several NICs sit on its switch); a NIC serving GPUs of several
+//     switches, or any NIC without GPUDirect RDMA, is attached to the host.
+// Rail-optimized fabric: leaf r joins rail r of every node, rail r being NIC r when k <= g and the
+// NICs of GPU r when k > g (a GPU's k/g NICs on one leaf: the same capacity as k/g leaves of one
+// NIC each, as a leaf is non-blocking; and it keeps one gateway per GPU for factored routes).
 //   * gpudirect_rdma false: the NIC moves data from and to pinned host memory (NCCL's net transport
 //     without GDR), so a GPU's inter-node traffic crosses its PCIe path up to the host, then the
 //     host's link to the NIC: every NIC hangs off the host.

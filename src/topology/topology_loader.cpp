@@ -306,9 +306,10 @@ Topology load_topology(const std::string& text, const std::string& file, const T
     fr.finish();
   }
   r.finish();
-  if (s.nics_per_node > 0 && s.gpus_per_node % s.nics_per_node != 0)
-    r.error("nics_per_node", fmt::format("gpus_per_node {} must be a multiple of nics_per_node {} (NIC i serves "
-                                         "an equal block of GPUs)", s.gpus_per_node, s.nics_per_node));
+  if (s.nics_per_node > 0 && s.gpus_per_node % s.nics_per_node != 0 && s.nics_per_node % s.gpus_per_node != 0)
+    r.error("nics_per_node", fmt::format("gpus_per_node {} and nics_per_node {}: one must be a multiple of the other "
+                                         "(NIC i serves an equal block of GPUs, or GPU i has an equal block of NICs)",
+                                         s.gpus_per_node, s.nics_per_node));
   diags.throw_if_errors();
   s.name = name;
   // NCCL's path type from a GPU to its NIC (collective/nccl_tuning.hpp): through the host without
@@ -323,8 +324,16 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   if (s.intra_kind == "hybrid-cube-mesh")
     t.description += "\n  NVLink hybrid cube-mesh (DGX-1V / p3dn): GPU-GPU links, NV2 pairs bonded; pairs without "
                      "an NVLink relay through one GPU (NCCL's PATH_NVB)";
+  if (s.nodes > 1 && s.nics_per_node > s.gpus_per_node) {
+    // Where a GPU's inter-node traffic goes: its own NICs, or every NIC it reaches as cheaply.
+    const int m = s.nics_per_node / s.gpus_per_node;
+    const char* split = !s.gpudirect_rdma            ? "every NIC on the host: a GPU's network traffic split evenly over the node's NICs"
+                        : s.gpus_per_pcie_switch > 0 ? "a GPU's network traffic split evenly over the NICs of its PCIe switch"
+                                                     : "its network traffic split evenly over them";
+    t.description += fmt::format("\n  {} NICs per GPU (GPU i has NICs [{}i, {}i + {})), {}", m, m, m, m, split);
+  }
   if (s.nodes > 1 && (s.gpus_per_pcie_switch > 0 || !s.gpudirect_rdma)) {
-    const int per_switch = s.gpus_per_pcie_switch, per_nic = s.gpus_per_node / s.nics_per_node;
+    const int per_switch = s.gpus_per_pcie_switch, per_nic = std::max(1, s.gpus_per_node / s.nics_per_node);
     const std::string pcie = per_switch > 0 ? fmt::format("{} switch(es) per node, {} GPU(s) each, uplinked to the host",
                                                           s.gpus_per_node / per_switch, per_switch)
                                             : std::string("each GPU linked to the host");

@@ -110,6 +110,12 @@ sed 's/^gpus_per_node: 8/gpus_per_node: 4/' "$root/topologies/aws-p3dn-v100-2nod
 expect 2 "mesh4.yaml:6:" "intra_node.kind" "needs gpus_per_node: 8" -- "$sim" topo validate "$tmp/mesh4.yaml"
 sed 's/gpus_per_switch: 2/gpus_per_switch: 3/' "$root/topologies/aws-p3dn-v100-2node.yaml" > "$tmp/pcie3.yaml"
 expect 2 "pcie3.yaml:9:" "pcie.gpus_per_switch" "multiple of gpus_per_switch 3" -- "$sim" topo validate "$tmp/pcie3.yaml"
+# More NICs than GPUs: one count must divide the other (12 for 8 does not), at nics_per_node's line;
+# topo show says how many NICs a GPU has.
+sed 's/^nics_per_node: 32 /nics_per_node: 12 /' "$root/topologies/aws-p5-h100-4node.yaml" > "$tmp/nics12.yaml"
+expect 2 "nics12.yaml:7:" "nics_per_node" "one must be a multiple of the other" -- "$sim" topo validate "$tmp/nics12.yaml"
+if "$sim" topo show aws-p5-h100-4node | grep -q "^  4 NICs per GPU (GPU i has NICs \[4i, 4i + 4)), its network traffic split evenly over them"; then
+  echo "ok: topo show: p5's 4 NICs per GPU"; else echo "FAIL: topo show p5"; fails=$((fails+1)); fi
 if "$sim" topo show aws-p3dn-v100-2node | grep -q "gpu0 .* NV1 .* NV2 .* via 1,4 .* via 4 .* via 4" \
   && "$sim" topo show aws-p3dn-v100-2node | grep -q "node0.pcie0 -> node0.host -> node0.nic0"; then
   echo "ok: topo show: the p3dn NVLink matrix with relays, the host-staged route"; else echo "FAIL: topo show p3dn"; fails=$((fails+1)); fi
@@ -578,17 +584,24 @@ expect 2 "nothing to calibrate" -- "$sim" calibrate --topology dgx-h100-4node -o
 printf 'schema: hecate-sim/calibration@1\nlinks: {nic: {bandwidth_scale: 0}}\n' > "$tmp/badcal.yaml"
 expect 2 "badcal.yaml:2:.*links.nic.bandwidth_scale" -- "$sim" run dgx-h100-1node "$fx/tiny-trace.json" --model "$fx/tiny-model.yaml" --calibration "$tmp/badcal.yaml"
 
-# collective: flow == analytic for one collective alone, every op, on three presets; --compare on a
-# log made with no calibration predicts it to the noise; matrices and their bad inputs.
+# collective: flow == analytic for one collective alone, every op, on four presets (p5: 4 NICs per
+# GPU, its routes split over them); --compare on a log made with no calibration predicts it to the
+# noise; matrices and their bad inputs.
 agree=1
-for t in dgx-h100-4node aws-p3dn-v100-2node aws-p4d-a100-4node; do
+for t in dgx-h100-4node aws-p3dn-v100-2node aws-p4d-a100-4node aws-p5-h100-4node; do
   for op in all_reduce all_gather reduce_scatter all_to_all broadcast reduce send_recv; do
     a=$("$sim" collective "$t" --op "$op" -b 1M -e 64M -f 64 --format csv | tail -n +2 | cut -d, -f3 | tr '\n' ' ')
     f=$("$sim" collective "$t" --op "$op" -b 1M -e 64M -f 64 --format csv --network flow | tail -n +2 | cut -d, -f3 | tr '\n' ' ')
     [ -n "$a" ] && [ "$a" = "$f" ] || { agree=0; echo "  $t $op: analytic $a flow $f"; }
   done
 done
-if [ "$agree" = 1 ]; then echo "ok: collective: flow tier == analytic tier for every op alone on 3 presets"; else echo "FAIL: collective flow vs analytic"; fails=$((fails+1)); fi
+if [ "$agree" = 1 ]; then echo "ok: collective: flow tier == analytic tier for every op alone on 4 presets"; else echo "FAIL: collective flow vs analytic"; fails=$((fails+1)); fi
+# p5 (4 x 100 Gb/s EFA per GPU, x 0.9 = 45 GB/s): an all-to-all on N = 4 nodes sends 24 of each
+# GPU's 32 shares across nodes, so algbw = 45 x 32/24 = 60 GB/s = N/(N-1) x the network bandwidth
+# per GPU (NVIDIA/nccl-tests#130) and busbw = 60 x 31/32 = 58.125; at 4 GiB within 0.5% of both.
+p5=$("$sim" collective aws-p5-h100-4node --op all_to_all -b 4G -e 4G --format csv | tail -1)
+if python3 -c "import sys; r=sys.argv[1].split(','); a, b = float(r[3]), float(r[4]); sys.exit(0 if abs(a/60-1) < 0.005 and abs(b/58.125-1) < 0.005 else 1)" "$p5"; then
+  echo "ok: collective: p5 all-to-all at N/(N-1) x 45 GB/s ($p5)"; else echo "FAIL: p5 all-to-all: $p5"; fails=$((fails+1)); fi
 "$synth" "$root/topologies/dgx-h100-4node.yaml" all_reduce 16 2 "nic=1,2.6" 0.01 4 > "$tmp/plain_ar.log"
 "$sim" collective dgx-h100-4node --op all_reduce --compare "$tmp/plain_ar.log" > "$tmp/cmp.txt"
 if grep -qE "median 0\.[0-9]%, max [01]\.[0-9]%" "$tmp/cmp.txt" && grep -q "measured(us)" "$tmp/cmp.txt"; then

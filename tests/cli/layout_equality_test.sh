@@ -10,7 +10,7 @@ set -u
 sim="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; root="$2"
 cd "$root"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-presets=(dgx-h100-1node dgx-h100-4node aws-p3dn-v100-2node aws-p4d-a100-4node hgx-h200-4node)
+presets=(dgx-h100-1node dgx-h100-4node aws-p3dn-v100-2node aws-p4d-a100-4node aws-p5-h100-4node hgx-h200-4node)
 traces=(gpt-moe-s-aux_loss bert-moe-aux_loss mixtral-8x7b-aux_loss)
 strategies=$("$sim" run --help | sed -nE 's/^ {34}([a-z]+) +[A-Za-z].*/\1/p')
 compared=0; fails=0

@@ -20,6 +20,8 @@ h200-2node-roce400-allgather-gcp.log|all_gather|hgx-h200-4node|2|
 v100-1node-cubemesh-allreduce.log|all_reduce|aws-p3dn-v100-2node|-|
 v100-8node-ib100-alltoall-2021.log|all_to_all|aws-p3dn-v100-4node|8|--ranks 64
 v100-8node-ib100-allreduce-2021.log|all_reduce|aws-p3dn-v100-4node|8|--ranks 64
+h100-2node-p5-efa-allreduce.log|all_reduce|aws-p5-h100-4node|2|--ranks 16
+a100-2node-p4de-efa-allreduce.log|all_reduce|aws-p4d-a100-4node|2|--ranks 16
 "
 for f in "$logs"/*.log; do
   b=$(basename "$f")
@@ -36,7 +38,8 @@ while IFS='|' read -r file op preset nodes more; do
   # shellcheck disable=SC2086
   expect 0 -- timeout 60 "$sim" collective "$topo" --op "$op" --compare "$logs/$file" $more
   rows=$(grep -cE '^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+%' "$tmp/out")
-  data=$(grep -cE '^ *[1-9][0-9]* ' "$logs/$file")
+  # Data rows of positive size, past a launcher prefix (srun -l's ` 0: `, mpirun's `[1,0]<stdout>:`).
+  data=$(sed -E 's/^ *[0-9]+: //; s/^\[[0-9]+,[0-9]+\]<std(out|err)>://' "$logs/$file" | grep -cE '^ *[1-9][0-9]* ')
   if grep -q "measured(us)" "$tmp/out" && grep -q "|error| against the measurement" "$tmp/out" && [ "$rows" -gt 0 ] && [ "$rows" = "$data" ]; then
     echo "ok: $file: $rows sizes compared"
   else

@@ -378,11 +378,12 @@ TEST_CASE("uniform all-to-all on one hybrid cube-mesh node: latency + max link l
   CHECK(run_flow(t, {co})[0] == doctest::Approx(a.coflow_time(co)).epsilon(1e-9));
 }
 
-TEST_CASE("flow tier equals analytic tier on the as-built p3dn and p4d presets when nothing contends") {
+TEST_CASE("flow tier equals analytic tier on the as-built p3dn, p4d and p5 presets when nothing contends") {
   // One coflow alone: the uniform all-to-all over every GPU, the one inside node 0 (relays on the
   // p3dn's mesh), a relayed pair, an inter-node pair (host-staged on p3dn, through the PCIe switch
-  // on p4d) and ring all-reduces (below). Links left out of the max-min problem (may_bind) change no rate.
-  for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node"}) {
+  // on p4d, split over the GPU's four NICs on p5) and ring all-reduces (below). Links left out of
+  // the max-min problem (may_bind) change no rate.
+  for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node", "aws-p5-h100-4node"}) {
     CAPTURE(name);
     const auto t = preset(name);
     if (!t) {
@@ -562,7 +563,8 @@ TEST_CASE("one coflow alone, link by link: empty coflows, and routes it leaves t
 }
 
 TEST_CASE("one coflow alone, link by link, on the as-built presets: FlowNetwork's time, or declined") {
-  for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node", "dgx-h100-4node", "h100-fattree-2to1-16node"}) {
+  for (const std::string name : {"aws-p3dn-v100-2node", "aws-p4d-a100-4node", "aws-p5-h100-4node", "dgx-h100-4node",
+                                 "h100-fattree-2to1-16node"}) {
     CAPTURE(name);
     const auto t = preset(name);
     if (!t) {

@@ -409,6 +409,86 @@ TEST_CASE("without GPUDirect RDMA every inter-node route is staged through the h
 }
 
 namespace {
+// Two nodes of 8 GPUs with 32 NICs each (4 per GPU, as AWS p5.48xlarge: 32 x 100 Gb/s EFA for 8
+// H100, one PCIe switch per GPU with its four NICs).
+const char* kManyNics = R"(schema: hecate-sim/topology@1
+name: two p5-like nodes
+gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}
+nodes: 2
+gpus_per_node: 8
+intra_node: {kind: nvswitch, bandwidth: 450GB/s, efficiency: 1.0, latency: 3us}
+nics_per_node: 32
+nic: {bandwidth: 100Gbps, efficiency: 1.0, latency: 10us}
+pcie: {bandwidth: 64GB/s, efficiency: 1.0, latency: 0.5us}
+fabric: {kind: single-switch, switch_latency: 5us}
+)";
+}  // namespace
+
+TEST_CASE("more NICs than GPUs: GPU i's traffic splits evenly over its own NICs") {
+  Topology t = load_topology(kManyNics, "t.yaml");
+  REQUIRE(t.num_gpus() == 16);
+  // topo show says so (the description's line).
+  CHECK(t.description.find("4 NICs per GPU (GPU i has NICs [4i, 4i + 4)), its network traffic split evenly over them") !=
+        std::string::npos);
+  int nics = 0;
+  for (const auto& v : t.vertices()) nics += v.kind == VertexKind::kNic;
+  CHECK(nics == 64);
+  // GPU g of node n: node<n>.gpu<g> -> node<n>.gpu<g>.pcie (1.0) -> node<n>.nic<4g+j> (1/4 each,
+  // j = 0..3) -> core (1/4 each) -> the destination's four NICs (1/4 each) -> its PCIe switch -> it.
+  // Bandwidth: min(PCIe 64 GB/s, 4 NICs x 12.5 GB/s = 50 GB/s) = 50 GB/s. Hops: 6 (one branch).
+  // Latency: 0.5 + 0.5 + (10 + 5) + (10 + 5) + 0.5 + 0.5 us = 32 us (the NIC-core links carry
+  // the switch latency).
+  for (int s = 0; s < 8; ++s) {
+    const int d = 8 + (s + 3) % 8;
+    CAPTURE(s);
+    const auto r = t.route(s, d);
+    CHECK(r.hop_count == 6);
+    CHECK(t.route_bandwidth(s, d).value() == hs::test::approx(50e9));
+    CHECK(r.latency.value() == hs::test::approx(32e-6, 1e-6));  // float storage
+    std::vector<double> out(32, 0.0), in(32, 0.0);
+    for (const auto& h : r.hops) {
+      const auto& from = name_of(t, t.link(h.link).from);
+      const auto& to = name_of(t, t.link(h.link).to);
+      for (int j = 0; j < 32; ++j) {
+        if (from == fmt::format("node0.gpu{}.pcie", s) && to == fmt::format("node0.nic{}", j)) out[j] += h.fraction;
+        if (from == fmt::format("node1.nic{}", j) && to == fmt::format("node1.gpu{}.pcie", d - 8)) in[j] += h.fraction;
+      }
+    }
+    for (int j = 0; j < 32; ++j) {
+      CAPTURE(j);
+      CHECK(out[j] == (j / 4 == s ? 0.25 : 0.0));
+      CHECK(in[j] == (j / 4 == d - 8 ? 0.25 : 0.0));
+    }
+    CHECK(crosses(t, s, d, fmt::format("node0.gpu{}", s), fmt::format("node0.gpu{}.pcie", s)));
+  }
+  // Inside a node the NVSwitch stays cheaper than the PCIe detour.
+  CHECK(t.route(0, 1).hop_count == 2);
+  CHECK(t.route_bandwidth(0, 1).value() == hs::test::approx(450e9));
+
+  // Rail-optimized: GPU i's four NICs on rail (leaf) i: same-index GPUs meet at their leaf (6 hops),
+  // other pairs cross a spine (8 hops); GPU 0's NICs reach leaf 0 only.
+  Topology rail = load_topology(with(kManyNics, "kind: single-switch", "kind: rail-optimized"), "t.yaml");
+  CHECK(rail.route(3, 11).hop_count == 6);
+  CHECK(crosses(rail, 3, 11, "node0.nic13", "fabric.leaf3"));
+  CHECK(rail.route(3, 12).hop_count == 8);
+  CHECK(rail.route_bandwidth(3, 12).value() == hs::test::approx(50e9));
+  for (int j = 0; j < 4; ++j) CHECK(crosses(rail, 0, 9, fmt::format("node0.nic{}", j), "fabric.leaf0"));
+
+  // PCIe switches shared by two GPUs (gpus_per_switch: 2) with 16 NICs: each switch holds its two
+  // GPUs' four NICs, and a GPU's traffic spreads over the switch's NICs (equal PCIe distance).
+  Topology shared = load_topology(with(with(kManyNics, "nics_per_node: 32", "nics_per_node: 16"),
+                                       "latency: 0.5us}", "latency: 0.5us, gpus_per_switch: 2}"), "t.yaml");
+  for (int j = 0; j < 4; ++j) CHECK(crosses(shared, 0, 8, "node0.pcie0", fmt::format("node0.nic{}", j)));
+  CHECK_FALSE(crosses(shared, 0, 8, "node0.pcie0", "node0.nic4"));
+  CHECK(shared.description.find("split evenly over the NICs of its PCIe switch") != std::string::npos);
+
+  // Counts that do not divide: the field is named.
+  auto e = errors_of(with(kManyNics, "nics_per_node: 32", "nics_per_node: 12"));
+  CHECK(e.find("nics_per_node") != std::string::npos);
+  CHECK(e.find("one must be a multiple of the other") != std::string::npos);
+}
+
+namespace {
 // Compact spec of `nodes` 8-GPU nodes for the factored-routes comparison.
 CompactSpec factoring_spec(int nodes, const std::string& fabric, int nics, double oversub, int per_leaf, int spines) {
   CompactSpec s;
@@ -443,7 +523,11 @@ TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, lat
   };
   for (const Case& c : {Case{3, "single-switch", 8, 1.0, 4, 0}, Case{5, "fat-tree", 8, 2.0, 2, 0},
                         Case{6, "fat-tree", 8, 1.0, 4, 3}, Case{4, "rail-optimized", 8, 1.0, 4, 0},
-                        Case{4, "rail-optimized", 2, 1.0, 4, 0}, Case{3, "single-switch", 4, 1.0, 4, 0}}) {
+                        Case{4, "rail-optimized", 2, 1.0, 4, 0}, Case{3, "single-switch", 4, 1.0, 4, 0},
+                        // More NICs than GPUs (2, 3 and 4 per GPU): a GPU's way out splits over its NICs.
+                        Case{3, "single-switch", 32, 1.0, 4, 0}, Case{4, "rail-optimized", 16, 1.0, 4, 0},
+                        Case{5, "fat-tree", 32, 2.0, 2, 0}, Case{3, "single-switch", 24, 1.0, 4, 0},
+                        Case{6, "fat-tree", 16, 1.0, 4, 3}}) {
     CAPTURE(c.fabric);
     CAPTURE(c.nodes);
     CAPTURE(c.nics);
@@ -469,6 +553,24 @@ TEST_CASE("factored routes equal the all-pairs routes: same hops, fractions, lat
         CHECK(rf.latency.value() == hs::test::approx(ra.latency.value(), 1e-6));
         CHECK(rf.latency.value() == fac.route_latency(a, b).value());
       }
+    // Loads: a uniform all-to-all of one byte per ordered pair puts on link l the sum of its
+    // fractions over all routes; the same in both forms. With m = nics / 8 > 1 NICs per GPU, each
+    // NIC's link to the fabric carries 1/m of its GPU's (n - 8) inter-node routes: (n - 8) / m
+    // bytes (3 nodes, 32 NICs: 16 / 4 = 4).
+    std::vector<double> load_all(static_cast<size_t>(all.num_links()), 0.0), load_fac(load_all);
+    for (int a = 0; a < all.num_gpus(); ++a)
+      for (int b = 0; b < all.num_gpus(); ++b) {
+        if (a == b) continue;
+        for (const auto& h : all.route(a, b).hops) load_all[h.link] += h.fraction;
+        for (const auto& h : fac.route(a, b).hops) load_fac[h.link] += h.fraction;
+      }
+    for (LinkId l = 0; l < all.num_links(); ++l) {
+      CAPTURE(l);
+      CHECK(load_fac[l] == hs::test::approx(load_all[l], 1e-12));
+      const auto& from = all.vertices()[all.link(l).from];
+      if (c.nics > 8 && from.kind == VertexKind::kNic && all.vertices()[all.link(l).to].node < 0)
+        CHECK(load_all[l] == hs::test::approx((all.num_gpus() - 8) / (c.nics / 8.0), 1e-12));
+    }
     // Pruning. The all-pairs form has a second pass the factored one skips (it may prune more); the
     // factored one's first pass sees the spines' links in every route through any of them (a route
     // splits over all of them), at the same load and capacity, and may keep one where the all-pairs
