@@ -75,6 +75,10 @@ void check_layouts(const std::vector<sweep::SweepPoint>& points, const ScenarioC
   if (!all.empty()) throw InputError(all);
 }
 
+double tokens_per_iteration(const workload::ModelSpec& m, const workload::ParallelLayout* layout, int gpus) {
+  return static_cast<double>(m.tokens_per_gpu_iteration()) * (layout ? layout->dp : gpus);
+}
+
 sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c) {
   sweep::Row row = sweep::row_of(p);
   const Scenario& sc = cache.get(p);
@@ -90,10 +94,7 @@ sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, cons
     row.mean_ms = sum.mean * 1e3;
     row.p50_ms = sum.p50 * 1e3;
     row.p99_ms = sum.p99 * 1e3;
-    // Tokens per iteration: every GPU's own without a layout; under one, each data-parallel replica's
-    // (its tp x pp GPUs share one stream of micro-batches).
-    const double tokens = static_cast<double>(sc.model->tokens_per_gpu_iteration()) *
-                          (layout ? layout->dp : sc.topo->num_gpus());
+    const double tokens = tokens_per_iteration(*sc.model, layout ? &*layout : nullptr, sc.topo->num_gpus());
     row.tokens_per_s = sum.mean > 0 ? tokens / sum.mean : 0;
     row.peak_memory_gib = sum.peak_memory.total() / (1024.0 * 1024 * 1024);
     row.dropped_fraction = sum.dropped_fraction();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/scenario.hpp"
+#include "layout/parallel_layout.hpp"
 #include "sweep/sweep_points.hpp"
 #include "sweep/sweep_results.hpp"
 #include "sweep/sweep_spec.hpp"
@@ -48,5 +49,10 @@ void check_layouts(const std::vector<sweep::SweepPoint>& points, const ScenarioC
 // Runs the point (under its layout, if any); a strategy or layout that does not apply to the
 // setting gives a row with status "error".
 sweep::Row evaluate(const sweep::SweepPoint& p, const ScenarioCache& cache, const Constraints& c);
+
+// Tokens trained per iteration over the cluster: every GPU's own without a layout; under one, each
+// data-parallel replica's (its tp x pp GPUs share one stream of micro-batches). What a sweep row's
+// tokens_per_s and run's throughput divide.
+double tokens_per_iteration(const workload::ModelSpec& m, const workload::ParallelLayout* layout, int gpus);
 
 }  // namespace hs::app

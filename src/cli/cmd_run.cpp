@@ -10,6 +10,7 @@
 #include "app/presets.hpp"
 #include "cli/progress_options.hpp"
 #include "app/max_fit_batch.hpp"
+#include "app/point_eval.hpp"
 #include "cost/model_flops.hpp"
 #include "app/scenario.hpp"
 #include "cost/compute_cost.hpp"
@@ -152,9 +153,7 @@ int run(const RunOptions& o) {
   rep.inputs.iterations = iterations;
   rep.inputs.seed = o.seed;
   rep.inputs.network = o.network == "flow" ? fmt::format("flow (precision {:g})", o.flow_precision) : o.network;
-  // Tokens trained per iteration: every GPU's own without a layout; under one, each data-parallel
-  // replica's (its tp x pp GPUs share one stream of micro-batches), as a sweep row counts them.
-  rep.work.tokens = static_cast<double>(model.tokens_per_gpu_iteration()) * (layout ? layout->dp : topo.num_gpus());
+  rep.work.tokens = app::tokens_per_iteration(model, layout ? &*layout : nullptr, topo.num_gpus());
   rep.work.flops_per_token = cost::megatron_flops_per_token(model);
   rep.work.gpus = topo.num_gpus();
   for (const auto& w : skipped) {

@@ -126,7 +126,7 @@ Seconds ComputeCost::attention_time(bool backward, int block) const {
   const double gemm_rate = p_.eta_attn * gpu_.peak_flops.value();
   const double mem_rate = p_.eta_mem * gpu_.hbm_bandwidth.value();
   const double pass = backward ? 2.0 : 1.0;  // backward: data- and weight-gradients
-  const double proj_flops = pass * b * 2.0 * s * (2.0 * q + 2.0 * kv) * d;
+  const double proj_flops = pass * b * 2.0 * s * m_.attention_proj_params();
   double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
   // Projections: bf16 at eta_attn, or FP8 at eta_attn_fp8 with their quantization kernels (inputs:
   // the QKV projection's d and the output projection's q; output gradients: Q, K, V and the
