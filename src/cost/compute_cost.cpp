@@ -118,10 +118,11 @@ double ComputeCost::keys_per_query(int block) const {
 
 // See the header for the formulas and byte counts. With grouped-query attention or another head
 // width, the projections are P = d (2 q + 2 kv) weights (q = heads x head_dim, kv = kv_heads x
-// head_dim; 4 d^2 for multi-head attention) and the score / value GEMMs run over q.
+// head_dim; 4 d^2 for multi-head attention) and the score / value GEMMs run over q; with MLA P is
+// ModelSpec::attention_proj_params and QK^T runs over qk = H (nope + rope), PV over v = H v_head_dim.
 Seconds ComputeCost::attention_time(bool backward, int block) const {
   const double s = m_.seq_len, d = m_.d_model, b = m_.micro_batch, a = m_.heads;
-  const double q = m_.q_width(), kv = m_.kv_width();
+  const double qk = m_.qk_width(), v = m_.v_width();
   const double ab = m_.precision.activation_bytes;
   const double gemm_rate = p_.eta_attn * gpu_.peak_flops.value();
   const double mem_rate = p_.eta_mem * gpu_.hbm_bandwidth.value();
@@ -130,24 +131,29 @@ Seconds ComputeCost::attention_time(bool backward, int block) const {
   double norm_bytes = pass * b * s * d * ab * p_.norm_bytes_factor;
   // Projections: bf16 at eta_attn, or FP8 at eta_attn_fp8 with their quantization kernels (inputs:
   // the QKV projection's d and the output projection's q; output gradients: Q, K, V and the
-  // output's d).
+  // output's d; MLA's five GEMMs: ModelSpec::attention_gemm_in_width / out_width).
   Seconds proj(proj_flops / gemm_rate);
   if (m_.precision.fp8()) {
     proj = Seconds(proj_flops / (p_.eta_attn_fp8 * gpu_.peak_fp8.value()));
-    norm_bytes += fp8_quantize_bytes(b * s, d + q, q + 2.0 * kv + d, m_.attention_proj_params(), backward);
+    norm_bytes += fp8_quantize_bytes(b * s, m_.attention_gemm_in_width(), m_.attention_gemm_out_width(),
+                                     m_.attention_proj_params(), backward);
   }
   if (m_.attention != workload::AttentionImpl::kStandard) {
-    const double score_flops = pass * b * 4.0 * s * keys_per_query(block) * q;
+    // QK^T over qk and PV over v per key: 2 s keys (qk + v) per sequence (4 s keys q when qk = v = q).
+    const double score_flops = pass * b * 2.0 * s * keys_per_query(block) * (qk + v);
     return proj + Seconds(score_flops / gemm_rate + norm_bytes / mem_rate) + p_.launch * (backward ? 10 : 6);
   }
-  // Standard: 2 score/value GEMMs forward, 4 backward, each over the full square (a window is a
-  // mask on it).
+  // Standard: the QK^T and PV GEMMs forward, each twice backward (dQ, dK over qk; dP, dV over v),
+  // each over the full square (a window is a mask on it).
   const double elems = b * a * s * s;
-  const double bmm_flops = 2.0 * b * s * s * q;
-  const double bmm_bytes = elems * ab + 2.0 * b * s * q * ab;
-  const Seconds bmm(std::max(bmm_flops / gemm_rate, bmm_bytes / mem_rate));
+  const auto bmm = [&](double width) {
+    const double flops = 2.0 * b * s * s * width;
+    const double bytes = elems * ab + 2.0 * b * s * width * ab;
+    return Seconds(std::max(flops / gemm_rate, bytes / mem_rate));
+  };
+  const Seconds bmms = bmm(qk) + bmm(v);
   const double elementwise_bytes = elems * (backward ? 5.0 * ab + 1.0 : 4.0 * ab + 1.0);
-  return proj + Seconds((elementwise_bytes + norm_bytes) / mem_rate) + bmm * (backward ? 4 : 2) +
+  return proj + Seconds((elementwise_bytes + norm_bytes) / mem_rate) + bmms * (backward ? 2 : 1) +
          p_.launch * (backward ? 15 : 9);
 }
 

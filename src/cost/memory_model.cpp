@@ -63,8 +63,9 @@ AttentionKept attention_kept_per_token(const workload::ModelSpec& m) {
   AttentionKept k;
   const double qkv_input = m.recompute.rmsnorm ? 0.0 : h * (fp8 ? kFp8CachedBytes : ab);
   k.replicated = 2.0 * h * ab + qkv_input + h * ab / 2.0;  // norm inputs, QKV input, dropout mask
-  const double qkv = m.recompute.attention_up_proj ? m.mla_latent * ab : (m.q_width() + 2.0 * m.kv_width()) * ab;
-  k.split = qkv + m.q_width() * (fp8 ? kE5M6CachedBytes : ab);  // Q, K, V (or the latents); output projection input
+  const double qkv_width = m.mla.on() ? 2.0 * m.qk_width() + m.v_width() : m.q_width() + 2.0 * m.kv_width();
+  const double qkv = m.recompute.attention_up_proj ? m.mla_latent() * ab : qkv_width * ab;
+  k.split = qkv + m.v_width() * (fp8 ? kE5M6CachedBytes : ab);  // Q, K, V (or the latents); output projection input
   return k;
 }
 

@@ -28,16 +28,18 @@
 // and the FFN intermediates (n_mats * d_ffn), plus the combine's copies of the expert outputs
 // returned (combine_kept_per_token); the LM head keeps fp32 logits (tokens x vocab x 4).
 //
-// As trained (model fields `precision.compute`, `recompute`, `mla_latent`; DeepSeek-V3, arXiv
+// As trained (model fields `precision.compute`, `recompute`, `mla`; DeepSeek-V3, arXiv
 // 2412.19437, §3.2.3 and §3.3.3), per token and block, bytes (h = d_model, ab = activation bytes,
 // c = kFp8CachedBytes = 1 + 4/128: an FP8 element and its share of a 1x128 tile's fp32 scale):
 //   attention, Korthikanti's 15sbh by tensor      default   rmsnorm   up_proj      fp8
 //     the two norms' inputs (residual stream)     2 h ab/2*2   kept      kept        kept
 //     QKV projection input (a norm's output)      h ab        0         kept         h c
-//     Q, K, V (the attention core's inputs)       3 h ab      kept      mla_latent ab kept
+//     Q, K, V (the attention core's inputs)       3 h ab      kept      latents ab   kept
 //     output projection input                     h ab        kept      kept         h (1.5 + 4/128)
 //     dropout mask                                h ab/2      kept      kept         kept
-//   (the output projection's input is kept in DeepSeek's E5M6, 12 bits, §3.3.3). An MLP (dense FFN,
+//   (the output projection's input is kept in DeepSeek's E5M6, 12 bits, §3.3.3). With MLA (`mla`,
+//   workload::MlaGeometry) Q and K are H (nope + rope) wide and V and the output projection's input
+//   H v, so Q, K, V are (2 qk + v) ab; under up_proj the latents, ModelSpec::mla_latent() ab. An MLP (dense FFN,
 //   shared or routed expert) per token: its input (a norm's output for dense FFNs and shared experts:
 //   dropped under rmsnorm; the received token for routed experts) h ab, FP8: h c; its intermediates
 //   n_mats d_ffn ab, FP8: SwiGLU keeps its input (gate and up outputs, 2 d_ffn c) and recomputes its

@@ -13,9 +13,11 @@
 // summed over the model's blocks (MoE blocks and dense blocks as the model lists them, as Megatron's
 // newer form does with moe_layer_freq). 12 = 6 x 2: each multiply-add is 2 FLOPs in each of 3 passes
 // (forward, data gradient, weight gradient), and each term pairs two matrices (Q and the output
-// projection, with K and V in g/a of it; an MLP's up and down; QK^T and PV). MLA (DeepSeek-V3) is counted as the multi-head attention this model spec
-// describes (its projections' FLOPs are modelled that way, cost/compute_cost.hpp), so a DeepSeek-V3
-// figure differs from Megatron's MLA branch by the projections' 9%.
+// projection, with K and V in g/a of it; an MLP's up and down; QK^T and PV). A model with MLA (`mla`,
+// workload::MlaGeometry) takes Megatron-LM's MLA branch for its attention term, 6 x 2 x (q_term +
+// kv_r (h + H (n + v) + 1) + h r + H v h + s H (n + r) / 2 + s H v / 2) per token, q_term = q_r (h +
+// H (n + r) + 1): that branch halves the core attention for the causal mask (the multi-head branch
+// above is the older form without it, as the published Megatron-Core figures used).
 #pragma once
 
 #include "workload/model_spec.hpp"

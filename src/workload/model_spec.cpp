@@ -16,6 +16,41 @@ bool ModelSpec::is_moe(int block) const {
   return std::binary_search(moe_layer_ids.begin(), moe_layer_ids.end(), block);
 }
 
+double ModelSpec::qk_width() const {
+  return mla.on() ? static_cast<double>(heads) * (mla.qk_nope_head_dim + mla.qk_rope_head_dim) : q_width();
+}
+
+double ModelSpec::v_width() const { return mla.on() ? static_cast<double>(heads) * mla.v_head_dim : q_width(); }
+
+double ModelSpec::mla_latent() const {
+  return mla.on() ? static_cast<double>(mla.q_lora_rank) + mla.kv_lora_rank + mla.qk_rope_head_dim : 0.0;
+}
+
+double ModelSpec::attention_proj_params() const {
+  const double d = d_model;
+  if (!mla.on()) return d * (2.0 * q_width() + 2.0 * kv_width());
+  const double qr = mla.q_lora_rank, kvr = mla.kv_lora_rank, r = mla.qk_rope_head_dim;
+  const double queries = qr > 0 ? d * qr + qr * qk_width() : d * qk_width();
+  const double keys_values = d * (kvr + r) + kvr * heads * (static_cast<double>(mla.qk_nope_head_dim) + mla.v_head_dim);
+  return queries + keys_values + v_width() * d;
+}
+
+double ModelSpec::attention_bias_params() const {
+  if (mla.on()) return static_cast<double>(mla.q_lora_rank) + mla.kv_lora_rank + (attention_sinks ? heads : 0);
+  return q_width() + 2.0 * kv_width() + d_model + (attention_sinks ? heads : 0);
+}
+
+double ModelSpec::attention_gemm_in_width() const {
+  if (!mla.on()) return d_model + q_width();
+  return static_cast<double>(d_model) + mla.q_lora_rank + mla.kv_lora_rank + v_width();
+}
+
+double ModelSpec::attention_gemm_out_width() const {
+  if (!mla.on()) return q_width() + 2.0 * kv_width() + d_model;
+  return static_cast<double>(mla.q_lora_rank) + qk_width() + mla.kv_lora_rank + mla.qk_rope_head_dim +
+         static_cast<double>(heads) * (mla.qk_nope_head_dim + mla.v_head_dim) + d_model;
+}
+
 const char* attention_name(AttentionImpl a) {
   switch (a) {
     case AttentionImpl::kFlash: return "flash";
@@ -155,7 +190,17 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
                   : *s == "standard" ? AttentionImpl::kStandard
                                      : AttentionImpl::kAuto;
   m.causal = r.boolean("causal", false).value_or(true);
-  m.mla_latent = static_cast<int>(r.integer("mla_latent", false, 0, 1 << 22).value_or(0));
+  if (YAML::Node mla = r.child("mla", false); mla.IsDefined()) {
+    MapReader a(mla, "mla", ctx);
+    if (a.valid()) {
+      m.mla.q_lora_rank = static_cast<int>(a.integer("q_lora_rank", false, 0, 1 << 20).value_or(0));
+      m.mla.kv_lora_rank = static_cast<int>(a.integer("kv_lora_rank", true, 1, 1 << 20).value_or(0));
+      m.mla.qk_nope_head_dim = static_cast<int>(a.integer("qk_nope_head_dim", true, 1, 1 << 16).value_or(0));
+      m.mla.qk_rope_head_dim = static_cast<int>(a.integer("qk_rope_head_dim", true, 0, 1 << 16).value_or(0));
+      m.mla.v_head_dim = static_cast<int>(a.integer("v_head_dim", true, 1, 1 << 16).value_or(0));
+      a.finish();
+    }
+  }
   if (auto s = r.choice("ema", {"none", "gpu", "cpu"}, false))
     m.ema = *s == "gpu" ? EmaPlacement::kGpu : *s == "cpu" ? EmaPlacement::kCpu : EmaPlacement::kNone;
   // recompute: [rmsnorm, attention_up_proj] (a list; [] or absent: nothing recomputed)
@@ -242,8 +287,10 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   if (m.seq_len > 0 && m.tokens_per_gpu_iteration() > (1LL << 40))
     r.error("seq_len", fmt::format("micro_batch x seq_len x grad_accum = {} tokens per GPU per iteration, more than 2^40",
                                    m.tokens_per_gpu_iteration()));
-  if (m.mla_latent > 0 && !m.recompute.attention_up_proj)
-    r.error("mla_latent", "only the activation memory uses mla_latent, and only with recompute: [attention_up_proj]");
+  if (m.mla.on() && m.kv_heads > 0)
+    r.error("kv_heads", "MLA (mla) gives every query head its own key and value: kv_heads does not apply");
+  if (m.mla.on() && m.head_dim > 0)
+    r.error("head_dim", "MLA (mla) sets the head widths (qk_nope_head_dim, qk_rope_head_dim, v_head_dim): head_dim does not apply");
   if (m.layers > 0 && m.moe_layer_ids.empty() && !diags.has_errors())
     r.error("moe_layers", "the model has no MoE layer");
   diags.throw_if_errors();

@@ -66,7 +66,7 @@ struct Precision {
 //    residual stream), the output (the QKV projection's input, the MLP's input) is not.
 //  * attention_up_proj: the attention projections producing Q, K and V are recomputed in backward,
 //    so Q, K and V are not kept; what is kept instead is the projections' input, which for MLA is the
-//    compressed latent (`mla_latent` elements per token) and for plain multi-head attention the
+//    compressed latents (ModelSpec::mla_latent() elements per token) and for plain multi-head attention the
 //    norm output (dropped too under rmsnorm).
 // This is separate from the layout's `recompute` (none / selective / full, Korthikanti et al.), which
 // applies on top of it under --layout.
@@ -79,6 +79,28 @@ struct ActivationRecompute {
 // copy of the GPU's parameters) or on the CPU, updated asynchronously after each step (DeepSeek-V3
 // §3.2.3 "Exponential Moving Average in CPU": no GPU memory, no step time).
 enum class EmaPlacement { kNone, kGpu, kCpu };
+
+// Multi-head latent attention (MLA; DeepSeek-V2/V3, arXiv 2412.19437 §2.1.1; model field `mla` with
+// the names of DeepSeek's config.json). Per block, for H query heads of hidden size d:
+//   queries   d -> q_lora_rank (down, then an RMSNorm) -> H x (qk_nope_head_dim + qk_rope_head_dim)
+//             (up); q_lora_rank 0: d -> H x (nope + rope) directly (DeepSeek-V2-Lite)
+//   keys, values  d -> kv_lora_rank + qk_rope_head_dim (down; the rope part is one key shared by
+//             every head), the latent (RMSNorm) -> H x (qk_nope_head_dim + v_head_dim) (up)
+//   output    H x v_head_dim -> d
+// so the attention core's QK^T runs over H (nope + rope) per query and PV over H x v_head_dim
+// (DeepSeek-V3: 128 x 192 and 128 x 128, against d = 7,168 for a multi-head count), and the
+// projections hold d q_r + q_r H (n + r) + d (kv_r + r) + kv_r H (n + v) + H v d weights (187.1M in
+// DeepSeek-V3, against 4 d^2 = 205.5M). Under recompute: [attention_up_proj] the up-projections are
+// recomputed in backward from the kept latents, q_lora_rank + kv_lora_rank + qk_rope_head_dim
+// elements per token (2,112 in DeepSeek-V3).
+struct MlaGeometry {
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;  // > 0 when MLA is on
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  bool on() const { return kv_lora_rank > 0; }
+};
 
 struct ModelSpec {
   std::string name;
@@ -132,12 +154,8 @@ struct ModelSpec {
   // (BERT) set false. Flash kernels skip the masked half; the standard path computes the full square.
   bool causal = true;
   ActivationRecompute recompute;
-  // MLA (DeepSeek-V2/V3): elements per token of the compressed latents the attention keeps when its
-  // up-projections are recomputed (q_lora_rank + kv_lora_rank + qk_rope_head_dim: 1536 + 512 + 64 =
-  // 2112 in DeepSeek-V3, its config.json). 0: the attention is plain multi-head. Used by the
-  // activation memory only; the projections' FLOPs and parameters stay multi-head's 4 d^2 per block
-  // (DeepSeek-V3's MLA has 187M per block against 4 d^2 = 206M: 9% fewer).
-  int mla_latent = 0;
+  // Multi-head latent attention (model field `mla`); off unless given.
+  MlaGeometry mla;
   EmaPlacement ema = EmaPlacement::kNone;
   // Where the router's probabilities multiply the expert outputs (model field `probs_in_activation`).
   // false (default): in the unpermute / combine, which keeps each returned copy (top_k x d_model
@@ -154,13 +172,26 @@ struct ModelSpec {
   int key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   double q_width() const { return static_cast<double>(heads) * head_width(); }            // Q and the output projection's input
   double kv_width() const { return static_cast<double>(key_value_heads()) * head_width(); }  // K (and V) each
+  // The attention core's widths per query: QK^T's inner length summed over heads, and PV's output
+  // (the output projection's input). q_width() for both unless MLA: H (nope + rope) and H v.
+  double qk_width() const;
+  double v_width() const;
+  // Elements per token of the MLA latents the backward keeps when the up-projections are recomputed
+  // (q_lora_rank + kv_lora_rank + qk_rope_head_dim); 0 without MLA.
+  double mla_latent() const;
   // Weights of the Q, K, V and output projections of one block: d (q + 2 kv) + q d (4 d^2 for
-  // multi-head attention with head_dim = d / heads).
-  double attention_proj_params() const { return static_cast<double>(d_model) * (2.0 * q_width() + 2.0 * kv_width()); }
-  // Their biases (q + 2 kv + d) and the sinks (heads when attention_sinks).
-  double attention_bias_params() const {
-    return q_width() + 2.0 * kv_width() + d_model + (attention_sinks ? heads : 0);
-  }
+  // multi-head attention with head_dim = d / heads); MLA: see MlaGeometry.
+  double attention_proj_params() const;
+  // Their biases (q + 2 kv + d) and the sinks (heads when attention_sinks); MLA: no biases, the two
+  // latents' RMSNorm weights (q_lora_rank + kv_lora_rank).
+  double attention_bias_params() const;
+  // The projections' GEMM inputs and output (gradients), elements per token summed over the GEMMs,
+  // as FP8 quantizes them (cost::fp8_quantize_bytes): multi-head d + q in (the QKV GEMM's and the
+  // output projection's), q + 2 kv + d out; MLA: d (both down-projections read the norm output,
+  // quantized once) + q_lora_rank + kv_lora_rank + H v in, q_lora_rank + H (n + r) + kv_lora_rank +
+  // r + H (n + v) + d out.
+  double attention_gemm_in_width() const;
+  double attention_gemm_out_width() const;
   int n_mats() const { return expert_mlp == ExpertMlp::kSwiGlu ? 3 : 2; }
   // Tokens one GPU routes per MoE layer per iteration.
   long long tokens_per_gpu_iteration() const {

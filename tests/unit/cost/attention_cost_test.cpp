@@ -316,3 +316,75 @@ vocab: 32000
   CHECK(cost::megatron_flops_per_token(m) - cost::megatron_flops_per_token(dense_first) ==
         doctest::Approx(12.0 * 4096 * 4096 * (10.5 - 2.0)).epsilon(1e-12));
 }
+
+TEST_CASE("multi-head latent attention: projections, core widths, kept latents, Megatron's MLA branch") {
+  // 8 heads on d 512; q_lora_rank 128, kv_lora_rank 64, nope 32, rope 16, v 32 (workload::MlaGeometry):
+  //   P = d q_r + q_r H (n + r) + d (kv_r + r) + kv_r H (n + v) + H v d
+  //     = 65,536 + 49,152 + 40,960 + 32,768 + 131,072 = 319,488 weights (multi-head: 4 d^2 = 1,048,576)
+  //   QK^T over qk = H (n + r) = 384 per query, PV over v = H v = 256 (multi-head: 512 and 512).
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const std::string mla = "mla: {q_lora_rank: 128, kv_lora_rank: 64, qk_nope_head_dim: 32, qk_rope_head_dim: 16, v_head_dim: 32}\n";
+  const auto mha = model(), m = model(mla);
+  CHECK(m.attention_proj_params() == 319488);
+  CHECK(m.qk_width() == 384);
+  CHECK(m.v_width() == 256);
+  CHECK(m.mla_latent() == 128 + 64 + 16);
+  CHECK(mha.mla_latent() == 0);
+  // Causal flash forward = b (2 s P + 2 s (s/2) (qk + v)) / (eta_attn peak) + norms + 6 launches, so
+  // multi-head minus MLA = b 2 s (4 d^2 - P) / rate + b 2 s (s/2) (1024 - 640) / rate.
+  const double rate = p.eta_attn * 125e12;
+  const cost::ComputeCost a(g, mha), c(g, m);
+  CHECK(a.attention_forward(0).value() - c.attention_forward(0).value() ==
+        doctest::Approx((b * 2 * s * (4 * d * d - 319488) + b * 2 * s * (s / 2) * (1024 - 640)) / rate).epsilon(1e-9));
+  // Standard (unfused): QK^T timed at width qk and PV at v, each its own roofline (2 b s^2 width FLOPs
+  // against the scores' and operands' bytes), so the narrower MLA widths cost less than 512 and 512.
+  CHECK(cost::ComputeCost(g, model(mla + "attention: standard\n")).attention_forward(0).value() <
+        cost::ComputeCost(g, model("attention: standard\n")).attention_forward(0).value());
+  // Parameters per block: no biases, the latents' norms 128 + 64; multi-head has 4 d^2 weights and
+  // q + 2 kv + d = 2,048 biases: 4 blocks lose 4 x (1,048,576 + 2,048 - 319,488 - 192).
+  CHECK(m.attention_bias_params() == 192);
+  CHECK(cost::count_params(mha).dense - cost::count_params(m).dense == doctest::Approx(4 * (1048576 + 2048 - 319488 - 192)));
+  // Kept per token (nothing recomputed): Q and K 384 each, V 256, the output projection's input 256,
+  // 2 bytes each = 2,560 B (multi-head: 4 x 512 x 2 = 4,096 B); under recompute: [attention_up_proj]
+  // the latents 208 x 2 instead of Q, K, V.
+  CHECK(cost::attention_kept_per_token(mha).split - cost::attention_kept_per_token(m).split == doctest::Approx(4096 - 2560));
+  const auto r = model(mla + "recompute: [attention_up_proj]\n");
+  CHECK(cost::attention_kept_per_token(r).split == doctest::Approx(208 * 2 + 256 * 2));
+  // FP8: the five projections' GEMM inputs d + q_r + kv_r + H v and outputs q_r + qk + kv_r + r +
+  // H (n + v) + d per token.
+  CHECK(m.attention_gemm_in_width() == 512 + 128 + 64 + 256);
+  CHECK(m.attention_gemm_out_width() == 128 + 384 + 64 + 16 + 512 + 512);
+  CHECK(error_field(mla + "kv_heads: 2\n") == "kv_heads");
+}
+
+TEST_CASE("Megatron-LM's MLA branch: DeepSeek-V3 by hand, against the FLOPs its report implies") {
+  // h 7168, H 128, q_r 1536, kv_r 512, n 128, r 64, v 128, s 4096, per token and block (multiply-adds):
+  //   q_term 1536 (7168 + 128 x 192 + 1) = 48,760,320; kv 512 (7168 + 128 x 256 + 1) = 20,447,744;
+  //   h r 458,752; H v h 117,440,512; s H (n + r) / 2 = 50,331,648; s H v / 2 = 33,554,432
+  //   -> 270,993,408, x 6 = 1,625,960,448 FLOPs per block.
+  // 61 blocks + 58 MoE MLPs 12 h 2048 x 9 x 3/2 + 3 dense 12 h 18432 + 6 h V (V 129,280):
+  //   99,183,587,328 + 137,933,881,344 + 4,756,340,736 + 5,560,074,240 = 247,433,883,648 FLOPs per token.
+  // DeepSeek's 385 causal TFLOPS per GPU at 19.926 s per step of 15,360 x 4,096 tokens on 2,048 GPUs
+  // (arXiv 2505.09343 Table 4) imply 385e12 / 1,541.7 tokens/s = 249.7 GFLOP per token: 0.9% apart
+  // (its count may differ in the dense FFN, here two matrices, and the MTP module).
+  const auto m = workload::load_model(R"(schema: hecate-sim/model@1
+name: dsv3
+layers: 61
+moe_layers: from 3
+d_model: 7168
+d_ffn: 2048
+d_ffn_dense: 18432
+expert_mlp: swiglu
+experts: 256
+top_k: 8
+shared_experts: 1
+heads: 128
+seq_len: 4096
+vocab: 129280
+mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
+)",
+                                      "dsv3.yaml");
+  CHECK(m.attention_proj_params() == 187105280);
+  CHECK(cost::megatron_flops_per_token(m) == doctest::Approx(247433883648.0).epsilon(1e-12));
+}

@@ -13,7 +13,8 @@ using namespace hs;
 namespace {
 
 // models/deepseek-v3-like.yaml as trained: FP8 compute, fp32 gradients and master weights, bf16
-// AdamW moments, RMSNorm and MLA up-projections recomputed, MLA latents 1536 + 512 + 64, EMA on CPU.
+// AdamW moments, RMSNorm and MLA up-projections recomputed, MLA as DeepSeek-V3's config.json gives it
+// (latents 1536 + 512 + 64, 128 heads of 128 + 64 for QK^T and 128 for PV), EMA on CPU.
 const char* kModel = R"(schema: hecate-sim/model@1
 name: DeepSeek-V3-like
 layers: 61
@@ -32,7 +33,7 @@ grad_accum: 120
 vocab: 129280
 precision: {params: bf16, grads: fp32, master: fp32, optimizer: adam, moments: bf16, activations: bf16, compute: fp8}
 recompute: [rmsnorm, attention_up_proj]
-mla_latent: 2112
+mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
 ema: cpu
 )";
 
@@ -47,41 +48,45 @@ TEST_CASE("DeepSeek-V3 memory per GPU, stage 1 of PP16 under 1F1B, summed by han
   REQUIRE(l.dp == 128);
   REQUIRE(l.edp() == 2);
   // Stage 1 holds blocks 4..7 (61 = 16 x 3 + 13: the first 13 stages take 4), all MoE.
-  // Params, per MoE block (d = 7168):
-  //   attention 4 d^2 + 4 d + two norms 4 d    = 205,520,896 + 28,672 + 28,672 = 205,578,240
+  // Params, per MoE block (d = 7168, H = 128 heads):
+  //   MLA projections: q down d x 1536 = 11,010,048; q up 1536 x H x (128 + 64) = 37,748,736;
+  //   kv down d x (512 + 64) = 4,128,768; kv up 512 x H x (128 + 128) = 16,777,216; output H x 128 x d
+  //   = 117,440,512                              -> 187,105,280
+  //   + the latents' norms 1536 + 512 + two block norms 4 d = 2,048 + 28,672 -> attention 187,136,000
   //   router gate d x 256                      =   1,835,008
   //   shared expert 3 x 7168 x 2048            =  44,040,192
-  //   dense                                    = 251,453,440;  x 4 blocks = 1,005,813,760
+  //   dense                                    = 233,011,200;  x 4 blocks =   932,044,800
   //   routed experts 256 / 64 = 4 x 44,040,192 = 176,160,768;  x 4 blocks =   704,643,072
-  //   total 1,710,456,832 parameters.
-  const double dense = 1005813760.0, experts = 704643072.0, all = dense + experts;
+  //   total 1,636,687,872 parameters.
+  const double dense = 932044800.0, experts = 704643072.0, all = dense + experts;
   // Balanced routing: a GPU receives 4,096 tokens x 8 x (4 of 256 experts) x 64 senders = 32,768
   // routed tokens per MoE block and micro-batch, 131,072 over the stage's four blocks.
   const auto mem = cost::layout_memory(m, l, 1, 131072, 32768);
-  CHECK(mem.params == hs::test::approx(all * 2));  // bf16 working copy: 3,420,913,664 B = 3.19 GiB
-  CHECK(mem.grads == hs::test::approx(all * 4));   // fp32 gradients:    6,841,827,328 B = 6.37 GiB
+  CHECK(mem.params == hs::test::approx(all * 2));  // bf16 working copy: 3,273,375,744 B = 3.05 GiB
+  CHECK(mem.grads == hs::test::approx(all * 4));   // fp32 gradients:    6,546,751,488 B = 6.10 GiB
   // Optimizer: fp32 master 4 + two bf16 moments 4 = 8 B, dense over dp 128, experts over edp 2:
-  //   8 x (1,005,813,760 / 128 + 704,643,072 / 2) = 8 x 360,179,456 = 2,881,435,648 B = 2.68 GiB
+  //   8 x (932,044,800 / 128 + 704,643,072 / 2) = 8 x 359,603,136 = 2,876,825,088 B = 2.68 GiB
   //   (EMA on CPU: nothing on the GPU; with ema: gpu another 4 B per parameter).
   CHECK(mem.optimizer == hs::test::approx(8 * (dense / 128 + experts / 2)));
   // Activations of one micro-batch, per token of a block (bytes, h = 7168):
   //   attention: norm inputs 2 h x 2 = 28,672; QKV input 0 (RMSNorm recomputed); dropout mask h =
   //   7,168; Q, K, V replaced by the MLA latents 2,112 x 2 = 4,224 (up-projections recomputed);
-  //   output projection input in E5M6 h x (1.5 + 4/128) = 10,976           -> 51,040 B per token
+  //   output projection input (PV's output, H x 128 = 16,384 wide) in E5M6 16,384 x (1.5 + 4/128) =
+  //   25,088                                                                  -> 65,152 B per token
   //   shared expert: input 0 (a norm output), SwiGLU input 2 x 2048 x (1 + 4/128) = 4,224 B per token
-  // Per block: 4,096 x (51,040 + 4,224) = 226,361,344, plus the permuted copies 4,096 x 8 x h x 2 =
-  // 469,762,048: 696,123,392; x 4 blocks = 2,784,493,568.
+  // Per block: 4,096 x (65,152 + 4,224) = 284,164,096, plus the permuted copies 4,096 x 8 x h x 2 =
+  // 469,762,048: 753,926,144; x 4 blocks = 3,015,704,576.
   // Routed tokens: input h x (1 + 4/128) = 7,392 + SwiGLU input 4,224 = 11,616 B, x 131,072 =
-  // 1,522,532,352. One micro-batch: 4,307,025,920 B. 1F1B keeps pp - 1 = 15 of them on stage 1:
-  //   64,605,388,800 B = 60.17 GiB.
-  CHECK(cost::stage_activation_bytes(m, l, 1, 131072) == hs::test::approx(4307025920.0));
-  CHECK(mem.activations == hs::test::approx(15 * 4307025920.0));
+  // 1,522,532,352. One micro-batch: 4,538,236,928 B. 1F1B keeps pp - 1 = 15 of them on stage 1:
+  //   68,073,553,920 B = 63.40 GiB.
+  CHECK(cost::stage_activation_bytes(m, l, 1, 131072) == hs::test::approx(4538236928.0));
+  CHECK(mem.activations == hs::test::approx(15 * 4538236928.0));
   // All-to-all buffers: (4,096 x 8 sent + 32,768 received) x h x 2 = 939,524,096 B; reserve 1 GiB.
   CHECK(mem.comm_buffers == hs::test::approx(939524096.0));
-  // Sum: 3,420,913,664 + 6,841,827,328 + 2,881,435,648 + 64,605,388,800 + 939,524,096 + 1,073,741,824
-  //    = 79,762,831,360 B = 74.29 GiB: fits in 80 GiB with 5.71 GiB to spare (NCCL's buffers, counted
+  // Sum: 3,273,375,744 + 6,546,751,488 + 2,876,825,088 + 68,073,553,920 + 939,524,096 + 1,073,741,824
+  //    = 82,783,772,160 B = 77.10 GiB: fits in 80 GiB with 2.90 GiB to spare (NCCL's buffers, counted
   //    by the strategies, come on top).
-  CHECK(mem.total() == hs::test::approx(79762831360.0));
+  CHECK(mem.total() == hs::test::approx(82783772160.0));
   CHECK(mem.total() < 80.0 * (1 << 30));
 
   // The same model trained as the preset did before (bf16 compute, bf16 gradients, fp32 moments,
@@ -91,7 +96,7 @@ TEST_CASE("DeepSeek-V3 memory per GPU, stage 1 of PP16 under 1F1B, summed by han
   bf16.precision.grad_bytes = 2;
   bf16.precision.moment_bytes = 4;
   bf16.recompute = {};
-  bf16.mla_latent = 0;
+  bf16.mla = {};  // multi-head attention of d = 7168, as the preset was
   // Per block 4,096 x (15 x 7,168 + shared (h + 3 x 2048) x 2 = 26,624) + 469,762,048 = 1,019,215,872;
   // routed 131,072 x 26,624 = 3,489,660,928; one micro-batch 4 x 1,019,215,872 + 3,489,660,928.
   CHECK(cost::stage_activation_bytes(bf16, l, 1, 131072) == hs::test::approx(4 * 1019215872.0 + 3489660928.0));
@@ -147,7 +152,10 @@ TEST_CASE("the bundled deepseek-v3-like preset is the model of this test") {
   CHECK(preset.precision.master_bytes == here.precision.master_bytes);
   CHECK(preset.recompute.rmsnorm);
   CHECK(preset.recompute.attention_up_proj);
-  CHECK(preset.mla_latent == here.mla_latent);
+  CHECK(preset.mla_latent() == here.mla_latent());
+  CHECK(preset.attention_proj_params() == here.attention_proj_params());
+  CHECK(preset.qk_width() == here.qk_width());
+  CHECK(preset.v_width() == here.v_width());
   CHECK(preset.ema == workload::EmaPlacement::kCpu);
   CHECK(preset.probs_in_activation);  // the preset's assumption (models/deepseek-v3-like.yaml)
   CHECK(preset.layers == here.layers);

@@ -90,7 +90,7 @@ TEST_CASE("attention and causal: defaults, values, overrides, errors") {
   CHECK_THROWS_AS(workload::load_model(kModel, "m.yaml", {"attention=sparse"}), InputError);
 }
 
-TEST_CASE("as trained: precision.compute, moments, recompute, mla_latent, ema; errors name the field") {
+TEST_CASE("as trained: precision.compute, moments, recompute, mla, ema; errors name the field") {
   auto m = workload::load_model(kModel, "m.yaml");
   CHECK_FALSE(m.precision.fp8());
   CHECK(m.precision.optimizer_bytes() == 8);  // two fp32 moments
@@ -98,12 +98,14 @@ TEST_CASE("as trained: precision.compute, moments, recompute, mla_latent, ema; e
   CHECK(m.ema == workload::EmaPlacement::kNone);
   auto t = workload::load_model(kModel, "m.yaml",
                                 {"precision.compute=fp8", "precision.moments=bf16", "recompute=[rmsnorm, attention_up_proj]",
-                                 "mla_latent=96", "ema=cpu"});
+                                 "mla={kv_lora_rank: 64, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16}",
+                                 "ema=cpu"});
   CHECK(t.precision.fp8());
   CHECK(t.precision.optimizer_bytes() == 4);  // two bf16 moments (DeepSeek-V3 §3.3.3)
   CHECK(t.recompute.rmsnorm);
   CHECK(t.recompute.attention_up_proj);
-  CHECK(t.mla_latent == 96);
+  // Latents kept under recomputed up-projections: q_lora_rank 0 + kv_lora_rank 64 + rope 8 = 72.
+  CHECK(t.mla_latent() == 72);
   CHECK(t.ema == workload::EmaPlacement::kCpu);
   auto error_of = [](const std::vector<std::string>& sets) {
     try {
@@ -118,6 +120,12 @@ TEST_CASE("as trained: precision.compute, moments, recompute, mla_latent, ema; e
   CHECK(error_of({"recompute=[attention]"}).find("recompute[0]") != std::string::npos);
   CHECK(error_of({"recompute=rmsnorm"}).find("expected a list") != std::string::npos);
   CHECK(error_of({"ema=host"}).find("ema") != std::string::npos);
-  // mla_latent without recomputed up-projections would be ignored: refused.
-  CHECK(error_of({"mla_latent=96"}).find("attention_up_proj") != std::string::npos);
+  // MLA needs its latent and head widths; it names the missing or misplaced field.
+  CHECK(error_of({"mla={kv_lora_rank: 64}"}).find("mla.qk_nope_head_dim") != std::string::npos);
+  CHECK(error_of({"mla={kv_lora_rank: 64, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, rank: 2}"})
+            .find("mla.rank") != std::string::npos);
+  CHECK(error_of({"mla={kv_lora_rank: 64, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16}", "head_dim=32"})
+            .find("head_dim") != std::string::npos);
+  CHECK(error_of({"mla=512"}).find("expected a map") != std::string::npos);
+  CHECK(error_of({"mla_latent=96"}).find("mla_latent") != std::string::npos);  // the field it replaced: unknown
 }
