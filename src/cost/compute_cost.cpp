@@ -163,7 +163,9 @@ Seconds ComputeCost::attention_backward(int block) const { return attention_time
 
 Seconds ComputeCost::attention_weight_grad() const {
   const double s = m_.seq_len, b = m_.micro_batch;
-  return Seconds(b * 2.0 * s * m_.attention_proj_params() / (p_.eta_attn * gpu_.peak_flops.value())) + p_.launch * 2;
+  // At the rate attention_time runs the projections: FP8 (eta_attn_fp8 of peak_fp8) or bf16.
+  const double rate = m_.precision.fp8() ? p_.eta_attn_fp8 * gpu_.peak_fp8.value() : p_.eta_attn * gpu_.peak_flops.value();
+  return Seconds(b * 2.0 * s * m_.attention_proj_params() / rate) + p_.launch * 2;
 }
 
 Seconds ComputeCost::router_and_permute(double tokens) const {

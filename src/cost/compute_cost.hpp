@@ -148,8 +148,8 @@ class ComputeCost {
   Seconds attention_backward(int block) const;
   // The weight-gradient part of attention_backward (W of a split backward: ZB-H1, DualPipe): the
   // QKV / output projections' weight-gradient GEMMs, 2*s*P FLOPs per sequence for P projection
-  // weights (8*s*d^2 for multi-head attention: the forward's projection FLOPs) at eta_attn, and
-  // their two launches; the core attention and the norms have no weights, so the rest of the
+  // weights (8*s*d^2 for multi-head attention: the forward's projection FLOPs) at eta_attn (FP8
+  // models: eta_attn_fp8 of peak_fp8, as the backward's projections run), and their two launches; the core attention and the norms have no weights, so the rest of the
   // backward is the input gradient (B). The same for every block.
   Seconds attention_weight_grad() const;
   // Keys one query attends to on average in `block` (the score and value GEMMs' inner length), as

@@ -126,11 +126,17 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
 }
 
 std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st) {
-  return {resolved_text("layout", workload::describe(layout)), resolved_value("pp_bubble", st.bubble),
-          resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
-          resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3),
-          resolved_value("dp_comm_ms", st.dp_comm_total * 1e3),
-          resolved_text("dp_buckets", fmt::format("dense {}, expert {} (stage 0)", st.dense_buckets, st.expert_buckets))};
+  std::vector<ResolvedSetting> r = {
+      resolved_text("layout", workload::describe(layout)), resolved_value("pp_bubble", st.bubble),
+      resolved_value("tp_comm_on_path_ms", st.tp_comm * 1e3), resolved_value("pp_comm_on_path_ms", st.pp_comm * 1e3),
+      resolved_value("dp_comm_on_path_ms", st.dp_comm * 1e3), resolved_value("dp_comm_ms", st.dp_comm_total * 1e3),
+      resolved_text("dp_buckets", fmt::format("dense {}, expert {} (stage 0)", st.dense_buckets, st.expert_buckets))};
+  if (layout.pp > 1)  // stage 0's compute stream by schedule op (graph/pipeline_phases.hpp)
+    r.push_back(resolved_text(
+        "pp_phases_ms", fmt::format("stage 0: 1F {:.2f}, 1B {:.2f}, 1W {:.2f}, 1F1B {:.2f}, bubble {:.2f}, after {:.2f}",
+                                    st.phases.forward * 1e3, st.phases.backward * 1e3, st.phases.weight * 1e3,
+                                    st.phases.paired * 1e3, st.phases.idle * 1e3, st.phases.after * 1e3)));
+  return r;
 }
 
 std::unique_ptr<Strategy> make_layout_strategy(const StrategySpec& spec, const Context& ctx,

@@ -347,6 +347,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     idle += flush - last_busy;
     stats_.bubble += idle / flush / P;
   }
+  // Stage 0's phases: each chunk task on its first GPU's compute stream to the op of its schedule it
+  // belongs to (pass, micro-batch, chunk), the optimizer step and other tasks to none.
+  {
+    const std::vector<PipelineOp> ops = pipeline_ops(L, 0, M);
+    std::map<std::tuple<int, int, int>, int> op_of;  // (F 0 / B 1 / W 2, micro-batch, chunk) -> op
+    for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+      op_of[{ops[i].weight ? 2 : ops[i].forward ? 0 : 1, ops[i].mb, ops[i].chunk}] = i;
+    std::vector<OpTaskSpan> spans;
+    for (engine::TaskId x : g.queue(first_compute_[0])) {
+      const Label& lb = labels_[g.tag(x)];
+      int op = -1;
+      if (lb.pass != Pass::kNone && busy_task(x)) {  // a chunk's compute or TP collective, not the optimizer
+        const int kind = lb.pass == Pass::kForward ? 0 : lb.pass == Pass::kWeightGrad ? 2 : 1;
+        auto it = op_of.find({kind, lb.mb, lb.chunk / P});
+        if (it != op_of.end()) op = it->second;
+      }
+      spans.push_back({sim.start_time(x), sim.end_time(x), op});
+    }
+    stats_.phases = pipeline_phases(ops, spans, res.time);
+  }
   if (m.capacity_factor) {  // token dropping (strategy/capacity.hpp): each layer's tally, its micro-batches' summed
     res.routed_tokens.assign(LM, 0.0);
     res.dropped_tokens.assign(LM, 0.0);

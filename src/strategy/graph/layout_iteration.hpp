@@ -99,6 +99,7 @@
 #include "strategy/deepep_dispatch.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/graph/path_breakdown.hpp"
+#include "strategy/graph/pipeline_phases.hpp"
 #include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
@@ -163,6 +164,7 @@ struct LayoutStats {
   int expert_buckets = 1;
   double bubble = 0;       // mean over stages of the schedule's idle fraction of their first GPU's
                            // compute stream (waits on the stage's own communication and sends excluded)
+  PipelinePhases phases;   // stage 0's first GPU's compute stream by op kind (pipeline_phases.hpp)
 };
 
 struct LayoutSparse {

@@ -209,6 +209,13 @@ TEST_CASE("attention's weight gradient (W of a split backward): the projections'
   const double w = b * 8 * s * d * d / (p.eta_attn * 125e12) + 2 * p.launch.value();
   CHECK(c.attention_weight_grad().value() == doctest::Approx(w).epsilon(1e-12));
   CHECK(c.attention_weight_grad().value() < c.attention_backward(0).value() / 2);  // B keeps the larger part
+  // FP8 (precision.compute: fp8): the projections' weight gradients run at eta_attn_fp8 x peak_fp8,
+  // as the backward's projections do (250 TFLOP/s here: 4.29e9 / (0.533 x 250e12) = 32.2 us + 10 us).
+  auto g8 = g;
+  g8.peak_fp8 = FlopRate(250e12);
+  const cost::ComputeCost c8(g8, model("", {"precision.compute=fp8"}));
+  CHECK(c8.attention_weight_grad().value() ==
+        doctest::Approx(b * 8 * s * d * d / (p.eta_attn_fp8 * 250e12) + 2 * p.launch.value()).epsilon(1e-12));
 }
 
 namespace {

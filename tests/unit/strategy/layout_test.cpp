@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <set>
@@ -12,6 +15,7 @@
 #include "engine/simulation.hpp"
 #include "strategy/policy/ep/ep.hpp"
 #include "strategy/graph/layout_iteration.hpp"
+#include "strategy/graph/pipeline_phases.hpp"
 #include "strategy/layout_strategy.hpp"
 #include "support/resolved_setting.hpp"
 #include "support/test_platforms.hpp"
@@ -1155,6 +1159,49 @@ TEST_CASE("ZB-H1 and DualPipe in the layout graph: smaller bubbles than 1F1B, th
   CHECK(bd < bz);
   CHECK(tz < t1);
   CHECK(td < tz);
+  // Stage 0's phases (pp_phases_ms) add up to the iteration; 1F1B has neither W ops nor pairs,
+  // ZB-H1 W ops and no pairs, DualPipe both; 1F1B's stage 0 runs m forwards and m backwards.
+  auto phases = [&](const std::string& text) {
+    auto l = layout(text, topo, model);
+    auto s = strategy::make_layout_strategy(strategy::parse_strategy_spec("ep"), ctx, l);
+    const auto r = s->simulate(test::uniform_loads(8, 4, 8, 2048.0 * m));
+    const std::string t = test::resolved_json(*s, "pp_phases_ms");
+    double f, b, w, fb, idle, after;
+    REQUIRE(std::sscanf(t.c_str(), "\"stage 0: 1F %lf, 1B %lf, 1W %lf, 1F1B %lf, bubble %lf, after %lf", &f, &b, &w, &fb, &idle,
+                        &after) == 6);
+    CHECK(std::abs(f + b + w + fb + idle + after - r.time * 1e3) <= 6 * 0.005);  // six figures rounded to 0.01 ms
+    return std::array<double, 6>{f, b, w, fb, idle, after};
+  };
+  const auto p1 = phases("pp=4"), pz = phases("pp=4,schedule=zb-h1"), pd = phases("pp=4,schedule=dualpipe");
+  CHECK(p1[2] == 0);
+  CHECK(p1[3] == 0);
+  CHECK(p1[1] > p1[0]);  // a backward costs more than a forward
+  CHECK(pz[2] > 0);
+  CHECK(pz[3] == 0);
+  CHECK(pd[2] > 0);
+  CHECK(pd[3] > 0);
+  CHECK(pd[4] < p1[4]);  // DualPipe idles less than 1F1B on stage 0
+}
+
+TEST_CASE("pipeline phases of one stream, by hand") {
+  // Ops F0, F1 paired with B0, W0, B1 (split), W1; tasks (start, end, op): F0 [0, 2]; F1 [3, 4] and
+  // B0 [3.5, 6] -> the pair spans [3, 6]; W0 [6, 7]; B1 [8, 9]; W1 [9, 10]; the optimizer [10, 11]
+  // (no op); iteration 12 s. 1F 2, 1F1B 3, 1W 1 + 1 = 2, 1B 1, bubble: the last op ends at 10, the
+  // spans cover 8 of it: 2 ([2, 3] and [7, 8]); after 12 - 10 = 2. Sum 12.
+  using strategy::PipelineOp;
+  const std::vector<PipelineOp> ops = {{true, 0, 0, false, false, false}, {true, 1, 0, false, false, true},
+                                       {false, 0, 0, true, false, false}, {false, 0, 0, false, true, false},
+                                       {false, 1, 0, true, false, false}, {false, 1, 0, false, true, false}};
+  const std::vector<strategy::OpTaskSpan> tasks = {{0, 1, 0}, {1, 2, 0},   {3, 4, 1},  {3.5, 6, 2},
+                                                   {6, 7, 3}, {8, 9, 4},   {9, 10, 5}, {10, 11, -1}};
+  const auto ph = strategy::pipeline_phases(ops, tasks, 12);
+  CHECK(ph.forward == 2);
+  CHECK(ph.paired == 3);
+  CHECK(ph.weight == 2);
+  CHECK(ph.backward == 1);
+  CHECK(ph.idle == 2);
+  CHECK(ph.after == 2);
+  CHECK(ph.total() == 12);
 }
 
 TEST_CASE("DualPipe's overlapped pairs hide all-to-alls behind the other chunk's compute") {
