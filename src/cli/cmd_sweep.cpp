@@ -21,6 +21,7 @@
 #include "app/mpi_sweep.hpp"
 #include "cli/option_checks.hpp"
 #include "app/point_eval.hpp"
+#include "app/sweep_batch.hpp"
 #include "cli/progress_options.hpp"
 #include "strategy/runner.hpp"
 #include "sweep/parallel_map.hpp"
@@ -117,9 +118,6 @@ int run_sweep(SweepOptions o) {
                        fmt::format("expected two knobs the sweep varies, as KNOB,KNOB (it varies: {})", fmt::join(cols, ", ")));
     o.heatmap = {o.heatmap_arg.substr(0, comma), o.heatmap_arg.substr(comma + 1)};
   }
-  std::vector<sweep::SweepPoint> points;
-  for (auto& p : sweep::expand(spec))
-    if (p.index % shards == shard) points.push_back(std::move(p));
   std::string prefix = o.out;
   if (prefix.empty()) prefix = std::filesystem::path(o.file).stem().string();
   if (shards > 1) prefix += fmt::format(".shard{}-of-{}", shard, shards);
@@ -129,13 +127,23 @@ int run_sweep(SweepOptions o) {
     check_output_path(prefix + ".csv", "--out");
     check_output_path(o.report, "--report");
   }
+  // batch: max-fit is chosen on the whole grid, before a shard takes its points, so every shard and
+  // rank agrees on each setting's micro_batch.
+  std::vector<sweep::SweepPoint> grid = sweep::expand(spec);
+  std::vector<std::string> batch_notes;
+  if (spec.batch_max_fit) batch_notes = app::apply_max_fit_batch(grid, spec, ScenarioCache(std::filesystem::path(o.file).parent_path()));
+  std::vector<sweep::SweepPoint> points;
+  for (auto& p : grid)
+    if (p.index % shards == shard) points.push_back(std::move(p));
   const auto cols = sweep::knob_columns(spec);
   ScenarioCache cache(std::filesystem::path(o.file).parent_path());
   const Constraints constraints{spec.must_fit, spec.peak_memory_cap};
   for (const auto& p : points) cache.load(p, spec.seed);
   check_layouts(points, cache);
-  if (!worker)
+  if (!worker) {
     for (const auto& w : cache.warnings()) fmt::print(stderr, "{}\n", w);
+    for (const auto& n : batch_notes) fmt::print(stderr, "{}\n", n);
+  }
   if (worker) {
     std::map<int, const sweep::SweepPoint*> by_index;
     for (const auto& p : points) by_index[p.index] = &p;

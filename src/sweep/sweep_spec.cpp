@@ -1,5 +1,6 @@
 #include "sweep/sweep_spec.hpp"
 
+#include <cstdlib>
 #include <fmt/format.h>
 
 #include "strategy/strategy.hpp"
@@ -182,6 +183,27 @@ SweepSpec parse_sweep(const std::string& text, const std::string& file) {
       diags.error(ctx.at(n), "search", "expected grid or {random: {samples: N, seed: S}}");
     }
   }
+  if (auto n = r.child("batch", false); n) {
+    s.batch_at = ctx.at(n);
+    if (n.IsScalar() && n.Scalar() == "max-fit") s.batch_max_fit = true;
+    else diags.error(ctx.at(n), "batch", fmt::format("expected max-fit (the Hecate paper's batch rule), got {}",
+                                                     n.IsScalar() ? "'" + n.Scalar() + "'" : describe_yaml_type(n)));
+  }
+  if (auto n = r.child("batch_candidates", false); n) {
+    if (!s.batch_max_fit && !r.has("batch")) diags.error(ctx.at(n), "batch_candidates", "needs batch: max-fit");
+    for (const auto& v : values_of(n, "batch_candidates", ctx)) {
+      char* end = nullptr;
+      const long x = std::strtol(v.text.c_str(), &end, 10);
+      if (*end != '\0' || x < 1 || x > (1 << 20))
+        diags.error(v.at, "batch_candidates", fmt::format("expected a micro-batch (sequences per GPU) of at least 1, got '{}'", v.text));
+      else
+        s.batch_candidates.push_back(static_cast<int>(x));
+    }
+  }
+  if (s.batch_max_fit)
+    for (const auto& m : s.model)
+      if (m.name == "micro_batch")
+        diags.error(m.values.front().at, "model.micro_batch", "batch: max-fit chooses micro_batch itself: drop this axis");
   // Every point of the grid is held in memory (a random search samples from the expanded grid), so
   // a grid beyond kMaxSweepPoints is refused here, before anything is expanded.
   double points = static_cast<double>(s.topologies.size()) * s.traces.size() * s.networks.size() * s.models.size() *

@@ -21,6 +21,13 @@
 //   objective: mean_iteration_time                        # | p99_iteration_time | tokens_per_second
 //   constraints: {fits_memory: true, peak_memory: 60GiB}  # optional
 //   search: grid                                          # or {random: {samples: 20, seed: 1}}
+//   batch: max-fit                                        # optional: the Hecate paper's batch rule
+//   batch_candidates: [64, 32, 16, 8]                     # optional, with batch: max-fit
+//
+// batch: max-fit sets each setting's micro_batch (app/sweep_batch.hpp) to the largest candidate at
+// which every point of the setting (all its strategies and knob values) fits in memory, as
+// `run --batch max-fit` does for the strategies it compares; `model: {micro_batch: ...}` is then
+// refused (the rule chooses it).
 #pragma once
 
 #include <cstdint>
@@ -73,6 +80,9 @@ struct SweepSpec {
   bool random = false;
   int samples = 0;
   uint64_t search_seed = 1;
+  bool batch_max_fit = false;        // batch: max-fit
+  std::vector<int> batch_candidates; // batch_candidates (empty: app::kDefaultCandidates)
+  SourceLocation batch_at;           // where `batch` is written
 };
 
 // Throws InputError with every problem found.

@@ -908,5 +908,48 @@ assert float(m.group(5)) > float(m.group(6)), note
 assert all(s["fits_memory"] for s in d["strategies"] if s["name"] != "bound"), d["strategies"]
 PY
 
+# batch: max-fit in a sweep file: per setting the micro_batch `run --batch max-fit` chooses for the
+# same strategies (here 4 on p3dn/gpt-moe-s: at 8 EP needs 35.5 of 32 GiB), every row at it, the same
+# times as that run; 2 shards agree with the whole sweep.
+cat > "$tmp/mf.yaml" <<EOF
+schema: hecate-sim/sweep@1
+topologies: [aws-p3dn-v100-2node]
+traces: [$root/traces/gpt-moe-s-aux_loss.json.gz]
+strategies:
+  ep: {}
+  fssdp: {overlap_degree: [2, 8]}
+iterations: 3
+batch: max-fit
+batch_candidates: [16, 8, 4, 2, 1]
+EOF
+( cd "$tmp" && "$simabs" sweep mf.yaml --out mf -q > /dev/null 2> mf.err \
+  && for k in 0 1; do "$simabs" sweep mf.yaml --shard $k/2 --out mfs -q > /dev/null 2>&1; done \
+  && "$simabs" sweep mf.yaml --out mfs -q --merge mfs.shard0-of-2.jsonl mfs.shard1-of-2.jsonl > /dev/null 2>&1 )
+"$sim" run aws-p3dn-v100-2node "$root/traces/gpt-moe-s-aux_loss.json.gz" --strategy ep,fssdp:overlap_degree=2,fssdp:overlap_degree=8 \
+  --iterations 3 --batch max-fit --batch-candidates 16,8,4,2,1 --format json -q > "$tmp/mf-run.json" 2>/dev/null
+python3 - "$tmp" <<'PY' && echo "ok: sweep batch: max-fit chooses run --batch max-fit's micro_batch, same times, shards agree" \
+  || { echo "FAIL: sweep batch: max-fit"; fails=$((fails+1)); }
+import json, sys
+t = sys.argv[1]
+rows = [json.loads(l) for l in open(t + "/mf.jsonl")]
+run = json.load(open(t + "/mf-run.json"))
+note = [w for w in run["warnings"] if "--batch max-fit" in w][0]
+assert "micro_batch 4," in note, note
+assert all(r["model"] == "micro_batch=4" and r["fits"] for r in rows if r["role"] == "point"), rows
+by_spec = {r["spec"]: r["mean_ms"] for r in rows if r["role"] == "point"}
+for s in run["strategies"]:
+    assert abs(by_spec[s["name"]] - s["iteration_time_s"]["mean"] * 1e3) < 1e-3, (s["name"], by_spec)
+err = open(t + "/mf.err").read()
+assert "sweep: batch max-fit: micro_batch 4 at aws-p3dn-v100-2node" in err and "micro_batch 8: ep needs" in err, err
+assert open(t + "/mf.jsonl").read() == open(t + "/mfs.jsonl").read()
+PY
+printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [%s]\nstrategies: {ep: {}}\nmodel: {micro_batch: [2, 4]}\nbatch: max-fit\n' \
+  "$root/traces/gpt-moe-s-aux_loss.json.gz" > "$tmp/mf-bad.yaml"
+expect 2 "mf-bad.yaml:5:.*model.micro_batch: batch: max-fit chooses micro_batch itself" -- "$sim" sweep "$tmp/mf-bad.yaml" --out "$tmp/mfb"
+printf 'schema: hecate-sim/sweep@1\ntopologies: [dgx-h100-1node]\ntraces: [%s]\nstrategies: {ep: {}}\nbatch: largest\nbatch_candidates: [4, 0]\n' \
+  "$root/traces/gpt-moe-s-aux_loss.json.gz" > "$tmp/mf-bad2.yaml"
+expect 2 "mf-bad2.yaml:5:.*batch: expected max-fit" -- "$sim" sweep "$tmp/mf-bad2.yaml" --out "$tmp/mfb"
+expect 2 "mf-bad2.yaml:6:.*batch_candidates: expected a micro-batch" -- "$sim" sweep "$tmp/mf-bad2.yaml" --out "$tmp/mfb"
+
 if [ "$fails" -gt 0 ]; then echo "$fails CLI case(s) failed"; exit 1; fi
 echo "all CLI cases passed"

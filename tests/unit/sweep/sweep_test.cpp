@@ -266,3 +266,20 @@ TEST_CASE("coordinate descent finds the optimum of a separable objective in far 
   CHECK(c.best.knobs[0].second != "3");
   CHECK(c.best.mean_ms == 1);  // a = 2 or 4, b = 1, c = y
 }
+
+TEST_CASE("batch: max-fit and batch_candidates parsed; a micro_batch axis beside it refused at its place") {
+  const std::string head = "schema: hecate-sim/sweep@1\ntopologies: [a]\ntraces: [t]\nstrategies: {ep: {}}\n";
+  const auto s = parse_sweep(head + "batch: max-fit\nbatch_candidates: [8, 4, 2]\n", "s.yaml");
+  CHECK(s.batch_max_fit);
+  CHECK(s.batch_candidates == std::vector<int>{8, 4, 2});
+  CHECK_FALSE(parse_sweep(head, "s.yaml").batch_max_fit);
+  auto e = errors_of(head + "model: {micro_batch: [4, 8]}\nbatch: max-fit\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "s.yaml:5:23: error: model.micro_batch: batch: max-fit chooses micro_batch itself: drop this axis");
+  e = errors_of(head + "batch: largest\nbatch_candidates: [4, 0, x]\n");
+  REQUIRE(e.size() == 3);
+  CHECK(e[0].find("s.yaml:5:8: error: batch: expected max-fit") == 0);
+  CHECK(e[1].find("s.yaml:6:23: error: batch_candidates: expected a micro-batch") == 0);
+  CHECK(e[2].find("got 'x'") != std::string::npos);
+  CHECK(errors_of(head + "batch_candidates: [4]\n").front().find("batch_candidates: needs batch: max-fit") != std::string::npos);
+}
