@@ -197,6 +197,7 @@ oss=(dgx-h100-8node "$tmp/oss-uniform.json.gz" --model gpt-oss-120b --set grad_a
 sim_run throughput,verdict "${oss[@]}" --layout gpt-oss-120b --set attention=standard
 sim_run throughput "${oss[@]}" --layout gpt-oss-120b
 sim_run throughput "${oss[@]}" --layout gpt-oss-120b,recompute=selective --set attention=standard
+sim_run throughput "${oss[@]}" --layout gpt-oss-120b --set attention=standard --set attention_dropout=0.1
 echo "\$ hecate-sim trace gen --model mixtral-8x7b --sources 64 --iterations 3 --preset uniform --seed 1 -o mixtral-uniform.json.gz"
 "$sim" trace gen --model mixtral-8x7b --sources 64 --iterations 3 --preset uniform --seed 1 -o "$tmp/mixtral-uniform.json.gz" > /dev/null 2>&1
 mixp=(--model mixtral-8x7b --set grad_accum=16 --strategy ep --iterations 3)

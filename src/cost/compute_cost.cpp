@@ -152,9 +152,13 @@ Seconds ComputeCost::attention_time(bool backward, int block) const {
     return Seconds(std::max(flops / gemm_rate, bytes / mem_rate));
   };
   const Seconds bmms = bmm(qk) + bmm(v);
-  const double elementwise_bytes = elems * (backward ? 5.0 * ab + 1.0 : 4.0 * ab + 1.0);
+  // Softmax forward 2 ab, backward 3 ab per element; attention dropout adds 2 ab + 1 each way and
+  // one launch (none at attention_dropout 0).
+  const bool dropout = m_.has_attention_dropout();
+  const double elementwise_bytes =
+      elems * ((backward ? 3.0 * ab : 2.0 * ab) + (dropout ? 2.0 * ab + 1.0 : 0.0));
   return proj + Seconds((elementwise_bytes + norm_bytes) / mem_rate) + bmms * (backward ? 2 : 1) +
-         p_.launch * (backward ? 15 : 9);
+         p_.launch * ((backward ? 15 : 9) - (dropout ? 0 : 1));
 }
 
 Seconds ComputeCost::attention_forward(int block) const { return attention_time(false, block); }

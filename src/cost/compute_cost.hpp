@@ -36,15 +36,17 @@
 //     FusedScaleMaskSoftmax and torch dropout, Korthikanti et al. 2022 §4.1 for what is kept):
 //       scale+mask+softmax (fused): read scores ab, write probabilities ab           = 2*ab
 //       dropout: read probabilities ab, write dropped probabilities ab, mask 1 byte  = 2*ab + 1
-//     i.e. (4*ab + 1)*E bytes forward, 9 B per element in bf16 (attention dropout assumed on, as
-//     Megatron's default 0.1 and Korthikanti's count). 9 launches (flash's 6 less the flash kernel,
-//     plus QK^T, softmax, dropout, PV).
+//     i.e. (4*ab + 1)*E bytes forward, 9 B per element in bf16, with attention dropout (the model's
+//     attention_dropout > 0: Megatron's default 0.1 and Korthikanti's count); 9 launches (flash's 6
+//     less the flash kernel, plus QK^T, softmax, dropout, PV). Without it (attention_dropout: 0, as
+//     GPT-OSS trains) 2*ab*E and 8 launches.
 //   Backward: flash 2x the forward's FLOPs and memory-bound bytes, 10 launches. Standard: projections
 //   2x; four score GEMMs (dP = dO V^T, dV = P'^T dO, dQ = dS K, dK = dS^T Q), each 2*s^2*d FLOPs per
 //   sequence with the same roofline bytes as forward; element-wise
 //       dropout backward: read dP ab and the mask 1, write ab                        = 2*ab + 1
 //       softmax backward: read probabilities ab and their gradient ab, write ab      = 3*ab
-//     i.e. (5*ab + 1)*E bytes, 11 B per element in bf16; norms 2x; 15 launches.
+//     i.e. (5*ab + 1)*E bytes, 11 B per element in bf16; norms 2x; 15 launches (without attention
+//     dropout 3*ab*E and 14).
 // * FP8 (model precision.compute: fp8; DeepSeek-V3, arXiv 2412.19437, §3.3, and Transformer Engine's
 //   block scaling). The linear layers' GEMMs (expert FFNs, shared experts, dense FFNs, the attention
 //   projections; Fprop, Dgrad and Wgrad alike) run at the GPU's FP8 peak (gpu.peak_fp8: 1,979 TFLOPS

@@ -56,7 +56,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
   auto block = [&](int blk) {
     double bytes = (l.sequence_parallel ? attn.total() / t : attn.replicated + attn.split / t) * s * b;
     if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
-      bytes += 5.0 * m.heads * s * s * b / t * half;
+      bytes += attention_score_kept_bytes(m) * m.heads * s * s * b / t;
     if (m.is_moe(blk)) {
       bytes += tokens * combine_kept_per_token(m);                                         // returned copies
       bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts

@@ -69,6 +69,11 @@ AttentionKept attention_kept_per_token(const workload::ModelSpec& m) {
   return k;
 }
 
+double attention_score_kept_bytes(const workload::ModelSpec& m) {
+  // Softmax output 2, dropout mask 1 and dropout output 2 per element in 16-bit (Korthikanti's 5).
+  return (m.has_attention_dropout() ? 5.0 : 2.0) * m.precision.activation_bytes / 2.0;
+}
+
 double combine_kept_per_token(const workload::ModelSpec& m) {
   return m.probs_in_activation ? 0.0 : m.top_k * static_cast<double>(m.d_model) * m.precision.activation_bytes;
 }
@@ -82,12 +87,12 @@ double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swigl
 }
 
 double activation_bytes(const workload::ModelSpec& m, double received_tokens_all_layers) {
-  const double s = m.seq_len, b = m.micro_batch, ab = m.precision.activation_bytes;
+  const double s = m.seq_len, b = m.micro_batch;
   const double tokens = s * b;
   const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
   double bytes = m.layers * attention_kept_per_token(m).total() * tokens;
-  if (m.attention == workload::AttentionImpl::kStandard)  // scores kept: Korthikanti's 5as^2b per block
-    bytes += m.layers * 5.0 * m.heads * s * s * b * (ab / 2.0);
+  if (m.attention == workload::AttentionImpl::kStandard)  // Korthikanti's 5as^2b per block: softmax output
+    bytes += m.layers * attention_score_kept_bytes(m) * m.heads * s * s * b;
   for (int blk = 0; blk < m.layers; ++blk) {
     if (m.is_moe(blk)) {
       bytes += tokens * combine_kept_per_token(m);                                         // returned copies

@@ -21,8 +21,9 @@
 // (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.1,
 // eq. 1 / Table 2: attention 11sbh + two layer norms 4sbh, in 2-byte elements). With standard
 // (unfused) attention each block also keeps 5*a*s^2*b*(act_bytes/2) bytes, the paper's 5as^2b:
-// softmax output 2as^2b, dropout mask as^2b, dropout output 2as^2b (s x s per head); flash attention
-// keeps no s^2 tensor. The implementation is m.attention as resolved where the model met the
+// softmax output 2as^2b, dropout mask as^2b, dropout output 2as^2b (s x s per head); without
+// attention dropout (attention_dropout: 0) the softmax output alone, 2as^2b; flash attention keeps no
+// s^2 tensor. The implementation is m.attention as resolved where the model met the
 // topology (cost::resolve_attention); a still-kAuto model counts as flash, what a GPU of unknown
 // compute capability (assumed 8.0) runs. An MoE layer keeps, per routed token received, its input (h)
 // and the FFN intermediates (n_mats * d_ffn), plus the combine's copies of the expert outputs
@@ -115,6 +116,9 @@ struct AttentionKept {
   double total() const { return replicated + split; }
 };
 AttentionKept attention_kept_per_token(const workload::ModelSpec& m);
+// Bytes unfused (standard) attention keeps per score element (a s^2 b of them per block): the
+// softmax output, and with attention dropout its mask and output: (5 or 2) x act_bytes / 2.
+double attention_score_kept_bytes(const workload::ModelSpec& m);
 
 // Bytes per token an MoE layer's combine keeps for backward: its top_k returned copies (top_k x h x
 // activation bytes) for the router probabilities' gradient, or nothing when the probabilities

@@ -190,6 +190,7 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
                   : *s == "standard" ? AttentionImpl::kStandard
                                      : AttentionImpl::kAuto;
   m.causal = r.boolean("causal", false).value_or(true);
+  m.attention_dropout = r.number("attention_dropout", false, 0, 0.99).value_or(0.1);
   if (YAML::Node mla = r.child("mla", false); mla.IsDefined()) {
     MapReader a(mla, "mla", ctx);
     if (a.valid()) {

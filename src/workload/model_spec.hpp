@@ -150,6 +150,13 @@ struct ModelSpec {
   // rewrites kAuto where the model meets a topology (the CLI, once); ComputeCost resolves its own copy
   // from its GpuModel; activation_bytes() counts a still-kAuto model as kFlash.
   AttentionImpl attention = AttentionImpl::kAuto;
+  // Dropout probability on the attention probabilities (model field `attention_dropout`; Megatron's
+  // --attention-dropout, default 0.1). It matters where the attention is unfused (standard): with it,
+  // a dropout kernel after the softmax and, kept for backward, its mask and output beside the softmax
+  // output (Korthikanti et al. 2022: 5 a s^2 b bytes per block in 16-bit); at 0 neither, only the
+  // softmax output (2 a s^2 b). Flash kernels fuse it (nothing kept either way).
+  double attention_dropout = 0.1;
+  bool has_attention_dropout() const { return attention_dropout > 0; }
   // Causal (decoder, GPT-like) self-attention. Default true: MoE LMs are decoders; encoder models
   // (BERT) set false. Flash kernels skip the masked half; the standard path computes the full square.
   bool causal = true;

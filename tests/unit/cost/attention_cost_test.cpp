@@ -395,3 +395,27 @@ mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_
   CHECK(m.attention_proj_params() == 187105280);
   CHECK(cost::megatron_flops_per_token(m) == doctest::Approx(247433883648.0).epsilon(1e-12));
 }
+
+TEST_CASE("attention_dropout 0: no dropout kernel, only the softmax output kept (unfused attention)") {
+  // Standard attention, E = b a s^2 = 2 x 8 x 1024^2 = 16,777,216 score elements per block. Attention
+  // dropout is one kernel of 2 ab + 1 = 5 bytes per element each way (read and write ab, the 1-byte
+  // mask) and one launch: without it forward and backward are each 5 E / (eta_mem hbm) + one launch
+  // shorter. Kept per block: Korthikanti's 5 a s^2 b bytes (softmax output 2, mask 1, dropout output
+  // 2 per element) -> 2 a s^2 b, the softmax output alone: 4 blocks x 3 x 8 x 1024^2 x 2 fewer bytes.
+  // Flash attention fuses dropout: nothing changes there.
+  const auto g = gpu(8.0);
+  const cost::ComputeParams p;
+  const auto with = model("attention: standard\n"), without = model("attention: standard\nattention_dropout: 0\n");
+  CHECK(with.attention_dropout == 0.1);
+  const cost::ComputeCost cw(g, with), co(g, without);
+  const double elems = b * a * s * s, mem_rate = p.eta_mem * 0.9e12;
+  CHECK(cw.attention_forward(0).value() - co.attention_forward(0).value() ==
+        doctest::Approx(elems * 5 / mem_rate + p.launch.value()).epsilon(1e-9));
+  CHECK(cw.attention_backward(0).value() - co.attention_backward(0).value() ==
+        doctest::Approx(elems * 5 / mem_rate + p.launch.value()).epsilon(1e-9));
+  CHECK(cost::activation_bytes(with, 0) - cost::activation_bytes(without, 0) == doctest::Approx(L * 3 * a * s * s * b));
+  const auto fw = model("attention: flash\n"), fo = model("attention: flash\nattention_dropout: 0\n");
+  CHECK(cost::ComputeCost(g, fw).attention_forward(0).value() == cost::ComputeCost(g, fo).attention_forward(0).value());
+  CHECK(cost::activation_bytes(fw, 0) == cost::activation_bytes(fo, 0));
+  CHECK(error_field("attention_dropout: 1.5\n") == "attention_dropout");
+}
