@@ -4,7 +4,8 @@
 # Mean iteration time and peak memory per GPU for EP, FSSDP and FSDP; "-" where a strategy does not
 # run under the layout (DualPipe runs expert parallelism only). About 2 minutes of CPU, most of it
 # the DeepSeek-V3 rows (2,048 GPUs, 120 micro-batches). A second table: EP on the deepseek-v3
-# preset with NCCL's and DeepEP's dispatch (docs/manual.md, "Node-limited routing and DeepEP").
+# preset with NCCL's and DeepEP's dispatch (docs/manual.md, "Node-limited routing and DeepEP"). A
+# third: the deepseek-v3 preset as trained with one effect taken away at a time (~2 more minutes).
 # Usage: scripts/layout-table.sh [BINARY]   (default build-release/src/cli/hecate-sim, brought up to date)
 set -euo pipefail
 sim="${1:-}"
@@ -70,3 +71,32 @@ echo "|---|---|---|---|---|---|"
 drow "\`nccl\` (default; node limit or not: NCCL sends per expert either way)" --layout deepseek-v3
 drow "\`dispatcher=deepep\`" --layout deepseek-v3,dispatcher=deepep
 drow "\`dispatcher=deepep\`, \`route_groups=8\`, \`max_nodes=4\`" --layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4
+
+# The ablation table of docs/manual.md ("Parallel layouts", DeepSeek-V3): the preset as trained
+# (FP8, DualPipe, DeepEP dispatch, node-limited routing, MLA) with one effect taken away at a time:
+# step, peak memory, GPU-hours per 10^12 tokens, and the step's change against the full row.
+arow() {  # arow LABEL ARGS...
+  local label="$1"; shift
+  "$sim" run "${ds[@]}" "$@" --strategy ep --iterations 1 --format json -q > "$tmp/a.json" 2>/dev/null
+  python3 - "$tmp/a.json" "$label" "${full:-}" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["strategies"][0]
+t = s["iteration_time_s"]["mean"]
+full = float(sys.argv[3]) if sys.argv[3] else t
+fit = "" if s["fits_memory"] else ", does not fit"
+print(f"| {sys.argv[2]} | {t:.2f} s ({(t / full - 1) * 100:+.1f}%) | {s['peak_memory_bytes'] / 2**30:.1f} GiB{fit} | "
+      f"{s['throughput']['gpu_hours_per_trillion_tokens']:,.0f} |")
+PY
+}
+full_args=(--layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4)
+"$sim" run "${ds[@]}" "${full_args[@]}" --strategy ep --iterations 1 --format json -q > "$tmp/full.json" 2>/dev/null
+full=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["strategies"][0]["iteration_time_s"]["mean"])' "$tmp/full.json")
+echo
+echo "| DeepSeek-V3 as trained, one effect taken away (EP, grad_accum 120; published step 19.926 s) | step (vs as trained) | peak | GPU-hours per 10^12 tokens |"
+echo "|---|---|---|---|"
+arow "as trained: FP8, DualPipe, DeepEP, node-limited routing (M = 4), MLA" "${full_args[@]}"
+arow "bf16 instead of FP8 (\`precision.compute=bf16\`)" "${full_args[@]}" --set precision.compute=bf16
+arow "ZB-H1 instead of DualPipe (\`schedule=zb-h1\`)" --layout deepseek-v3,dispatcher=deepep,schedule=zb-h1 --set route_groups=8 --set max_nodes=4
+arow "1F1B instead of DualPipe (\`schedule=1f1b\`)" --layout deepseek-v3,dispatcher=deepep,schedule=1f1b --set route_groups=8 --set max_nodes=4
+arow "no node limit (any token to any node)" --layout deepseek-v3,dispatcher=deepep
+arow "NCCL's all-to-all instead of DeepEP" --layout deepseek-v3 --set route_groups=8 --set max_nodes=4
