@@ -16,18 +16,20 @@
 // The partial tiles of a problem (m or n not a multiple of the tile) are computed whole: t tokens
 // are ceil(t / tile_m) tile rows.
 //
-// Parameters (ComputeParams::tiles; fitted per GPU by `calibrate`, calib/measured.hpp fit_gemm_tiles):
+// Parameters (ComputeParams::tiles; fitted per GPU by `calibrate`, calib/gemm_tiles_fit.hpp):
 //   tile_m x tile_n = 128 x 128: one of the two CTA tiles Hopper bf16 GEMMs use (cuBLAS / CUTLASS
 //     sm90 kernels run 128 x 128 and 128 x 256 output tiles); fitted to the data below with each,
 //     128 x 128 fits better (mean squared log error 0.0101 against 0.0116 for 128 x 256 with its
-//     own eta_tile 0.81, k_fill 288, call 7 us, on a coarser grid).
+//     own eta_tile 0.81, k_fill 288, call 7 us; both on a coarser grid than calibrate's).
 //   eta_tile 0.79, k_fill 272, call 12.5 us: fitted jointly to the four H100 SXM5 shapes of
 //     validation/results/h100-sxm5-80gb (8 experts in one strided-batched cuBLAS call per weight
 //     matrix, 16-8192 tokens per expert) on every other row, least squares of log(model/measured);
 //     README.md there gives the held-out errors. Not fitted to any training throughput.
 // Subadditive over a split of the tiles (the lower bound's premise, strategy/policy/bound): the sum
 // over waves is the integral over u of ceil(N(u) / sms) x unit, N(u) the tiles longer than u, and
-// ceil(a + b) <= ceil(a) + ceil(b).
+// ceil(a + b) <= ceil(a) + ceil(b). Splitting one weight gradient's K (an expert's tokens over two
+// GPUs) is not a split of tiles; the property tests check that case (expert_gemm_test.cpp,
+// bound_test.cpp) rather than prove it.
 #pragma once
 
 #include <span>

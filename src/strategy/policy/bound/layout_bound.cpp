@@ -48,9 +48,10 @@
 // The lower bound (`bound`, strategy/policy/bound/layout_bound.cpp) under a parallel layout: no strategy built under the
 // same layout (ep, fssdp, fsdp, smartmoe) finishes an iteration faster, for the same model, trace,
 // topology and cost models. Not the oracle: it is a reference, not a placement. It gives every
-// expert of a stage the stage's mean count, and gemm is convex (a max of affine terms), so
-// sum_e gemm(mean) <= sum_e gemm(c_e) (Jensen): where the all-to-all costs little it can be below
-// the bound (tests/unit/strategy/bound_test.cpp shows a case).
+// expert of a stage the stage's mean count, and the curve's gemm is convex (a max of affine terms),
+// so sum_e gemm(mean) <= sum_e gemm(c_e) (Jensen): where the all-to-all costs little it can be below
+// the bound (tests/unit/strategy/bound_test.cpp shows a case). The tile model's waves are not
+// convex (ceilings), so there the oracle's expert compute is near, not always below, the bound's.
 //
 // It runs the layout's iteration graph (strategy/graph/layout_iteration.hpp) with every MoE layer planned
 // as follows; the TP collectives, attention, dense FFNs, router and permutes, LM head, the pipeline's
