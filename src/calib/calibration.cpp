@@ -71,9 +71,12 @@ std::string to_yaml(const Calibration& c) {
       if (!parts.empty()) s += fmt::format("  {}: {{{}}}\n", tier, parts);
     }
   }
-  if (c.eta_max || c.hbm_efficiency || c.kernel_launch_s || c.interference.any()) {
+  if (c.eta_max || c.gemm_tiles || c.hbm_efficiency || c.kernel_launch_s || c.interference.any()) {
     s += "gpu:\n";
     if (c.eta_max && c.t_half) s += fmt::format("  gemm: {{eta_max: {:.6g}, t_half: {:.6g}}}\n", *c.eta_max, *c.t_half);
+    if (const auto& t = c.gemm_tiles)
+      s += fmt::format("  gemm_tiles: {{tile_m: {}, tile_n: {}, eta_tile: {:.6g}, k_fill: {:.6g}, call: {:.6g}us}}\n", t->tile_m,
+                       t->tile_n, t->eta_tile, t->k_fill, t->call.value() * 1e6);
     if (c.hbm_efficiency) s += fmt::format("  hbm_efficiency: {:.6g}\n", *c.hbm_efficiency);
     if (c.kernel_launch_s) s += fmt::format("  kernel_launch: {:.6g}us\n", *c.kernel_launch_s * 1e6);
     if (c.interference.any()) s += fmt::format("  overlap_slowdown: {}\n", overlap_yaml(c.interference));
@@ -165,6 +168,21 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
           m.finish();
         }
       }
+      if (auto gt = g.child("gemm_tiles", false); gt) {
+        MapReader m(gt, "gpu.gemm_tiles", ctx);
+        if (m.valid()) {
+          cost::GemmTileParams t;
+          t.tile_m = static_cast<int>(m.integer("tile_m", false, 1, 4096).value_or(t.tile_m));
+          t.tile_n = static_cast<int>(m.integer("tile_n", false, 1, 4096).value_or(t.tile_n));
+          t.eta_tile = m.number("eta_tile", true, 1e-3, 1.0).value_or(t.eta_tile);
+          t.k_fill = m.number("k_fill", true, 0, 1e6).value_or(t.k_fill);
+          const auto call = m.quantity("call", Dimension::kTime, true);
+          if (call && (*call < 0 || *call > 1e-2)) m.error("call", "expected a time in [0, 10ms] (fixed time per GEMM launch)");
+          t.call = Seconds(call.value_or(t.call.value()));
+          m.finish();
+          c.gemm_tiles = t;
+        }
+      }
       if (g.has("hbm_efficiency")) c.hbm_efficiency = g.number("hbm_efficiency", false, 1e-3, 1.0);
       if (g.has("kernel_launch")) {
         c.kernel_launch_s = g.quantity("kernel_launch", Dimension::kTime, false);
@@ -200,7 +218,8 @@ topology::TopologyAdjust topology_adjust(const Calibration& c) {
 }
 
 void apply_compute(const Calibration& c, cost::ComputeParams& p) {
-  if (c.eta_max && c.t_half) p.eta_max = *c.eta_max, p.t_half = *c.t_half;
+  if (c.eta_max && c.t_half) p.eta_max = *c.eta_max, p.t_half = *c.t_half, p.gemm_model = cost::GemmModel::kCurve;
+  if (c.gemm_tiles) p.tiles = *c.gemm_tiles, p.gemm_model = cost::GemmModel::kTiles;
   if (c.hbm_efficiency) p.eta_mem = *c.hbm_efficiency;
   if (c.kernel_launch_s) p.launch = Seconds(*c.kernel_launch_s);
 }

@@ -14,6 +14,9 @@
 //     net: {LL: {latency_scale: 1.2, bandwidth_scale: 1}}
 //   gpu:
 //     gemm: {eta_max: 0.74, t_half: 61}      # expert-GEMM efficiency curve (cost/compute_cost.hpp)
+//     gemm_tiles: {tile_m: 128, tile_n: 128, eta_tile: 0.79, k_fill: 288, call: 12us}  # tile/wave model
+//                                            # (cost/gemm_tiles.hpp); present, it prices the GEMMs; absent,
+//                                            # a `gemm` curve does (files written before the tile model)
 //     hbm_efficiency: 0.88                   # achievable fraction of HBM bandwidth (eta_mem)
 //     kernel_launch: 4.1us                   # per kernel launch (ComputeParams::launch)
 //     overlap_slowdown: {compute: {gemm: {network: 0.21}}, communication: {network: 0.05}}
@@ -63,6 +66,7 @@ struct Calibration {
   std::vector<LinkClassCalibration> links;
   std::vector<ProtocolCalibration> protocols;
   std::optional<double> eta_max, t_half;  // GEMM curve (both or neither)
+  std::optional<cost::GemmTileParams> gemm_tiles;  // the tile/wave model's fit
   std::optional<double> hbm_efficiency;
   std::optional<double> kernel_launch_s;
   engine::InterferenceOverride interference;  // the overlap slowdowns' cells it sets

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "calib/calibration.hpp"
+#include "calib/gemm_tiles_fit.hpp"
 #include "calib/link_fit.hpp"
 #include "calib/measured.hpp"
 #include "calib/memory_fit.hpp"
@@ -189,6 +190,10 @@ int run_calibrate(const CalibrateOptions& o) {
   }
 
   // The GPU from hecate-validate.
+  std::vector<calib::GemmSuite> gemm_suites;
+  int gemm_files = 0;
+  std::vector<double> hbm_copies;
+  std::string hbm_copy_file;
   for (const calib::Measured& m : measured) {
     const std::string& path = m.file;
     progress.update(done++, "fitting the GPU to " + path);
@@ -203,12 +208,15 @@ int run_calibrate(const CalibrateOptions& o) {
       cal.sources.push_back({path, report::content_hash(read_file(path)),
                              fmt::format("hecate-validate on {}: {}", m.device.empty() ? "?" : m.device, fmt::join(gave, ", "))});
     if (m.has_gemm()) {
+      gemm_suites.push_back(calib::gemm_suite(m));
       if (auto g = calib::fit_gemm(m, topo.gpu_model().peak_flops.value())) {
-        if (cal.eta_max)
-          throw InputError({path, 0, 0}, "expert_ffn", "a second GEMM measurement: calibrate one GPU's curve from one file");
-        cal.eta_max = g->fit.eta_max;
-        cal.t_half = g->fit.t_half;
-        report += fmt::format("\nexpert GEMM ({}): eta_max {:.3f}, t_half {:.1f} from {} compute-bound rows of the {}-expert "
+        // The curve is one shape's: written to the file only when one shape was measured (the tile
+        // model below prices the GEMMs either way).
+        if (gemm_files++ == 0)
+          cal.eta_max = g->fit.eta_max, cal.t_half = g->fit.t_half;
+        else
+          cal.eta_max.reset(), cal.t_half.reset();
+        report += fmt::format("\nexpert GEMM curve ({}): eta_max {:.3f}, t_half {:.1f} from {} compute-bound rows of the {}-expert "
                               "suite; efficiency error on {} held-out rows {:.1f}% median ({:.1f}% with the defaults)\n",
                               path, g->fit.eta_max, g->fit.t_half, g->fit_rows, g->experts, g->held_rows,
                               g->held_median_error * 100, g->held_median_error_default * 100);
@@ -223,7 +231,10 @@ int run_calibrate(const CalibrateOptions& o) {
       report += fmt::format("HBM copy ({}): {:.0f} GB/s = {:.3f} of the topology's {:.0f} GB/s (was {:.2f}){}\n", path,
                             m.hbm_Bps / 1e9, eta, hbm / 1e9, defaults.eta_mem,
                             m.memory_kernels.empty() ? "" : "; the materialize kernels below set eta_mem instead");
-      if (m.memory_kernels.empty()) set_once(cal.hbm_efficiency, eta, path, "hbm_copy");
+      if (m.memory_kernels.empty()) {  // one GPU's copy rate: the mean over the files (set below)
+        if (hbm_copies.empty()) hbm_copy_file = path;
+        hbm_copies.push_back(eta);
+      }
     }
     if (auto f = calib::fit_memory_kernels(m.memory_kernels, hbm, defaults.eta_mem, defaults.launch.value())) {
       set_once(cal.hbm_efficiency, f->eta_mem, path, "materialize");
@@ -265,7 +276,34 @@ int run_calibrate(const CalibrateOptions& o) {
                               r.gemm_slowdown(), r.comm_slowdown());
     }
   }
-  if (cal.links.empty() && !cal.eta_max && !cal.hbm_efficiency && !cal.interference.any())
+  if (!hbm_copies.empty()) {
+    double sum = 0;
+    for (double e : hbm_copies) sum += e;
+    set_once(cal.hbm_efficiency, sum / static_cast<double>(hbm_copies.size()), hbm_copy_file, "hbm_copy");
+    if (hbm_copies.size() > 1)
+      report += fmt::format("HBM copy: eta_mem {:.3f}, the mean of {} files' copy rates\n", *cal.hbm_efficiency, hbm_copies.size());
+  }
+  if (!gemm_suites.empty()) {
+    // The tile/wave model: one parameter set for every shape measured (calib/gemm_tiles_fit.hpp).
+    const auto& gpu = topo.gpu_model();
+    const int sms = gpu.sms > 0 ? gpu.sms : cost::kDefaultSms;
+    const double eta_mem = cal.hbm_efficiency.value_or(cost::ComputeParams{}.eta_mem);
+    if (auto t = calib::fit_gemm_tiles(gemm_suites, gpu, sms, eta_mem, cost::GemmTileParams{})) {
+      cal.gemm_tiles = t->params;
+      report += fmt::format("\nexpert GEMM tile/wave model ({} shape(s), {} SMs, tiles {}x{}, eta_mem {:.3f}): eta_tile {:.3f}, "
+                            "k_fill {:.0f}, {:.1f} us per launch from {} rows (every other); on {} held-out rows |error| "
+                            "median {:.1f}%\n",
+                            gemm_suites.size(), sms, t->params.tile_m, t->params.tile_n, eta_mem, t->params.eta_tile,
+                            t->params.k_fill, t->params.call.value() * 1e6, t->fit_rows, t->held_rows,
+                            t->held_median_error * 100);
+      for (const auto& f : t->files)
+        report += fmt::format("  {}: held-out |error| median {:.1f}%, all rows {:.1f}%\n", f.file, f.held_median_error * 100,
+                              f.median_error * 100);
+    } else {
+      report += "\nexpert GEMM tile/wave model: not fitted, fewer than three rows\n";
+    }
+  }
+  if (cal.links.empty() && !cal.eta_max && !cal.gemm_tiles && !cal.hbm_efficiency && !cal.interference.any())
     throw InputError({"calibrate", 0, 0}, "", "the measurements gave nothing to fit (see the messages above)");
   progress.update(done, "done");
   progress.finish();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <vector>
 
 #include "util/diagnostics.hpp"
 
@@ -30,7 +31,7 @@ void resolve_attention(workload::ModelSpec& m, const topology::GpuModel& gpu) {
 }
 
 ComputeCost::ComputeCost(const topology::GpuModel& gpu, const workload::ModelSpec& model, ComputeParams p)
-    : gpu_(gpu), m_(model), p_(p) {
+    : gpu_(gpu), m_(model), p_(p), sms_(gpu.sms > 0 ? gpu.sms : kDefaultSms) {
   resolve_attention(m_, gpu_);
   if (m_.precision.fp8() && !(gpu_.peak_fp8.value() > 0))  // check_precision refuses it at the input
     throw std::invalid_argument("ComputeCost: an FP8 model on a GPU without gpu.peak_fp8");
@@ -57,6 +58,43 @@ Seconds ComputeCost::gemm(double tokens, double k, double n, double mats, double
   return Seconds(std::max(t_compute, t_memory));
 }
 
+Seconds ComputeCost::tiled_call(std::span<const double> rows, double n, double k, bool weight_grad, double weight_bytes,
+                                double act_bytes, bool keep_bf16) const {
+  std::vector<TileGroup> groups;
+  groups.reserve(rows.size());
+  double problems = 0, all_rows = 0;
+  for (double t : rows) {
+    if (!(t > 0)) continue;
+    groups.push_back(weight_grad ? TileGroup{gemm_tile_count(k, n, p_.tiles), t} : TileGroup{gemm_tile_count(t, n, p_.tiles), k});
+    problems += 1, all_rows += t;
+  }
+  if (groups.empty()) return Seconds(0);
+  // FP8: DeepGEMM's large-GEMM efficiency (eta_max_fp8) as the per-tile rate at the FP8 peak.
+  const bool fp8 = m_.precision.fp8() && !keep_bf16;
+  GemmTileParams tp = p_.tiles;
+  if (fp8) tp.eta_tile = p_.eta_max_fp8;
+  const double peak = fp8 ? gpu_.peak_fp8.value() : gpu_.peak_flops.value();
+  const Seconds compute = gemm_waves_time(groups, sms_, peak, tp);
+  const double bytes = problems * weight_bytes + all_rows * act_bytes;
+  return p_.tiles.call + Seconds(std::max(compute.value(), bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value())));
+}
+
+Seconds ComputeCost::tiled_mlp(std::span<const double> rows, double d, double f, int mats, bool backward) const {
+  const double pb = m_.precision.fp8() ? 1.0 : m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+  Seconds total(0);
+  for (int i = 0; i < mats; ++i) {
+    const double k = i + 1 < mats ? d : f, n = i + 1 < mats ? f : d;  // [rows x k] x [k x n]
+    if (!backward) {
+      total += tiled_call(rows, n, k, false, k * n * pb, (k + n) * ab, false);
+    } else {
+      // Data gradient [rows x n] x [n x k]; weight gradient [k x rows] x [rows x n], written in grad_bytes.
+      total += tiled_call(rows, k, n, false, k * n * pb, (k + n) * ab, false) +
+               tiled_call(rows, n, k, true, k * n * m_.precision.grad_bytes, (k + n) * ab, false);
+    }
+  }
+  return total;
+}
+
 Seconds ComputeCost::expert_quantize(double tokens, bool backward) const {
   if (!m_.precision.fp8() || tokens <= 0) return Seconds(0);
   const double k = m_.d_model, n = m_.d_ffn, mats = m_.n_mats();
@@ -71,6 +109,12 @@ Seconds ComputeCost::activation(double tokens, double f, bool gated, bool backwa
 }
 
 Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
+  if (p_.gemm_model == GemmModel::kTiles) {
+    Seconds total = tiled_mlp(tokens, m_.d_model, m_.d_ffn, m_.n_mats(), false);
+    double all = 0;
+    for (double t : tokens) total += expert_quantize(t, false), all += t;
+    return total + activation(all, m_.d_ffn, m_.n_mats() == 3, false);
+  }
   Seconds total = p_.launch;
   double all = 0;
   for (double t : tokens) {
@@ -80,13 +124,29 @@ Seconds ComputeCost::expert_forward(std::span<const double> tokens) const {
   return total + activation(all, m_.d_ffn, m_.n_mats() == 3, false);
 }
 
+Seconds ComputeCost::expert_fixed(bool backward) const {
+  const double launches = backward ? 2.0 : 1.0;
+  if (p_.gemm_model == GemmModel::kTiles) return p_.tiles.call * (launches * m_.n_mats());
+  return p_.launch * launches;
+}
+
 Seconds ComputeCost::grouped_gemm_forward(std::span<const double> tokens, double k, double n) const {
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double pb = m_.precision.fp8() ? 1.0 : m_.precision.param_bytes;
+    return tiled_call(tokens, n, k, false, k * n * pb, (k + n) * m_.precision.activation_bytes, false);
+  }
   Seconds total = p_.launch;
   for (double t : tokens) total += gemm(t, k, n, 1.0, 1.0, 0.0);
   return total;
 }
 
 Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
+  if (p_.gemm_model == GemmModel::kTiles) {
+    Seconds total = tiled_mlp(tokens, m_.d_model, m_.d_ffn, m_.n_mats(), true);
+    double all = 0;
+    for (double t : tokens) total += expert_quantize(t, true), all += t;
+    return total + activation(all, m_.d_ffn, m_.n_mats() == 3, true);
+  }
   Seconds total = p_.launch * 2;  // data-grad and weight-grad grouped launches
   double all = 0;
   for (double t : tokens) {
@@ -97,11 +157,21 @@ Seconds ComputeCost::expert_backward(std::span<const double> tokens) const {
 }
 
 Seconds ComputeCost::expert_forward_uniform(double tokens_each, int experts) const {
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const std::vector<double> rows(static_cast<size_t>(std::max(experts, 0)), tokens_each);
+    return tiled_mlp(rows, m_.d_model, m_.d_ffn, m_.n_mats(), false) + expert_quantize(tokens_each, false) * experts +
+           activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, false);
+  }
   return p_.launch + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 1.0, 0.0) + expert_quantize(tokens_each, false)) * experts +
          activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, false);
 }
 
 Seconds ComputeCost::expert_backward_uniform(double tokens_each, int experts) const {
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const std::vector<double> rows(static_cast<size_t>(std::max(experts, 0)), tokens_each);
+    return tiled_mlp(rows, m_.d_model, m_.d_ffn, m_.n_mats(), true) + expert_quantize(tokens_each, true) * experts +
+           activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, true);
+  }
   return p_.launch * 2 + (gemm(tokens_each, m_.d_model, m_.d_ffn, m_.n_mats(), 2.0, m_.precision.grad_bytes) +
                           expert_quantize(tokens_each, true)) * experts +
          activation(tokens_each * experts, m_.d_ffn, m_.n_mats() == 3, true);
@@ -188,12 +258,18 @@ Seconds ComputeCost::unpermute(double tokens) const {
 
 Seconds ComputeCost::dense_ffn_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  if (p_.gemm_model == GemmModel::kTiles)
+    return tiled_mlp(std::span<const double>(&tok, 1), m_.d_model, m_.d_ffn_dense, 2, false) + dense_quantize(tok, false) +
+           activation(tok, m_.d_ffn_dense, false, false);
   return p_.launch + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 1.0, 0.0) + dense_quantize(tok, false) +
          activation(tok, m_.d_ffn_dense, false, false);
 }
 
 Seconds ComputeCost::dense_ffn_backward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  if (p_.gemm_model == GemmModel::kTiles)
+    return tiled_mlp(std::span<const double>(&tok, 1), m_.d_model, m_.d_ffn_dense, 2, true) + dense_quantize(tok, true) +
+           activation(tok, m_.d_ffn_dense, false, true);
   return p_.launch * 2 + gemm(tok, m_.d_model, m_.d_ffn_dense, 2, 2.0, m_.precision.grad_bytes) + dense_quantize(tok, true) +
          activation(tok, m_.d_ffn_dense, false, true);
 }
@@ -207,11 +283,21 @@ Seconds ComputeCost::dense_quantize(double tokens, bool backward) const {
 // The output head stays bf16 under FP8 (DeepSeek-V3 §3.3.1): its GEMM at the bf16 peak.
 Seconds ComputeCost::head_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double d = m_.d_model, v = m_.vocab, pb = m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+    return tiled_call(std::span<const double>(&tok, 1), v, d, false, d * v * pb, (d + v) * ab, true);
+  }
   return p_.launch + gemm(tok, m_.d_model, m_.vocab, 1, 1.0, 0.0, true);
 }
 
 Seconds ComputeCost::head_backward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double d = m_.d_model, v = m_.vocab, pb = m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+    const std::span<const double> rows(&tok, 1);
+    return tiled_call(rows, d, v, false, d * v * pb, (d + v) * ab, true) +
+           tiled_call(rows, v, d, true, d * v * m_.precision.grad_bytes, (d + v) * ab, true);
+  }
   return p_.launch * 2 + gemm(tok, m_.d_model, m_.vocab, 1, 2.0, m_.precision.grad_bytes, true);
 }
 

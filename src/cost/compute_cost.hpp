@@ -1,6 +1,13 @@
 // Compute cost models: how long a GPU takes for the kernels of one training step (docs/model.md §3).
 //
-// * Expert FFN (grouped GEMM over the experts of one GPU, one launch):
+// * GEMMs, by default (GemmModel::kTiles): the tile/wave model of cost/gemm_tiles.hpp, one launch per
+//   weight matrix over all of a GPU's experts (forward; backward a data-gradient and a weight-gradient
+//   launch each, the latter with the tokens as its inner length), each call + max(waves of 128 x 128
+//   tiles on the GPU's SMs, HBM bytes / (eta_m x hbm_bw)); the expert FFN, the dense FFN and the
+//   LM head alike. Bytes per launch: the weights of every problem with tokens (param bytes; the
+//   weight gradient writes grad bytes) and t (k + n) activation bytes in and out.
+// * Expert FFN under GemmModel::kCurve (a calibration's `gemm: {eta_max, t_half}`; the model before
+//   the tile model), a grouped GEMM over the experts of one GPU, one launch:
 //     per expert with t > 0 tokens (t may be fractional: an iteration's counts / grad_accum),
 //     FLOPs(t) = 2 * t * d_model * d_ffn * n_mats (x2 in backward: data-grad + weight-grad),
 //     compute  = max(FLOPs(t) / (eta_c(t) * peak), FLOPs(t_pad) / (eta_max * peak)),
@@ -85,16 +92,31 @@
 #include <span>
 #include <string>
 
+#include "cost/gemm_tiles.hpp"
 #include "topology/topology.hpp"
 #include "util/units.hpp"
 #include "workload/model_spec.hpp"
 
 namespace hs::cost {
 
+// Which GEMM model times the linear layers (expert, dense FFN and output-head GEMMs):
+//   kTiles  the tile/wave model (cost/gemm_tiles.hpp): per launch, output tiles in waves of the
+//           GPU's SMs, a pipeline fill per tile and a fixed call time; the default.
+//   kCurve  the efficiency curve eta_c(t) = eta_max t / (t + t_half) with tile padding (above), what
+//           a calibration's `gemm: {eta_max, t_half}` selects (calibrations fitted before the tile
+//           model keep meaning what they meant).
+enum class GemmModel { kTiles, kCurve };
+
+// SMs assumed for a GPU whose model names none (gpu.sms absent, infer_sm_count unknown): an H100
+// SXM5's 132, the GPU the tile parameters were fitted on.
+inline constexpr int kDefaultSms = 132;
+
 struct ComputeParams {
-  double eta_max = 0.80;     // large-GEMM fraction of peak (hardware.md: 0.75-0.85)
-  double t_half = 48;        // tokens/expert at which eta_c reaches eta_max / 2
-  int tile_rows = 128;       // token padding of the grouped GEMM
+  GemmModel gemm_model = GemmModel::kTiles;
+  GemmTileParams tiles;      // the tile/wave model's parameters (gemm_tiles.hpp cites them)
+  double eta_max = 0.80;     // large-GEMM fraction of peak (hardware.md: 0.75-0.85); kCurve, and the router GEMM
+  double t_half = 48;        // tokens/expert at which eta_c reaches eta_max / 2 (kCurve)
+  int tile_rows = 128;       // token padding of the grouped GEMM (kCurve)
   double eta_attn = 0.55;    // attention block GEMM efficiency (projections, flash kernel or score/value GEMMs)
   double eta_mem = 0.85;     // achievable fraction of HBM bandwidth
   Seconds launch{5e-6};      // per kernel launch / grouped launch
@@ -137,6 +159,10 @@ class ComputeCost {
   // Expert FFN of one GPU for one layer: token counts per local expert (after replica splits).
   Seconds expert_forward(std::span<const double> tokens_per_expert) const;
   Seconds expert_backward(std::span<const double> tokens_per_expert) const;
+  // The launch time a GPU with any expert tokens pays whole, whatever its share: the curve's grouped
+  // launch (p.launch, x2 backward), or the tile model's call time per launch (n_mats forward,
+  // 2 n_mats backward). The lower bound divides only the rest among a stage's GPUs.
+  Seconds expert_fixed(bool backward) const;
   // One grouped GEMM (one launch): per expert e, [t_e x k] x [k x n] forward (what the validation
   // backend's materialize suite times with unequal tokens per expert).
   Seconds grouped_gemm_forward(std::span<const double> tokens_per_expert, double k, double n) const;
@@ -186,6 +212,15 @@ class ComputeCost {
  private:
   Seconds gemm(double tokens, double k, double n, double mats, double flop_mult, double extra_bytes_per_weight,
                bool keep_bf16 = false) const;
+  // The tile/wave model (kTiles). One launch over the problems rows[i] x n x k (forward, data
+  // gradient), or, weight_grad, the weight gradients k x n with inner length rows[i]; problems with
+  // no rows are skipped and a launch without any costs 0. HBM traffic: weight_bytes per problem
+  // with rows, act_bytes per row.
+  Seconds tiled_call(std::span<const double> rows, double n, double k, bool weight_grad, double weight_bytes,
+                     double act_bytes, bool keep_bf16) const;
+  // An MLP of `mats` matrices (mats - 1 of d x f, one f x d) over the problems `rows`: one launch per
+  // matrix forward, two backward (data and weight gradient).
+  Seconds tiled_mlp(std::span<const double> rows, double d, double f, int mats, bool backward) const;
   // FP8 quantization kernels of a dense FFN over `tokens` rows (0 for bf16).
   Seconds dense_quantize(double tokens, bool backward) const;
   // Forward (backward = false) or backward attention block, launches included.
@@ -193,6 +228,7 @@ class ComputeCost {
   topology::GpuModel gpu_;
   workload::ModelSpec m_;
   ComputeParams p_;
+  int sms_;  // gpu.sms, else kDefaultSms
 };
 
 }  // namespace hs::cost

@@ -63,6 +63,9 @@ struct GpuModel {
   // Dense FP8 tensor-core peak (`gpu.peak_fp8`); 0 = the GPU has no FP8 tensor cores (V100, A100).
   // H100/H800/H200 SXM: 1,979 TFLOPS, twice the bf16 989 (NVIDIA H100 / H200 datasheets, dense).
   FlopRate peak_fp8{0};
+  // Streaming multiprocessors (`gpu.sms`): the tile/wave GEMM model's wave width (cost/gemm_tiles.hpp).
+  // Absent: inferred from the model name (infer_sm_count), else 0, which the cost model reads as 132.
+  int sms = 0;
 };
 
 // Compute capability of a known GPU family named in `model` (case-insensitive, as a word: "V100",
@@ -70,6 +73,13 @@ struct GpuModel {
 // V100 7.0, T4 7.5, A100/A800/A30 8.0, A10/A40 8.6, L4/L40(S) 8.9, H100/H800/H200/GH200 9.0,
 // B100/B200 10.0.
 std::optional<double> infer_compute_capability(std::string_view model);
+// SM count of a known data-center GPU named in `model` (matched as infer_compute_capability does);
+// nullopt otherwise. NVIDIA's architecture whitepapers: V100 SXM2 80 ("NVIDIA Tesla V100 GPU
+// Architecture", 2017, Table 1), A100 108 ("NVIDIA A100 Tensor Core GPU Architecture", 2020,
+// Table 3), H100 SXM5 132 and H100 PCIe 114 ("NVIDIA H100 Tensor Core GPU Architecture", 2022,
+// Table 3); H800 and H200 are the H100 SXM5's GH100 configuration, 132 (the H100 SXM5 measurement in
+// validation/results/h100-sxm5-80gb reads 132 from the device). A "PCIe" H100 counts 114.
+std::optional<int> infer_sm_count(std::string_view model);
 
 struct Vertex {
   std::string name;

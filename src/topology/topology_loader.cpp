@@ -40,6 +40,27 @@ std::optional<double> infer_compute_capability(std::string_view model) {
   return std::nullopt;
 }
 
+std::optional<int> infer_sm_count(std::string_view model) {
+  const auto cc = infer_compute_capability(model);
+  if (!cc) return std::nullopt;
+  std::string up(model);
+  for (auto& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto has = [&](std::string_view family) {  // as a word, as infer_compute_capability matches it
+    for (size_t at = up.find(family); at != std::string::npos; at = up.find(family, at + 1)) {
+      const size_t end = at + family.size();
+      if ((at == 0 || !std::isalnum(static_cast<unsigned char>(up[at - 1]))) &&
+          (end == up.size() || !std::isdigit(static_cast<unsigned char>(up[end]))))
+        return true;
+    }
+    return false;
+  };
+  if (has("V100")) return 80;
+  if (has("A100")) return 108;
+  if (has("H100")) return up.find("PCIE") != std::string::npos ? 114 : 132;
+  if (has("H800") || has("H200")) return 132;
+  return std::nullopt;
+}
+
 namespace {
 
 GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
@@ -71,6 +92,11 @@ GpuModel read_gpu(const YAML::Node& n, YamlContext& ctx) {
   } else if (auto cc = infer_compute_capability(g.model)) {
     g.compute_capability = *cc;
   }
+  // sms: the streaming multiprocessors (the tile/wave GEMM model's wave); absent: inferred from the name.
+  if (auto v = r.integer("sms", false, 1, 100000))
+    g.sms = static_cast<int>(*v);
+  else
+    g.sms = infer_sm_count(g.model).value_or(0);
   // overlap_slowdown: {compute: 0.189 | {gemm: .., attention: .., memory_bound: ..}, communication: 0 |
   // {nvlink: .., network: ..}} (relative; overlap_slowdown.hpp the syntax, topology.hpp the sources).
   if (YAML::Node o = r.child("overlap_slowdown", false); o.IsDefined())

@@ -111,6 +111,44 @@ TEST_CASE("calibration files round-trip and are applied to the topology") {
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\ncolour: red\n", "b.yaml"), InputError);
 }
 
+TEST_CASE("gemm_tiles in a calibration: written, read back, selects the tile model; an old curve-only file keeps the curve") {
+  calib::Calibration c;
+  c.gemm_tiles = cost::GemmTileParams{128, 256, 0.75, 200, Seconds(8e-6)};
+  c.eta_max = 0.7, c.t_half = 50;
+  const std::string y = calib::to_yaml(c);
+  CHECK(y.find("gemm_tiles: {tile_m: 128, tile_n: 256, eta_tile: 0.75, k_fill: 200, call: 8us}") != std::string::npos);
+  const calib::Calibration back = calib::parse_calibration(y, "c.yaml");
+  REQUIRE(back.gemm_tiles.has_value());
+  cost::ComputeParams p;
+  calib::apply_compute(back, p);
+  CHECK(p.gemm_model == cost::GemmModel::kTiles);
+  CHECK(p.tiles.tile_n == 256);
+  CHECK(p.tiles.eta_tile == hs::test::approx(0.75));
+  CHECK(p.tiles.call.value() == hs::test::approx(8e-6));
+  cost::ComputeParams q;
+  calib::apply_compute(calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu: {gemm: {eta_max: 0.7, t_half: 9}}\n", "o.yaml"), q);
+  CHECK(q.gemm_model == cost::GemmModel::kCurve);
+  CHECK(q.t_half == hs::test::approx(9));
+  // Bad values: the file, the line and the field.
+  for (const auto& [text, field] : std::vector<std::pair<std::string, std::string>>{
+           {"{eta_tile: 0, k_fill: 1, call: 1us}", "gpu.gemm_tiles.eta_tile"},
+           {"{eta_tile: 0.7, k_fill: -1, call: 1us}", "gpu.gemm_tiles.k_fill"},
+           {"{eta_tile: 0.7, k_fill: 1, call: 1s}", "gpu.gemm_tiles.call"},
+           {"{eta_tile: 0.7, k_fill: 1, call: 1us, tile_m: 0}", "gpu.gemm_tiles.tile_m"},
+           {"{eta_tile: 0.7, call: 1us}", "gpu.gemm_tiles.k_fill"},
+           {"{eta_tile: 0.7, k_fill: 1, call: 1us, tiles: 3}", "gpu.gemm_tiles.tiles"}}) {
+    CAPTURE(text);
+    try {
+      calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  gemm_tiles: " + text + "\n", "cal.yaml");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("cal.yaml:3:") != std::string::npos);
+      CHECK(what.find(field) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("overlap slowdowns in a calibration: old flat files keep their meaning, measured cells replace only themselves") {
   using hs::engine::Interference;
   using hs::engine::KernelClass;

@@ -95,3 +95,49 @@ TEST_CASE("Kendall tau: same order 1, reversed -1, hand-counted pairs, ties") {
   CHECK_FALSE(calib::kendall_tau(std::vector<double>{1}, std::vector<double>{1}).has_value());
   CHECK_FALSE(calib::kendall_tau(std::vector<double>{1, 1}, std::vector<double>{1, 2}).has_value());
 }
+
+#include <cstdlib>
+#include <string>
+
+#include "calib/gemm_tiles_fit.hpp"
+
+TEST_CASE("gemm tiles fit: eta_tile, k_fill and call recovered from times the model gives") {
+  // Two shapes (gpt-moe-s-like and mixtral-like), 8 experts, tokens 16-8192 doubling; truth eta_tile
+  // 0.70, k_fill 160, call 9 us, no noise: the grid (0.005, 8, 0.5 us) holds the truth exactly.
+  topology::GpuModel gpu;
+  gpu.peak_flops = FlopRate(989e12);
+  gpu.hbm_bandwidth = Bandwidth(3.35e12);
+  cost::GemmTileParams truth;
+  truth.eta_tile = 0.70, truth.k_fill = 160, truth.call = Seconds(9e-6);
+  std::vector<calib::GemmSuite> suites{{"s.json", 768, 1536, 2, 8, {}}, {"m.json", 4096, 14336, 3, 8, {}}};
+  for (auto& s : suites)
+    for (double t = 16; t <= 8192; t *= 2) s.rows.push_back({t, calib::tiled_suite_seconds(s, t, gpu, 132, 0.85, truth)});
+  const auto f = calib::fit_gemm_tiles(suites, gpu, 132, 0.85, cost::GemmTileParams{});
+  REQUIRE(f.has_value());
+  CHECK(f->params.eta_tile == approx(0.70, 1e-9));
+  CHECK(f->params.k_fill == approx(160, 1e-9));
+  CHECK(f->params.call.value() == approx(9e-6, 1e-9));
+  CHECK(f->fit_rows == 10);  // rows 0, 2, 4, 6, 8 of each
+  CHECK(f->held_median_error < 1e-9);
+}
+
+TEST_CASE("gemm tiles fit: the cost model's defaults are the fit to the four H100 SXM5 shapes") {
+  // validation/results/h100-sxm5-80gb at eta_mem 0.85 (ComputeParams' default) on 132 SMs with
+  // 989 TFLOP/s and 3.35 TB/s (topologies/dgx-h100-1node.yaml): what GemmTileParams cites.
+  const char* fixtures = std::getenv("HECATE_FIXTURES");
+  REQUIRE(fixtures != nullptr);
+  const std::string dir = std::string(fixtures) + "/../../validation/results/h100-sxm5-80gb/";
+  std::vector<calib::GemmSuite> suites;
+  for (const char* f : {"mixtral-8x7b.json", "deepseek-v3-like.json", "gpt-moe-l.json", "gpt-moe-s.json"})
+    suites.push_back(calib::gemm_suite(calib::read_measured(dir + f)));
+  topology::GpuModel gpu;
+  gpu.peak_flops = FlopRate(989e12);
+  gpu.hbm_bandwidth = Bandwidth(3.35e12);
+  const auto f = calib::fit_gemm_tiles(suites, gpu, 132, 0.85, cost::GemmTileParams{});
+  REQUIRE(f.has_value());
+  const cost::GemmTileParams d;
+  CHECK(f->params.eta_tile == approx(d.eta_tile, 1e-9));
+  CHECK(f->params.k_fill == approx(d.k_fill, 1e-9));
+  CHECK(f->params.call.value() == approx(d.call.value(), 1e-9));
+  MESSAGE("held-out median |error| ", f->held_median_error);
+}

@@ -1,10 +1,13 @@
-// The expert GEMM cost (cost/compute_cost.hpp): the efficiency curve counted once, the tile padding
-// as a floor, the HBM roofline, and the properties the lower bound relies on.
+// The expert GEMM cost (cost/compute_cost.hpp): the tile/wave model (the default) by hand; the
+// efficiency curve (GemmModel::kCurve) counted once, the tile padding as a floor, the HBM roofline;
+// and, for both, the properties the lower bound relies on.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "cost/compute_cost.hpp"
 #include "cost/gemm_fit.hpp"
@@ -44,7 +47,8 @@ topology::GpuModel gpu() {
 
 TEST_CASE("expert GEMM: useful FLOPs over time follow the fitted curve eta_max t / (t + t_half)") {
   const auto m = model();
-  const cost::ComputeParams p;  // eta_max 0.8, t_half 48, tile 128
+  cost::ComputeParams p;  // eta_max 0.8, t_half 48, tile 128
+  p.gemm_model = cost::GemmModel::kCurve;
   const cost::ComputeCost cc(gpu(), m, p);
   const double per_token = 2.0 * m.d_model * m.d_ffn * m.n_mats();  // forward FLOPs per token
   const double launch = p.launch.value();
@@ -62,7 +66,8 @@ TEST_CASE("expert GEMM: useful FLOPs over time follow the fitted curve eta_max t
 
 TEST_CASE("expert GEMM: a sub-tile GEMM costs one tile at most, never diverging as tokens -> 0") {
   const auto m = model();
-  const cost::ComputeParams p;
+  cost::ComputeParams p;
+  p.gemm_model = cost::GemmModel::kCurve;
   const cost::ComputeCost cc(gpu(), m, p);
   const double launch = p.launch.value();
   auto gemm = [&](double t) {
@@ -83,19 +88,62 @@ TEST_CASE("expert GEMM: a sub-tile GEMM costs one tile at most, never diverging 
   }
 }
 
+TEST_CASE("expert GEMM, tile/wave model: one expert of 1024 tokens by hand") {
+  const auto m = model();  // d 4096, f 8192, GeLU MLP (2 matrices); the GPU names no SMs: 132
+  const cost::ComputeParams p;  // tiles 128 x 128, eta_tile 0.79, k_fill 272, 12.5 us per launch
+  REQUIRE(p.gemm_model == cost::GemmModel::kTiles);
+  const cost::ComputeCost cc(gpu(), m, p);
+  // Up [1024 x 4096] x [4096 x 8192]: 8 x 64 = 512 tiles, ceil(512 / 132) = 4 waves, each
+  //   2 x 128 x 128 x (4096 + 272) x 132 / (0.79 x 1e15) = 23.92 us: 95.66 us; its HBM traffic
+  //   (weights 4096 x 8192 x 2 B + 1024 x (4096 + 8192) x 2 B = 92.3 MB at 0.85 x 3 TB/s = 36.2 us)
+  //   does not bind.
+  // Down [1024 x 8192] x [8192 x 4096]: 8 x 32 = 256 tiles, 2 waves of (8192 + 272): 2 x 46.34 us.
+  // Two launches of 12.5 us: 213.3 us.
+  const double w1 = 2.0 * 128 * 128 * (4096 + 272) * 132 / (0.79 * 1000e12);
+  const double w2 = 2.0 * 128 * 128 * (8192 + 272) * 132 / (0.79 * 1000e12);
+  const double expect = 4 * w1 + 2 * w2 + 2 * 12.5e-6;
+  CHECK(expect == doctest::Approx(213.3e-6).epsilon(1e-3));
+  const double got = cc.expert_forward_uniform(1024, 1).value() - cc.activation(1024, m.d_ffn, false, false).value();
+  CHECK(got == doctest::Approx(expect).epsilon(1e-12));
+  // Eight experts of 1024: 4096 + 2048 tiles, 32 + 16 waves; the same through expert_forward.
+  const std::vector<double> eight(8, 1024);
+  const double got8 = cc.expert_forward(eight).value() - cc.activation(8 * 1024, m.d_ffn, false, false).value();
+  CHECK(got8 == doctest::Approx(32 * w1 + 16 * w2 + 2 * 12.5e-6).epsilon(1e-12));
+  CHECK(cc.expert_forward_uniform(1024, 8).value() == doctest::Approx(cc.expert_forward(eight).value()).epsilon(1e-12));
+  // No tokens, no launch.
+  CHECK(cc.expert_forward({}).value() == 0);
+  CHECK(cc.expert_backward({}).value() == 0);
+}
+
 TEST_CASE("property: the expert GEMM is subadditive, gemm(x + y) <= gemm(x) + gemm(y) (the lower bound's premise)") {
   const auto m = model();
-  const cost::ComputeCost cc(gpu(), m, cost::ComputeParams{});
-  const double launch = cost::ComputeParams{}.launch.value();
-  auto gemm = [&](double t, bool bwd) {
-    const double act = cc.activation(t, m.d_ffn, m.n_mats() == 3, bwd).value();  // the activation kernel, not the GEMM
-    return bwd ? cc.expert_backward_uniform(t, 1).value() - 2 * launch - act
-               : cc.expert_forward_uniform(t, 1).value() - launch - act;
-  };
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> u(0, 3);
-  for (int i = 0; i < 2000; ++i) {
-    const double x = std::pow(10.0, u(rng)) - 0.9, y = std::pow(10.0, u(rng)) - 0.9;
-    for (bool bwd : {false, true}) CHECK(gemm(x + y, bwd) <= (gemm(x, bwd) + gemm(y, bwd)) * (1 + 1e-12));
+  for (const auto model_kind : {cost::GemmModel::kTiles, cost::GemmModel::kCurve}) {
+    CAPTURE(static_cast<int>(model_kind));
+    cost::ComputeParams p;
+    p.gemm_model = model_kind;
+    const cost::ComputeCost cc(gpu(), m, p);
+    // The curve prices one grouped launch per pass (p.launch, forward 1, backward 2); the tile
+    // model's launches are in its per-launch call time, paid only by launches with tokens.
+    const double launch = model_kind == cost::GemmModel::kCurve ? p.launch.value() : 0.0;
+    auto gemm = [&](std::span<const double> t, bool bwd) {
+      double all = 0;
+      for (double x : t) all += x;
+      const double act = cc.activation(all, m.d_ffn, m.n_mats() == 3, bwd).value();  // the activation kernel, not the GEMM
+      return bwd ? cc.expert_backward(t).value() - 2 * launch - act : cc.expert_forward(t).value() - launch - act;
+    };
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> u(0, 3);
+    for (int i = 0; i < 2000; ++i) {
+      const double x = std::pow(10.0, u(rng)) - 0.9, y = std::pow(10.0, u(rng)) - 0.9, z = std::pow(10.0, u(rng)) - 0.9;
+      const double xy = x + y;
+      const std::vector<double> a{x, z}, b{y}, ab{xy, z};
+      for (bool bwd : {false, true}) {
+        // One expert's tokens split over two instances...
+        CHECK(gemm(std::span<const double>(&xy, 1), bwd) <=
+              (gemm(std::span<const double>(&x, 1), bwd) + gemm(std::span<const double>(&y, 1), bwd)) * (1 + 1e-12));
+        // ...and beside another expert (one GPU's grouped launch against two GPUs').
+        CHECK(gemm(ab, bwd) <= (gemm(a, bwd) + gemm(b, bwd)) * (1 + 1e-12));
+      }
+    }
   }
 }

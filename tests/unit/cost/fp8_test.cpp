@@ -42,31 +42,41 @@ topology::GpuModel hopper() {
 }  // namespace
 
 TEST_CASE("FP8: a compute-bound GEMM takes the bf16 time / 2 at equal efficiency (plus its quantization)") {
-  // Equal efficiency: eta_max_fp8 = eta_max = 0.8, and an FP8 peak of exactly 2 x bf16. Then for t
-  // tokens per expert, compute = FLOPs(t + t_half) / (eta x peak) halves exactly:
-  //   bf16: 2 (t + 48) k n mats / (0.8 x 989e12),  fp8: 2 (t + 48) k n mats / (0.8 x 1978e12).
-  // t = 4096: FLOPs(4144) = 2 x 4144 x 4096 x 8192 x 3 = 834 GFLOP -> 1.054 ms bf16, 0.527 ms fp8;
-  // the HBM side (weights 4096 x 8192 x 3 x 1 B = 101 MB in FP8, activations 4096 x (4096 + 3 x 8192)
-  // x 2 B x 2 = 503 MB) / (0.85 x 3.35 TB/s) = 0.212 ms stays below, so compute binds in both.
+  // Equal efficiency and an FP8 peak of exactly 2 x bf16; the fixed launch times
+  // (ComputeCost::expert_fixed) are not halved and are taken out of both.
+  // * Efficiency curve: eta_max_fp8 = eta_max = 0.8. For t tokens per expert, compute = FLOPs(t +
+  //   t_half) / (eta x peak) halves exactly: bf16 2 (t + 48) k n mats / (0.8 x 989e12), fp8 the same
+  //   over 1978e12. t = 4096: FLOPs(4144) = 2 x 4144 x 4096 x 8192 x 3 = 834 GFLOP -> 1.054 ms bf16,
+  //   0.527 ms fp8; the HBM side (weights 4096 x 8192 x 3 x 1 B = 101 MB in FP8, activations 4096 x
+  //   (4096 + 3 x 8192) x 2 B x 2 = 503 MB) / (0.85 x 3.35 TB/s) = 0.212 ms stays below.
+  // * Tile/wave model: eta_max_fp8 = eta_tile, the FP8 per-tile rate: the same tiles and waves, each
+  //   half as long. t = 1024: up 8 x 64 = 512 tiles, 4 waves of (4096 + 272) x 2 x 128^2 x 132 /
+  //   (0.79 x 989e12) = 24.2 us; HBM (at most 4096 x 8192 x 4 B + 1024 x 12288 x 2 B = 159 MB,
+  //   56 us) stays below.
   // The FP8 call adds the quantization kernels (expert_quantize), which the bf16 one lacks; both run
   // the same bf16 activation kernel after the GEMM (ComputeCost::activation), taken out of both.
-  cost::ComputeParams p;
-  p.eta_max_fp8 = p.eta_max;
-  auto g = hopper();
-  g.peak_fp8 = FlopRate(2 * g.peak_flops.value());
-  const cost::ComputeCost bf16(g, model("bf16"), p), fp8(g, model("fp8"), p);
-  const double launch = p.launch.value();
-  for (double t : {1024.0, 4096.0, 16384.0}) {
-    CAPTURE(t);
-    const double act_f = bf16.activation(t, 8192, true, false).value(), act_b = bf16.activation(t, 8192, true, true).value();
-    CHECK(fp8.activation(t, 8192, true, false).value() == act_f);
-    const double b = bf16.expert_forward_uniform(t, 1).value() - launch - act_f;
-    const double f = fp8.expert_forward_uniform(t, 1).value() - launch - fp8.expert_quantize(t, false).value() - act_f;
-    CHECK(f == doctest::Approx(b / 2).epsilon(1e-12));
-    const double bb = bf16.expert_backward_uniform(t, 1).value() - 2 * launch - act_b;
-    const double fb = fp8.expert_backward_uniform(t, 1).value() - 2 * launch - fp8.expert_quantize(t, true).value() - act_b;
-    CHECK(fb == doctest::Approx(bb / 2).epsilon(1e-12));
-    CHECK(bf16.expert_quantize(t, false).value() == 0);
+  for (const auto kind : {cost::GemmModel::kCurve, cost::GemmModel::kTiles}) {
+    CAPTURE(static_cast<int>(kind));
+    cost::ComputeParams p;
+    p.gemm_model = kind;
+    p.eta_max_fp8 = kind == cost::GemmModel::kCurve ? p.eta_max : p.tiles.eta_tile;
+    auto g = hopper();
+    g.peak_fp8 = FlopRate(2 * g.peak_flops.value());
+    const cost::ComputeCost bf16(g, model("bf16"), p), fp8(g, model("fp8"), p);
+    const double fixed_f = bf16.expert_fixed(false).value(), fixed_b = bf16.expert_fixed(true).value();
+    CHECK(fp8.expert_fixed(false).value() == fixed_f);
+    for (double t : {1024.0, 4096.0, 16384.0}) {
+      CAPTURE(t);
+      const double act_f = bf16.activation(t, 8192, true, false).value(), act_b = bf16.activation(t, 8192, true, true).value();
+      CHECK(fp8.activation(t, 8192, true, false).value() == act_f);
+      const double b = bf16.expert_forward_uniform(t, 1).value() - fixed_f - act_f;
+      const double f = fp8.expert_forward_uniform(t, 1).value() - fixed_f - fp8.expert_quantize(t, false).value() - act_f;
+      CHECK(f == doctest::Approx(b / 2).epsilon(1e-12));
+      const double bb = bf16.expert_backward_uniform(t, 1).value() - fixed_b - act_b;
+      const double fb = fp8.expert_backward_uniform(t, 1).value() - fixed_b - fp8.expert_quantize(t, true).value() - act_b;
+      CHECK(fb == doctest::Approx(bb / 2).epsilon(1e-12));
+      CHECK(bf16.expert_quantize(t, false).value() == 0);
+    }
   }
 }
 

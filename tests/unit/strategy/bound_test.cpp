@@ -23,8 +23,8 @@ struct Platform {
   topology::Topology t;
   cost::ComputeCost cc;
   strategy::Context ctx;
-  Platform(std::string l, workload::ModelSpec model, topology::Topology topo)
-      : label(std::move(l)), m(std::move(model)), t(std::move(topo)), cc(t.gpu_model(), m), ctx{t, m, cc, 1} {}
+  Platform(std::string l, workload::ModelSpec model, topology::Topology topo, cost::ComputeParams params = {})
+      : label(std::move(l)), m(std::move(model)), t(std::move(topo)), cc(t.gpu_model(), m, params), ctx{t, m, cc, 1} {}
 };
 
 // loads[layer][gpu][expert]: every GPU routes `per_gpu` assignments over the experts with skewed,
@@ -68,6 +68,10 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on five pl
   four.gpus_per_node = 4, four.intra_bw = 50e9, four.peak_flops = 100e12;
   std::vector<std::unique_ptr<Platform>> platforms;  // Context refers to its Platform's members: never moved
   platforms.push_back(std::make_unique<Platform>("node8, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8()));
+  cost::ComputeParams curve;  // the efficiency curve (GemmModel::kCurve) as well as the tile model
+  curve.gemm_model = cost::GemmModel::kCurve;
+  platforms.push_back(
+      std::make_unique<Platform>("node8, 16 experts, curve", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8(), curve));
   platforms.push_back(std::make_unique<Platform>("2x4 with NICs, 16 experts", test::small_moe_model("m16", 16, 2, 1024, 2),
                          test::make_cluster(two_nodes)));
   platforms.push_back(std::make_unique<Platform>("node4, 8 experts top-1", test::small_moe_model("m8", 8, 1, 512, 4),
@@ -122,7 +126,11 @@ TEST_CASE("bound: no registered strategy is faster, over random loads on five pl
 }
 
 TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more time") {
-  Platform p("node8", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8());
+  // With the efficiency curve the two are equal; with the tile model (below) the bound's GPU runs
+  // 1/8 of one launch over all 16 experts, whose waves quantize no worse than the oracle's 2 experts.
+  cost::ComputeParams curve;
+  curve.gemm_model = cost::GemmModel::kCurve;
+  Platform p("node8", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8(), curve);
   const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
   const auto loads = test::uniform_loads(p.m.moe_layers(), 8, 16, per_gpu);
   auto bound = make("bound", p.ctx), oracle = make("oracle", p.ctx);
@@ -143,17 +151,31 @@ TEST_CASE("bound: uniform loads give the oracle's expert compute, and never more
   CHECK(rb.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)] <= ro.breakdown[static_cast<size_t>(strategy::Component::kAllToAll)]);
 }
 
+TEST_CASE("bound: uniform loads, tile model: the bound's expert compute is at most the oracle's") {
+  Platform p("node8", test::small_moe_model("m16", 16, 2, 1024, 2), test::node8());
+  const double per_gpu = static_cast<double>(p.m.tokens_per_gpu_iteration()) * p.m.top_k;
+  const auto loads = test::uniform_loads(p.m.moe_layers(), 8, 16, per_gpu);
+  auto bound = make("bound", p.ctx), oracle = make("oracle", p.ctx);
+  const auto rb = bound->simulate(loads), ro = oracle->simulate(loads);
+  const auto ec = static_cast<size_t>(strategy::Component::kExpertCompute);
+  CHECK(rb.breakdown[ec] > 0);
+  CHECK(rb.breakdown[ec] <= ro.breakdown[ec] * (1 + 1e-12));
+  CHECK(rb.time <= ro.time);
+}
+
 TEST_CASE("bound: one hot expert, worked by hand") {
   // Tiny model (d_model 512, d_ffn 1024, plain MLP: 2 matrices, top-2, 8 experts) on node8
-  // (300 TFLOP/s, 2 TB/s HBM), one micro-batch. Layer 0: all 8 GPUs send their 4096 assignments to
-  // expert 0, so c_0 = 32768 and the other experts have none.
-  //   gemm(32768), forward: FLOPs = 2 * 32768 * 512 * 1024 * 2 = 6.872e10,
-  //     eta_c = 0.8 * 32768 / (32768 + 48) = 0.79883 -> 6.872e10 / (0.79883 * 300e12) = 286.75 us;
-  //     memory: (2 MiB of weights + 32768 * (512 + 2048) * 2 B * 2) / (0.85 * 2 TB/s) = 198.6 us;
-  //     compute-bound: 286.75 us.
-  //   Every GPU of the bound: launch + gemm / N = 5 us + 286.75 / 8 us = 40.84 us.
-  //   EP computes it all on GPU 0: 291.75 us; the oracle gives each GPU one expert of 4096 tokens:
-  //   5 us + 8.59e9 / (0.8 * 4096 / 4144 * 300e12) = 41.21 us (smaller GEMMs run less efficiently).
+  // (300 TFLOP/s, 2 TB/s HBM, no SM count named: 132), one micro-batch, the tile/wave model
+  // (128 x 128 tiles, eta_tile 0.79, k_fill 272, 12.5 us per launch). Layer 0: all 8 GPUs send their
+  // 4096 assignments to expert 0, so c_0 = 32768 and the other experts have none.
+  //   Up [32768 x 512] x [512 x 1024]: 256 x 8 = 2048 tiles, ceil(2048 / 132) = 16 waves of
+  //     2 x 128^2 x (512 + 272) x 132 / (0.79 x 300e12) = 14.31 us: 228.9 us; HBM (1 MiB of weights
+  //     + 32768 x (512 + 1024) x 2 B) / (0.85 x 2 TB/s) = 59.8 us does not bind.
+  //   Down [32768 x 1024] x [1024 x 512]: 256 x 4 = 1024 tiles, 8 waves of (1024 + 272): 8 x 23.65 us
+  //     = 189.2 us. G = 418.2 us, plus two launches of 12.5 us.
+  //   EP computes it all on GPU 0: 25 + 418.2 us. Every GPU of the bound: the launches whole and
+  //   1/8 of G: 25 + 52.27 us. The oracle gives each GPU one expert of 4096 tokens: 256 and 128
+  //   tiles, 2 + 1 waves = 25 + 2 x 14.31 + 23.65 us, the same 77.27 us.
   //   Each adds the GeLU kernel (ComputeCost::activation), 2 x 1024 x 2 B per token at 0.85 x 2 TB/s
   //   plus a 5 us launch: EP 32768 tokens = 78.95 us + 5 us; the oracle 4096 = 9.87 + 5 us; a bound
   //   GPU its launch and 1/8 of EP's bytes, 5 + 9.87 us.
@@ -164,10 +186,13 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   auto loads = test::uniform_loads(2, 8, 8, 4096);
   for (int g = 0; g < 8; ++g)
     for (int e = 0; e < 8; ++e) loads[(0 * 8 + g) * 8 + e] = e == 0 ? 4096 : 0;
-  const double gemm = 2.0 * 32768 * 512 * 1024 * 2 / (0.8 * 32768 / (32768 + 48) * 300e12);
+  const double wave_up = 2.0 * 128 * 128 * (512 + 272) * 132 / (0.79 * 300e12);
+  const double wave_down = 2.0 * 128 * 128 * (1024 + 272) * 132 / (0.79 * 300e12);
+  const double gemm = 16 * wave_up + 8 * wave_down, calls = 2 * 12.5e-6;
+  CHECK(gemm == doctest::Approx(418.2e-6).epsilon(1e-3));
   const double act_bytes = 2.0 * 1024 * 2 / (0.85 * 2e12);  // seconds per token
-  const double expected = 5e-6 + gemm / 8 + 5e-6 + 32768 * act_bytes / 8;
-  CHECK(expected == doctest::Approx(40.84e-6 + 14.87e-6).epsilon(1e-3));
+  const double expected = calls + gemm / 8 + 5e-6 + 32768 * act_bytes / 8;
+  CHECK(expected == doctest::Approx(77.27e-6 + 14.87e-6).epsilon(1e-3));
   auto bound = make("bound", ctx), ep = make("ep", ctx), oracle = make("oracle", ctx);
   Events eb, ee, eo;
   bound->record_next(&eb);
@@ -175,8 +200,9 @@ TEST_CASE("bound: one hot expert, worked by hand") {
   oracle->record_next(&eo);
   const double tb = bound->simulate(loads).time, te = ep->simulate(loads).time, to = oracle->simulate(loads).time;
   for (int g : {0, 3, 7}) CHECK(eb.duration("fwd mb0 block 0 experts", g) == doctest::Approx(expected).epsilon(1e-9));
-  CHECK(ee.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(5e-6 + gemm + 5e-6 + 32768 * act_bytes).epsilon(1e-9));
-  CHECK(eo.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(41.21e-6 + 14.87e-6).epsilon(1e-3));
+  CHECK(ee.duration("fwd mb0 block 0 experts", 0) == doctest::Approx(calls + gemm + 5e-6 + 32768 * act_bytes).epsilon(1e-9));
+  CHECK(eo.duration("fwd mb0 block 0 experts", 0) ==
+        doctest::Approx(calls + 2 * wave_up + wave_down + 5e-6 + 4096 * act_bytes).epsilon(1e-9));
   // No token leaves its GPU in the bound; EP and the oracle send 7/8 of theirs.
   CHECK(tb < to);
   CHECK(to < te);

@@ -70,6 +70,17 @@ TEST_CASE("TP traffic per block, hand-worked") {
   CHECK(from0 == hs::test::approx(0.75 * 4194304.0));
 }
 
+namespace {
+// The efficiency curve (GemmModel::kCurve) for the bubble tests: their LM head of vocab 8 then costs
+// about one 5 us launch, so every stage runs nearly the same work, as the bubble formulas assume
+// (the tile model's head pays 12 us per launch and a whole wave of tiles: a longer last stage).
+cost::ComputeParams curve_params() {
+  cost::ComputeParams p;
+  p.gemm_model = cost::GemmModel::kCurve;
+  return p;
+}
+}  // namespace
+
 TEST_CASE("1F1B pipeline: the bubble (p-1)/(m+p-1) emerges from the task graph") {
   test::ClusterShape c;
   c.gpus_per_node = 4;
@@ -80,7 +91,7 @@ TEST_CASE("1F1B pipeline: the bubble (p-1)/(m+p-1) emerges from the task graph")
     auto model = test::small_moe_model("pp", 8, 2, 1024, 1, 8);
     model.vocab = 8;  // an LM head of no weight: every stage runs the same work
     model.grad_accum = m;
-    cost::ComputeCost cc(topo.gpu_model(), model);
+    cost::ComputeCost cc(topo.gpu_model(), model, curve_params());
     strategy::Context ctx{topo, model, cc, 1};
     auto l = layout("pp=4", topo, model);
     auto s = strategy::make_layout_strategy(strategy::parse_strategy_spec("ep"), ctx, l);
@@ -333,7 +344,7 @@ TEST_CASE("interleaved 1F1B: the bubble shrinks to (p-1)/(v m + p - 1), emerging
     auto model = test::small_moe_model("pp", 8, 2, 1024, 1, 8);
     model.vocab = 8;
     model.grad_accum = m;
-    cost::ComputeCost cc(topo.gpu_model(), model);
+    cost::ComputeCost cc(topo.gpu_model(), model, curve_params());
     strategy::Context ctx{topo, model, cc, 1};
     auto bubble_and_time = [&](const std::string& text) {
       auto l = layout(text, topo, model);
@@ -989,7 +1000,7 @@ TEST_CASE("pp_bubble is the schedule's idle time only: waits on all-to-alls are 
     auto model = test::small_moe_model("pp", 8, 8, 4096, 1, 8);
     model.vocab = 8;  // an LM head of no weight: every stage runs the same work
     model.grad_accum = m;
-    cost::ComputeCost cc(topo.gpu_model(), model);
+    cost::ComputeCost cc(topo.gpu_model(), model, curve_params());
     strategy::Context ctx{topo, model, cc, 1};
     auto l = layout("pp=4,ep=2", topo, model);
     auto s = strategy::make_layout_strategy(strategy::parse_strategy_spec("ep"), ctx, l);
@@ -1140,7 +1151,7 @@ TEST_CASE("ZB-H1 and DualPipe in the layout graph: smaller bubbles than 1F1B, th
   auto model = test::small_moe_model("pp", 8, 2, 1024, 1, 8);
   model.vocab = 8;
   model.grad_accum = m;
-  cost::ComputeCost cc(topo.gpu_model(), model);
+  cost::ComputeCost cc(topo.gpu_model(), model, curve_params());
   strategy::Context ctx{topo, model, cc, 1};
   auto run = [&](const std::string& text) {
     auto l = layout(text, topo, model);
@@ -1221,7 +1232,7 @@ TEST_CASE("DualPipe's overlapped pairs hide all-to-alls behind the other chunk's
   auto model = test::small_moe_model("pp", 8, 2, 1024, 1, 8);
   model.vocab = 8;
   model.grad_accum = m;
-  cost::ComputeCost cc(topo.gpu_model(), model);
+  cost::ComputeCost cc(topo.gpu_model(), model, curve_params());
   strategy::Context ctx{topo, model, cc, 1};
   auto run = [&](const std::string& text) {
     auto l = layout(text, topo, model);

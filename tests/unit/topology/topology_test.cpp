@@ -179,6 +179,36 @@ TEST_CASE("GPU compute capability: given, inferred from the model name, else 8.0
   }
 }
 
+TEST_CASE("GPU SM count: given, inferred from the model name (whitepapers), else 0") {
+  auto sms_of = [](const std::string& gpu) {
+    std::string t = kCompact;
+    t.replace(t.find("gpu: {"), t.find('\n', t.find("gpu: {")) - t.find("gpu: {"), gpu);
+    return load_topology(t, "t.yaml").gpu_model().sms;
+  };
+  CHECK(sms_of("gpu: {model: H100-SXM5-80GB, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}") == 132);
+  CHECK(sms_of("gpu: {model: X, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB, sms: 100}") == 100);
+  CHECK(sms_of("gpu: {model: X, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB}") == 0);
+  CHECK(infer_sm_count("V100-SXM2-32GB") == 80);
+  CHECK(infer_sm_count("A100-SXM4-40GB") == 108);
+  CHECK(infer_sm_count("NVIDIA H100 80GB HBM3") == 132);
+  CHECK(infer_sm_count("H100 PCIe") == 114);
+  CHECK(infer_sm_count("H800") == 132);
+  CHECK(infer_sm_count("H200-SXM-141GB") == 132);
+  CHECK_FALSE(infer_sm_count("GH200"));  // not matched as H200, and no figure given for it
+  CHECK_FALSE(infer_sm_count("A10"));
+  // Bad values: located (line 3 holds the gpu map), named, explained.
+  for (const char* bad : {"0", "-4", "1.5", "many", "[132]"}) {
+    CAPTURE(bad);
+    std::string t = kCompact;
+    const std::string gpu = std::string("gpu: {model: H100, peak_bf16: 989TFLOPS, hbm_bandwidth: 3.35TB/s, memory: 80GiB, sms: ") + bad + "}";
+    t.replace(t.find("gpu: {"), t.find('\n', t.find("gpu: {")) - t.find("gpu: {"), gpu);
+    const auto e = errors_of(t);
+    CHECK(e.find("t.yaml:3:") != std::string::npos);
+    CHECK(e.find("gpu.sms") != std::string::npos);
+    CHECK(e.find("expected an integer") != std::string::npos);
+  }
+}
+
 TEST_CASE("GPU overlap slowdowns: defaults from the published measurement, overridable, validated") {
   using hs::engine::Interference;
   // Absent: every compute cell 0.189 (arXiv 2507.03114's mean, measured inside one node; no source

@@ -9,7 +9,9 @@
 // * Expert compute: every GPU computes, per micro-batch,
 //       launch + (1/N) * sum_e gemm(c_e) + activation(sum_e c_e / N)   (backward likewise)
 //   where c_e is expert e's global assignment count of the micro-batch and gemm the cost model's
-//   per-expert term (cost/compute_cost.hpp). Why this is below every strategy: the cost model's
+//   per-expert term (cost/compute_cost.hpp; with the tile/wave model, the default, the launches'
+//   fixed call times are paid whole, ComputeCost::expert_fixed, and the waves and HBM rooflines are
+//   subadditive over any split of the tiles: cost/gemm_tiles.hpp). Why this is below every strategy: the curve's
 //   gemm(t) = max(A * (t + t_half), A * pad(t), W + a * t) is subadditive, gemm(x + y) <=
 //   gemm(x) + gemm(y) (each term is: t_half >= 0, pad() is a ceiling so pad(x + y) <= pad(x) + pad(y),
 //   W >= 0; and so is their max), and gemm(0) = 0 (tests/unit/cost/expert_gemm_test.cpp checks it). Whatever a strategy does with expert e (one owner, replicas,
@@ -46,9 +48,10 @@
 // The lower bound (`bound`, strategy/policy/bound/layout_bound.cpp) under a parallel layout: no strategy built under the
 // same layout (ep, fssdp, fsdp, smartmoe) finishes an iteration faster, for the same model, trace,
 // topology and cost models. Not the oracle: it is a reference, not a placement. It gives every
-// expert of a stage the stage's mean count, and gemm is convex (a max of affine terms), so
-// sum_e gemm(mean) <= sum_e gemm(c_e) (Jensen): where the all-to-all costs little it can be below
-// the bound (tests/unit/strategy/bound_test.cpp shows a case).
+// expert of a stage the stage's mean count, and the curve's gemm is convex (a max of affine terms),
+// so sum_e gemm(mean) <= sum_e gemm(c_e) (Jensen): where the all-to-all costs little it can be below
+// the bound (tests/unit/strategy/bound_test.cpp shows a case). The tile model's waves are not
+// convex (ceilings), so there the oracle's expert compute is near, not always below, the bound's.
 //
 // It runs the layout's iteration graph (strategy/graph/layout_iteration.hpp) with every MoE layer planned
 // as follows; the TP collectives, attention, dense FFNs, router and permutes, LM head, the pipeline's
@@ -122,10 +125,12 @@ class LayoutBound final : public LayoutStrategyBase {
     const auto& cc = ctx_.compute;
     const int n = ctx_.topo.num_gpus(), E = m.experts, S = layout_.stage_size();
     const double M = m.grad_accum;
-    // expert_forward(c) = launch + sum_e gemm(c_e) + activation(sum_e c_e); expert_forward({}) =
-    // launch. The activation kernel is linear in the tokens plus one launch on every GPU that
-    // computes any (ComputeCost::activation): a bound GPU pays that launch whole and 1/S of the rest.
-    const double launch_f = cc.expert_forward({}).value(), launch_b = cc.expert_backward({}).value();
+    // expert_forward(c) = fixed + G(c) + activation(sum_e c_e), fixed the launches every GPU with
+    // tokens pays whole (ComputeCost::expert_fixed) and G subadditive over a split of the tokens
+    // (the curve's sum_e gemm(c_e), or the tile model's waves and HBM rooflines). The activation
+    // kernel is linear in the tokens plus one launch on every GPU that computes any
+    // (ComputeCost::activation): a bound GPU pays the launches whole and 1/S of the rest.
+    const double launch_f = cc.expert_fixed(false).value(), launch_b = cc.expert_fixed(true).value();
     const double act_launch = cc.params().launch.value();
     std::vector<double> per_expert(E);
     // Token dropping (strategy/capacity.hpp): every strategy keeps at least what one instance per
@@ -149,9 +154,11 @@ class LayoutBound final : public LayoutStrategyBase {
         p.expert_tokens.assign(n, std::vector<double>(1, total / S));
         p.dispatch_bytes.assign(static_cast<size_t>(n) * n, 0.0);
         p.received_tokens.assign(n, total / S);
-        const double fixed_f = launch_f + (total > 0 ? act_launch : 0), fixed_b = launch_b + (total > 0 ? act_launch : 0);
-        p.expert_fwd_seconds.assign(n, fixed_f + (cc.expert_forward(per_expert).value() - fixed_f) / S);
-        p.expert_bwd_seconds.assign(n, fixed_b + (cc.expert_backward(per_expert).value() - fixed_b) / S);
+        // Without tokens the whole time is fixed (the curve's launch; 0 for the tile model).
+        const double all_f = cc.expert_forward(per_expert).value(), all_b = cc.expert_backward(per_expert).value();
+        const double fixed_f = total > 0 ? launch_f + act_launch : all_f, fixed_b = total > 0 ? launch_b + act_launch : all_b;
+        p.expert_fwd_seconds.assign(n, fixed_f + (all_f - fixed_f) / S);
+        p.expert_bwd_seconds.assign(n, fixed_b + (all_b - fixed_b) / S);
       };
       floor(loads.layer(static_cast<int>(l), n, E), M, plans_[l]);
       // A trace with a micro-batch axis: each micro-batch's own floor (what EP's routing of its own
