@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "network/drain_scan.hpp"
 #include "util/sort_by_cap.hpp"
 
 namespace hs::network {
@@ -100,19 +101,43 @@ class CoflowDrain::Impl {
       // at most rate x (reach - now), with margins over the roundings of both sides; the others
       // (nearly all, once the minimum is low) cost a multiplication.
       double horizon = std::numeric_limits<double>::max();  // (x 0 = 0: a flow at rate 0 with nothing left is still looked at)
-      const auto scan = [&](auto with_caps, auto integrate, auto wide) {
-        for (size_t f = 0; f < n; ++f) {
-          if (integrate) left_[f] -= rate(f, prev_, with_caps, wide) * dt;
-          const double r = rate(f, level_, with_caps, wide);
-          if (!(left_[f] <= horizon * r)) continue;
-          const double p = proj(f, r, now);
-          if (p <= reach) {
-            if (p < tmin) {
-              tmin = p, reach = window_end(tmin);
-              horizon = (reach - now) * (1 + 1e-9) + 1e-15 * std::abs(reach);
-            }
-            if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+      const auto consider = [&](size_t f, double r) {  // (flow f integrated, r its rate now)
+        if (!(left_[f] <= horizon * r)) return;
+        const double p = proj(f, r, now);
+        if (p <= reach) {
+          if (p < tmin) {
+            tmin = p, reach = window_end(tmin);
+            horizon = (reach - now) * (1 + 1e-9) + 1e-15 * std::abs(reach);
           }
+          if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+        }
+      };
+      const auto scan = [&](auto with_caps, auto integrate, auto wide) {
+        size_t f = 0;
+        if constexpr (!decltype(wide)::value) {
+          // Eight flows at a time where the processor can (network/drain_scan.hpp: the same
+          // operations, so the same bytes); the candidates it stops at are considered here in order.
+          if (simd_) {
+            const DrainScanArgs args{la_.data(), lb_.data(), with_caps ? cap_.data() : nullptr, left_.data(),
+                                     prev_.data(), level_.data(), dt, integrate};
+            for (;;) {
+              unsigned m = 0;
+              const size_t b = drain_scan_avx512(args, f, n, horizon, &m);
+              if (m == 0) {
+                f = b;
+                break;
+              }
+              for (; m != 0; m &= m - 1) {
+                const size_t g = b + static_cast<size_t>(__builtin_ctz(m));
+                consider(g, rate(g, level_, with_caps, wide));
+              }
+              f = b + 8;
+            }
+          }
+        }
+        for (; f < n; ++f) {
+          if (integrate) left_[f] -= rate(f, prev_, with_caps, wide) * dt;
+          consider(f, rate(f, level_, with_caps, wide));
         }
       };
       const auto scan_wide = [&](auto with_caps, auto integrate) {
@@ -492,6 +517,8 @@ class CoflowDrain::Impl {
 
   const topology::Topology& topo_;
   double precision_;
+  bool simd_ = drain_scan_available();
+  bool resort_ = true;  // the rate pass eight flows at a time
   double alpha_ = 0, scale_ = 0;
   bool unit_ = true;  // every route fraction is 1
   bool wide_ = false;  // some flow crosses more than two links that may bind (lc_, ld_ ... in use)
