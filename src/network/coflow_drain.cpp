@@ -147,7 +147,7 @@ class CoflowDrain::Impl {
         if (wide_) scan(with_caps, integrate, std::true_type{});
         else scan(with_caps, integrate, std::false_type{});
       };
-      if (capped_.empty()) {
+      if (!caps_bind()) {
         if (dt > 0) scan_wide(std::false_type{}, std::true_type{});
         else scan_wide(std::false_type{}, std::false_type{});
       } else {
@@ -275,6 +275,19 @@ class CoflowDrain::Impl {
     const double left = left_[f];
     return left <= 0 ? now : (r > 0 ? now + left / r : kInf);
   }
+  // Whether some cap may be below a flow's rate under this solve's or the last one's levels: false
+  // when the lowest cap (capped_'s first: of a live flow, or of a finished one not compacted away,
+  // which only lowers it) is at least every level of a link that a live flow crosses (used_), so
+  // that min(cap, r) = r for every flow's r at either (a finished flow's rate reads as infinite
+  // either way, its cap being infinite). In a collective every flow has a cap, mostly far above the
+  // links' levels: the rate pass then reads no caps.
+  bool caps_bind() const {
+    if (capped_.empty()) return false;
+    double most = 0;
+    for (const int32_t l : used_) most = std::max(most, std::max(level_[static_cast<size_t>(l)], prev_[static_cast<size_t>(l)]));
+    return !(capped_.front().first >= most);
+  }
+
   // A flow's rate under a solve's link levels: the lowest level of its links, or its cap.
   template <class Caps, class Wide>
   double rate(size_t f, const std::vector<double>& level, Caps with_caps, Wide wide) const {
