@@ -45,8 +45,8 @@
 // than the merge error itself (about 2 x precision of the coflow's time).
 //
 // Cost per event: O(L log L + F + E) for L links, F flows in the arrays and E live (flow, link)
-// entries, streaming; memory about 70 bytes per flow (54 in arrays, two entries of 4 + 4 bytes):
-// ~70 MB for a million flows.
+// entries, streaming; memory about 74 bytes per flow (54 in arrays, two entries of 4 + 4 bytes and
+// a 2-byte copy of each entry's other link): ~74 MB for a million flows.
 #pragma once
 
 #include <cstdint>
