@@ -9,6 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "network/drain_scan.hpp"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include "util/sort_by_cap.hpp"
 
 namespace hs::network {
@@ -100,26 +104,50 @@ class CoflowDrain::Impl {
       // at most rate x (reach - now), with margins over the roundings of both sides; the others
       // (nearly all, once the minimum is low) cost a multiplication.
       double horizon = std::numeric_limits<double>::max();  // (x 0 = 0: a flow at rate 0 with nothing left is still looked at)
-      const auto scan = [&](auto with_caps, auto integrate, auto wide) {
-        for (size_t f = 0; f < n; ++f) {
-          if (integrate) left_[f] -= rate(f, prev_, with_caps, wide) * dt;
-          const double r = rate(f, level_, with_caps, wide);
-          if (!(left_[f] <= horizon * r)) continue;
-          const double p = proj(f, r, now);
-          if (p <= reach) {
-            if (p < tmin) {
-              tmin = p, reach = window_end(tmin);
-              horizon = (reach - now) * (1 + 1e-9) + 1e-15 * std::abs(reach);
-            }
-            if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+      const auto consider = [&](size_t f, double r) {  // (flow f integrated, r its rate now)
+        if (!(left_[f] <= horizon * r)) return;
+        const double p = proj(f, r, now);
+        if (p <= reach) {
+          if (p < tmin) {
+            tmin = p, reach = window_end(tmin);
+            horizon = (reach - now) * (1 + 1e-9) + 1e-15 * std::abs(reach);
           }
+          if (p <= reach) due_.push_back(static_cast<uint32_t>(f));
+        }
+      };
+      const auto scan = [&](auto with_caps, auto integrate, auto wide) {
+        size_t f = 0;
+        if constexpr (!decltype(wide)::value) {
+          // Eight flows at a time where the processor can (network/drain_scan.hpp: the same
+          // operations, so the same bytes); the candidates it stops at are considered here in order.
+          if (simd_) {
+            const DrainScanArgs args{la_.data(), lb_.data(), with_caps ? cap_.data() : nullptr, left_.data(),
+                                     prev_.data(), level_.data(), dt, integrate};
+            for (;;) {
+              unsigned m = 0;
+              const size_t b = drain_scan_avx512(args, f, n, horizon, &m);
+              if (m == 0) {
+                f = b;
+                break;
+              }
+              for (; m != 0; m &= m - 1) {
+                const size_t g = b + static_cast<size_t>(__builtin_ctz(m));
+                consider(g, rate(g, level_, with_caps, wide));
+              }
+              f = b + 8;
+            }
+          }
+        }
+        for (; f < n; ++f) {
+          if (integrate) left_[f] -= rate(f, prev_, with_caps, wide) * dt;
+          consider(f, rate(f, level_, with_caps, wide));
         }
       };
       const auto scan_wide = [&](auto with_caps, auto integrate) {
         if (wide_) scan(with_caps, integrate, std::true_type{});
         else scan(with_caps, integrate, std::false_type{});
       };
-      if (capped_.empty()) {
+      if (!caps_bind()) {
         if (dt > 0) scan_wide(std::false_type{}, std::true_type{});
         else scan_wide(std::false_type{}, std::false_type{});
       } else {
@@ -152,10 +180,30 @@ class CoflowDrain::Impl {
 
  private:
   void build() {
-    const size_t nl = link_bytes_.size();
-    for (size_t l = 0; l < nl; ++l)
+    for (size_t l = 0; l < link_bytes_.size(); ++l)
       if (link_bytes_[l] > 0) scale_ = std::max(scale_, link_bytes_[l] / topo_.link(static_cast<int>(l)).bandwidth.value());
-    const auto none = static_cast<int32_t>(nl);
+    // The links some flow crosses, numbered densely (link_id_: the topology's number of each): the
+    // link-indexed arrays the passes read at random shrink to them (a 1,024-GPU node fabric: 4,096
+    // of 6,272 links). First links (a route's way out, as a rule) come first, then the others, each
+    // in the topology's order: a freeze walk's other links (the peers' ways in) then lie together,
+    // met in ascending order. The heap orders links by their topology number, as before.
+    dense_.assign(link_bytes_.size(), 0);
+    for (const int32_t l : la_)
+      if (l >= 0) dense_[static_cast<size_t>(l)] = 1;
+    for (const auto* v : {&lb_, &lc_, &ld_})
+      for (const int32_t l : *v)
+        if (l >= 0 && dense_[static_cast<size_t>(l)] == 0) dense_[static_cast<size_t>(l)] = 2;
+    link_id_.clear();
+    for (const int32_t group : {1, 2})
+      for (size_t l = 0; l < dense_.size(); ++l)
+        if (dense_[l] == group) dense_[l] = -1 - static_cast<int32_t>(link_id_.size()), link_id_.push_back(static_cast<int32_t>(l));
+    for (int32_t& d : dense_) d = -1 - d;  // (numbered as -1 - id above, apart from the groups' marks)
+    for (auto* v : {&la_, &lb_, &lc_, &ld_})
+      for (int32_t& l : *v)
+        if (l >= 0) l = dense_[static_cast<size_t>(l)];
+    nl_ = static_cast<int32_t>(link_id_.size());
+    const auto nl = static_cast<size_t>(nl_);
+    const auto none = nl_;
     begin_.assign(nl + 1, 0);
     for (size_t f = 0; f < left_.size(); ++f) {
       if (la_[f] >= 0) ++begin_[static_cast<size_t>(la_[f]) + 1];
@@ -193,9 +241,11 @@ class CoflowDrain::Impl {
         other_[i] = la_[f] >= 0 && !many ? la_[f] : none, eflow_[i] = id, pos_b_[f] = i;
       }
     }
+    narrow_ = !wide_ && nl_ < 0xffff;
+    if (narrow_) other16_.assign(other_.begin(), other_.end());
     // Link-indexed arrays have one slot more, `none`: a flow's missing second link (never saturates).
     capl_.assign(nl + 1, 0.0);
-    for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(l).bandwidth.value();
+    for (int32_t l : used_) capl_[static_cast<size_t>(l)] = topo_.link(link_id_[static_cast<size_t>(l)]).bandwidth.value();
     fill_.assign(nl + 1, {}), sumw_.assign(nl + 1, 0.0), level_.assign(nl + 1, kInf), prev_.assign(nl + 1, kInf);
     cnt0_.assign(nl + 1, 0), sumw0_.assign(nl + 1, 0.0);
     for (size_t f = 0; f < left_.size(); ++f) {
@@ -225,6 +275,19 @@ class CoflowDrain::Impl {
     const double left = left_[f];
     return left <= 0 ? now : (r > 0 ? now + left / r : kInf);
   }
+  // Whether some cap may be below a flow's rate under this solve's or the last one's levels: false
+  // when the lowest cap (capped_'s first: of a live flow, or of a finished one not compacted away,
+  // which only lowers it) is at least every level of a link that a live flow crosses (used_), so
+  // that min(cap, r) = r for every flow's r at either (a finished flow's rate reads as infinite
+  // either way, its cap being infinite). In a collective every flow has a cap, mostly far above the
+  // links' levels: the rate pass then reads no caps.
+  bool caps_bind() const {
+    if (capped_.empty()) return false;
+    double most = 0;
+    for (const int32_t l : used_) most = std::max(most, std::max(level_[static_cast<size_t>(l)], prev_[static_cast<size_t>(l)]));
+    return !(capped_.front().first >= most);
+  }
+
   // A flow's rate under a solve's link levels: the lowest level of its links, or its cap.
   template <class Caps, class Wide>
   double rate(size_t f, const std::vector<double>& level, Caps with_caps, Wide wide) const {
@@ -288,7 +351,7 @@ class CoflowDrain::Impl {
     }
     heap_.clear();
     for (int32_t l : used_)
-      if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / sumw_[static_cast<size_t>(l)], l});
+      if (fill_[static_cast<size_t>(l)].cnt > 0) heap_.push_back({fill_[static_cast<size_t>(l)].rem / sumw_[static_cast<size_t>(l)], link_id_[static_cast<size_t>(l)]});
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
     size_t next_cap = 0;
     const auto take = [&](int32_t l, double coef, double rate) {
@@ -301,7 +364,7 @@ class CoflowDrain::Impl {
     // push), a cap taken first leaves it there.
     while (!heap_.empty()) {
       const auto top = heap_.front();
-      const int32_t l = top.second;
+      const int32_t l = dense_[static_cast<size_t>(top.second)];  // (keyed by the topology's number)
       const auto li = static_cast<size_t>(l);
       if (frozen_[li] || fill_[li].cnt == 0) {
         pop_top();
@@ -357,13 +420,26 @@ class CoflowDrain::Impl {
         // solve. Every subtraction here is of the same `current`, so the lists' order (changed by
         // removals) does not change a result. No flow runs at its cap yet in this solve, and every
         // unfrozen flow's cap is at least `current` (lower caps were taken first).
-        for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
-          const auto o = static_cast<size_t>(other_[i]);
-          // (Not clamped at 0 here but where read: every subtraction is >= 0, so once below 0 it stays
-          // there, and clamping each time or at the end gives the same.)
-          fill_[o].rem -= current;
-          --fill_[o].cnt;
-        }
+        // (Not clamped at 0 here but where read: every subtraction is >= 0, so once below 0 it stays
+        // there, and clamping each time or at the end gives the same.)
+        const auto walk = [&](const auto* other) {
+#ifdef __SSE2__
+          // {rem, cnt} - {current, 1}: the same two subtractions in one operation.
+          const __m128d d = _mm_set_pd(1.0, current);
+          for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
+            double* at = &fill_[static_cast<size_t>(other[i])].rem;
+            _mm_store_pd(at, _mm_sub_pd(_mm_load_pd(at), d));
+          }
+#else
+          for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
+            const auto o = static_cast<size_t>(other[i]);
+            fill_[o].rem -= current;
+            --fill_[o].cnt;
+          }
+#endif
+        };
+        if (narrow_) walk(other16_.data());  // (half the bytes streamed: the lists outgrow the caches)
+        else walk(other_.data());
         continue;
       }
       for (uint32_t i = begin_[li], e = end_[li]; i < e; ++i) {
@@ -404,7 +480,7 @@ class CoflowDrain::Impl {
   // (the last entry of a list moves into the hole).
   void finish(uint32_t f) {
     dead_[f] = 1;
-    const auto nl = static_cast<int32_t>(link_bytes_.size());
+    const int32_t nl = nl_;
     if (!wide_) {
       for (int side = 0; side < 2; ++side) {
         const int32_t l = side == 0 ? la_[f] : lb_[f];
@@ -414,6 +490,7 @@ class CoflowDrain::Impl {
         const uint32_t at = side == 0 ? pos_a_[f] : pos_b_[f], last = --end_[li];
         if (at == last) continue;
         other_[at] = other_[last], eflow_[at] = eflow_[last];
+        if (narrow_) other16_[at] = other16_[last];
         const auto g = static_cast<size_t>(eflow_[at]);
         (la_[g] == l ? pos_a_[g] : pos_b_[g]) = at;
       }
@@ -492,10 +569,14 @@ class CoflowDrain::Impl {
 
   const topology::Topology& topo_;
   double precision_;
+  bool simd_ = drain_scan_available();
+  bool resort_ = true;  // the rate pass eight flows at a time
   double alpha_ = 0, scale_ = 0;
   bool unit_ = true;  // every route fraction is 1
   bool wide_ = false;  // some flow crosses more than two links that may bind (lc_, ld_ ... in use)
   std::vector<double> link_bytes_;
+  std::vector<int32_t> dense_, link_id_;  // a topology link's dense number; a dense number's link
+  int32_t nl_ = 0;                         // links some flow crosses (dense numbers [0, nl_); nl_: none)
   // Flows.
   // A flow's links that may bind: la_ and lb_ (its first and last), and when wide_, lc_ and ld_ (the
   // ones between, over an oversubscribed core), with their coefficients (route fractions).
@@ -511,13 +592,18 @@ class CoflowDrain::Impl {
   // (`none`: none), eflow_ the flow (apart: the solve streams other_ alone); used_ the links with any.
   std::vector<uint32_t> begin_, end_;
   std::vector<int32_t> other_, eflow_;
+  // other_ in 16 bits, kept beside it when every flow crosses at most two links and the links
+  // number under 2^16 - 1 (narrow_): what the branch-free freeze walk streams.
+  std::vector<uint16_t> other16_;
+  bool narrow_ = false;
   std::vector<int32_t> used_;
-  // A link's state in a solve: capacity left and unfrozen count (one 16-byte record: the freeze walk
-  // updates both for each entry, and 4,000 links' records stay in the first-level cache); its
+  // A link's state in a solve: capacity left and unfrozen count (one 16-byte record, both doubles:
+  // the freeze walk subtracts {current, 1} from both for each entry in one SSE2 operation, and
+  // 4,000 links' records stay in the first-level cache); its
   // unfrozen weight apart (with unit coefficients the weight is the count, set when it is popped).
-  struct Fill {
+  struct alignas(16) Fill {
     double rem = 0;
-    int32_t cnt = 0;
+    double cnt = 0;  // (a whole number: exact in a double, and the walk updates both in one operation)
   };
   std::vector<Fill> fill_;
   std::vector<double> sumw_;  // a link's unfrozen weight in a solve (apart: the walk does not read it)

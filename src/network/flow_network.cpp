@@ -441,16 +441,21 @@ uint32_t FlowNetwork::drain(int id, double now) {
 }
 
 void FlowNetwork::finish_class(int id, double now) {
-  const Flow f = flow_[id];  // a copy: the class may move to a new solver id below
+  const Flow f = flow_[id];  // a copy: make_class() below rewrites the record
   const double p = f.progress + f.rate * (now - f.since);
   const uint32_t next = drain(id, now);
-  const double cap = solver_.rate_cap(id);  // the members' cap: the class keeps it
-  solver_.remove_flow(id);
   if (next < f.mend) {
-    // The rest continue as a class of fewer members: a solver flow of the new weight.
+    // The rest continue as a class of fewer members: the solver flow takes the new weight (a
+    // removal at its rate for the next solve), at its rate until that solve moves it.
     binding_elements(f.src, f.dst);  // the class's links, as at its start
-    const int nid = solver_.add_flow(scratch_, static_cast<double>(f.mend - next), cap);
-    make_class(nid, f.task, f.src, f.dst, members_[next], next + 1, f.mend, p, now);
+    solver_.set_weight(id, scratch_, static_cast<double>(f.mend - next));
+    make_class(id, f.task, f.src, f.dst, members_[next], next + 1, f.mend, p, now);
+    Flow& g = flow_[id];
+    g.rate = solver_.rate(id);
+    const double finish = project(g);
+    if (finish < kInf) due_heap_.set(id, finish);
+  } else {
+    solver_.remove_flow(id);
   }
 }
 

@@ -12,7 +12,8 @@
 //
 // Classes. Flows of one task that cross the same links that may bind, with the same fractions, get
 // the same max-min rate: the solver sees one flow per class, weighted by its members left, and the
-// members finish in order of size (each finish re-adds the class with one member fewer). On
+// members finish in order of size (each finish lowers the class's weight by one in place,
+// MaxMinSolver::set_weight: a removal at its rate for the solve, so the slower flows keep theirs). On
 // fabrics where GPUs share a NIC (8 GPUs behind one NIC: 64 flows between two nodes form one
 // class) this divides the solver's work; with a NIC per GPU every class has one member. Then the
 // grouping (a hash of every transfer's elements, a table twice the task's size) is skipped: when no
@@ -147,7 +148,7 @@ class FlowNetwork final : public engine::ActivityModel {
   // Finishes the members of class `id` done by `now` (stats, the task's count, its timer) and
   // marks the class dead; returns the first member left (members_ index, = mend if none: the record's
   // size is always done). The
-  // caller takes it out of the solver.
+  // caller takes it out of the solver, or lowers its weight when members are left.
   uint32_t drain(int id, double now);
   void finish_class(int id, double now);
   double project(const Flow& f) const;  // finish of the next member at the current rate

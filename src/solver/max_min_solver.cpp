@@ -190,6 +190,30 @@ void MaxMinSolver::remove_flow(int flow) {
   free_ids_.push_back(flow);
 }
 
+void MaxMinSolver::set_weight(int flow, std::span<const Element> elements, double weight) {
+  const Rec& r = rec_[flow];
+  const double rate = hot_[flow].rate;
+  // Less weight: below its rate every link it crosses stays unsaturated either way (each has a
+  // level at least its rate, and less weight only raises a share), so filling changes from its
+  // rate on, a removal's seed. More weight can saturate a link lower: an add's (from 0).
+  bool more = false;
+  for (uint32_t i = 0; i < r.ecount; ++i) more = more || weight * elements[i].coef > elems_[r.ebegin + i].wc;
+  const double seed = more ? 0.0 : rate;
+  if (more) added_ = true, added_ids_.push_back(flow);  // (re-filled from 0, as an add)
+  else min_removed_rate_ = std::min(min_removed_rate_, rate);
+  for (uint32_t i = 0; i < r.ecount; ++i) {
+    Elem& e = elems_[r.ebegin + i];
+    e.wc = weight * elements[i].coef;
+    const int l = link_of(e);
+    seed_[l] = std::min(seed_[l], seed);
+    if (more) seed_added_[l] = 1;
+    if (!link_dirty_[l]) {
+      link_dirty_[l] = 1;
+      dirty_links_.push_back(l);
+    }
+  }
+}
+
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
   for (const LinkRef& lr : link_flows_[link]) s += elems_[lr.eidx].wc * hot_[lr.flow].rate;

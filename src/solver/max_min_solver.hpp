@@ -19,7 +19,8 @@
 // freezing first) is kept in hand: the pop order is the (share, link) order whatever the heap's
 // layout, so none of this changes a bit (tests/unit/solver/component_solve_reference_test.cpp).
 //
-// Incremental: adding or removing a flow marks its links dirty, and solve() does one of two things.
+// Incremental: adding or removing a flow, or changing its weight (set_weight: a class losing a
+// member), marks its links dirty, and solve() does one of two things.
 // The lazy re-fill (max_min_refill.cpp) replays progressive filling from the changed links only,
 // joining a link when a flow crossing it gets a new rate, so its work follows the rates that
 // change; the component solve below re-solves the whole connected component (links and flows
@@ -96,6 +97,12 @@ class MaxMinSolver {
   // Room for `flows` more flows with `elements` elements in all (a batch of add_flow calls).
   void reserve(size_t flows, size_t elements);
   void remove_flow(int flow);
+  // A live flow's weight changed (a class losing members), its links and coefficients as at
+  // add_flow (the same elements, in order): the next solve treats a lighter flow as a removal at
+  // its rate (flows below that rate keep theirs: its links' levels are at least its rate, and less
+  // weight only raises a share) and a heavier one as an add, and re-solves it at the new weight.
+  // Its rate stays until then, and is listed in changed() only if the solve moves it.
+  void set_weight(int flow, std::span<const Element> elements, double weight);
   // remove_flow() on each, in order (same result), clearing the lists of links that lose all their
   // flows at once instead of one swap-with-last fix-up per element (a mass completion).
   void remove_flows(std::span<const int> flows);

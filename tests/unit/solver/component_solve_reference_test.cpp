@@ -4,7 +4,9 @@
 // keeps in hand a link it would push back and pop again at once. None of that may change a bit:
 // the reference below is the old algorithm written out straightforwardly (a vector per link in the
 // solver's list order, std::sort of (cap, id), a std::set of (share, link) for the heap), and the
-// rates must be equal with ==, not to a tolerance, over random add / remove / solve sequences.
+// rates must be equal with ==, not to a tolerance, over random add / remove / reweight / solve
+// sequences (a reweight as the reference does it: coefficients scaled in place, a removal at the
+// flow's rate when lighter, an add when heavier).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -71,6 +73,16 @@ class OldComponentSolver {
     f.alive = false;
     f.rate = 0;
     free_.push_back(id);
+  }
+  // A class's new weight (set_weight): its coefficients scaled in place, its links dirty; less
+  // weight counts as a removal at its rate, more as an add.
+  void set_weight(int id, const std::vector<Element>& el, double w) {
+    Flow& f = flows_[id];
+    bool more = false;
+    for (size_t j = 0; j < el.size(); ++j) more = more || w * el[j].coef > f.wc[j];
+    for (size_t j = 0; j < el.size(); ++j) f.wc[j] = w * el[j].coef, mark(f.links[j]);
+    if (more) added_ = true;
+    else min_removed_ = std::min(min_removed_, f.rate);
   }
   double rate(int id) const { return flows_[id].rate; }
   void solve() {
@@ -189,11 +201,12 @@ class OldComponentSolver {
 
 }  // namespace
 
-TEST_CASE("property: the component solve equals the old one bit for bit (random adds, removals, caps, classes)") {
+TEST_CASE("property: the component solve equals the old one bit for bit (random adds, removals, reweights, caps, classes)") {
   // Random links (capacity 1-100, some equal: ties), flows over 1-4 of them with coefficient 1 or
   // 0.5, weights 1-4, caps from a few values (an NCCL connection's channels: the bucket order) or
   // all distinct (more than 16: a full sort), added and removed in random batches (removal-only
-  // batches too: the kept slower flows), solved after each batch. Every live flow's rate == the
+  // batches too: the kept slower flows), classes reweighted in place (set_weight: a member fewer
+  // keeps the slower flows' rates too), solved after each batch. Every live flow's rate == the
   // old solver's, and ids agree.
   hs::Rng rng(2026);
   long compared = 0;
@@ -209,6 +222,8 @@ TEST_CASE("property: the component solve equals the old one bit for bit (random 
       old.add_link(c);
     }
     std::vector<int> live;
+    std::vector<std::vector<Element>> elems;  // by id: a live flow's elements
+    std::vector<double> weight;               // by id
     for (int step = 0; step < 40; ++step) {
       const int adds = step % 4 == 3 ? 0 : static_cast<int>(rng.below(12));
       const int removes = static_cast<int>(rng.below(8));
@@ -227,7 +242,21 @@ TEST_CASE("property: the component solve equals the old one bit for bit (random 
         const int id = now.add_flow(e, w, cap);
         REQUIRE(old.add_flow(e, w, cap) == id);
         live.push_back(id);
+        if (static_cast<size_t>(id) >= elems.size()) elems.resize(static_cast<size_t>(id) + 1), weight.resize(static_cast<size_t>(id) + 1);
+        elems[static_cast<size_t>(id)] = e, weight[static_cast<size_t>(id)] = w;
       }
+      // Classes losing a member (weight - 1), now and then gaining one, in some batches only: the
+      // removal-only solves stay.
+      if (step % 5 >= 3)
+        for (int id : live) {
+          const auto i = static_cast<size_t>(id);
+          const double u = rng.uniform();
+          if (u < 0.3 && weight[i] > 1) weight[i] -= 1;
+          else if (u < 0.35) weight[i] += 1;
+          else continue;
+          now.set_weight(id, elems[i], weight[i]);
+          old.set_weight(id, elems[i], weight[i]);
+        }
       for (int k = 0; k < removes && !live.empty(); ++k) {
         const size_t at = rng.below(live.size());
         now.remove_flow(live[at]);

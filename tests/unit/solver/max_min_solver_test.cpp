@@ -291,6 +291,19 @@ struct FlowSpec {
   double w = 1, cap = MaxMinSolver::kUnlimited;
 };
 
+// A random flow's elements: 1-4 draws of a link among nl (a repeat dropped), coefficient 1 or 0.5.
+std::vector<Element> random_elements(hs::Rng& rng, int nl) {
+  std::vector<Element> e;
+  const int n = 1 + static_cast<int>(rng.below(4));
+  for (int j = 0; j < n; ++j) {
+    const int l = static_cast<int>(rng.below(static_cast<uint64_t>(nl)));
+    bool dup = false;
+    for (const auto& x : e) dup |= x.link == l;
+    if (!dup) e.push_back({l, rng.uniform() < 0.3 ? 0.5 : 1.0});
+  }
+  return e;
+}
+
 // Solves `inc` and compares it with a fresh component solve of its live flows (spec[k] added as
 // ids[k] unless gone[k]): returns the flows whose rate differs by more than 1e-9 (relative), and
 // those whose listing in changed() disagrees with whether their rate moved in this solve.
@@ -554,13 +567,7 @@ TEST_CASE("property: the lazy re-fill equals a from-scratch component solve over
       const int adds = static_cast<int>(rng.below(6)), removes = static_cast<int>(rng.below(4));
       for (int k = 0; k < adds; ++k) {
         FlowSpec sp;
-        const int n = 1 + static_cast<int>(rng.below(4));
-        for (int j = 0; j < n; ++j) {
-          const int l = static_cast<int>(rng.below(static_cast<uint64_t>(nl)));
-          bool dup = false;
-          for (const auto& x : sp.e) dup |= x.link == l;
-          if (!dup) sp.e.push_back({l, rng.uniform() < 0.3 ? 0.5 : 1.0});
-        }
+        sp.e = random_elements(rng, nl);
         sp.w = 1 + static_cast<double>(rng.below(4));
         const double u = rng.uniform();
         sp.cap = u < 0.6 ? MaxMinSolver::kUnlimited
@@ -714,4 +721,65 @@ TEST_CASE("property: the lazy re-fill at medium scale (hundreds of flows, shared
     }
     if (inst % 2) CHECK(inc.stats().refills == inc.stats().solves);
   }
+}
+
+TEST_CASE("property: set_weight then solve equals a fresh solve of the same flows, in every mode") {
+  // MaxMinSolver::set_weight: a class losing (or gaining) members keeps its solver flow and takes
+  // the new weight, where the flow tier removed and re-added it. Max-min rates depend only on the
+  // live flows, so after every solve each rate must equal a fresh solver's given the same flows at
+  // their current weights, whatever the mode: the component solve treats a lighter flow as a
+  // removal at its rate (flows below it keep theirs: below its rate none of its links saturates,
+  // with less weight or more), the lazy re-fill seeds its links at that rate, and a heavier one is
+  // re-filled from 0 as an add. changed() lists exactly the flows whose rate moved (the flow tier
+  // re-projects only those, and keeps a reweighted class's projection otherwise).
+  // Random links (capacity 1-100, some equal: ties), flows over 1-4 of them with coefficients 1 or
+  // 0.5, weights 1-6, some capped (a few values), added, removed and reweighted (mostly a member
+  // fewer, as a class finishing one; sometimes more) in random batches: rates to 1e-9 relative of
+  // a fresh component solve (solve_and_compare).
+  hs::Rng rng(3303);
+  long reweighted = 0;
+  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
+    for (int inst = 0; inst < 120; ++inst) {
+      const int nl = 2 + static_cast<int>(rng.below(14));
+      MaxMinSolver inc;
+      inc.set_mode(mode);
+      std::vector<double> caps;
+      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
+      std::vector<FlowSpec> spec;
+      std::vector<int> ids;
+      std::vector<char> gone;
+      for (int step = 0; step < 30; ++step) {
+        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(6));
+        for (int k = 0; k < adds; ++k) {
+          FlowSpec sp;
+          sp.e = random_elements(rng, nl);
+          sp.w = 1 + static_cast<double>(rng.below(6));
+          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
+          spec.push_back(sp);
+          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
+          gone.push_back(0);
+        }
+        for (size_t f = 0; f < ids.size(); ++f) {
+          if (gone[f]) continue;
+          const double u = rng.uniform();
+          if (u < 0.1) {
+            inc.remove_flow(ids[f]);
+            gone[f] = 1;
+          } else if (u < 0.35 && spec[f].w > 1) {
+            spec[f].w -= 1;  // a member finished
+            inc.set_weight(ids[f], spec[f].e, spec[f].w);
+            ++reweighted;
+          } else if (u < 0.4) {
+            spec[f].w += 1;
+            inc.set_weight(ids[f], spec[f].e, spec[f].w);
+            ++reweighted;
+          }
+        }
+        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
+        CHECK(bad == 0);
+        CHECK(badlist == 0);
+      }
+    }
+  }
+  CHECK(reweighted > 10000);
 }
