@@ -26,6 +26,7 @@
 // error| before and after on those, overall and per size band (kBands).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,7 @@ struct LogCheck {
 struct LinkFit {
   std::vector<LinkClassCalibration> classes;
   std::vector<ProtocolCalibration> protocols;
+  std::optional<double> net_step_latency_s;  // NCCL's latency per network step, when fitted
   std::vector<LogCheck> checks;
   ErrorSummary held, bands[kNumBands];  // every log's held-out points together
   int fitted_rows = 0, parameters = 0, iterations = 0;
