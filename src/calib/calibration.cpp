@@ -60,10 +60,12 @@ std::string to_yaml(const Calibration& c) {
       s += "}\n";
     }
   }
-  if (!c.protocols.empty()) {
+  if (!c.protocols.empty() || c.net_step_latency_s) {
     s += "protocols:\n";
     for (const char* tier : {"intra", "net"}) {
       std::string parts;
+      if (std::string(tier) == "net" && c.net_step_latency_s)
+        parts = fmt::format("step_latency: {:.6g}us", *c.net_step_latency_s * 1e6);
       for (const auto& p : c.protocols)
         if (p.tier == tier)
           parts += fmt::format("{}{}: {{latency_scale: {:.6g}, bandwidth_scale: {:.6g}}}", parts.empty() ? "" : ", ", p.proto,
@@ -141,6 +143,11 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
         if (!tn) continue;
         MapReader protos(tn, fmt::format("protocols.{}", tier), ctx);
         if (!protos.valid()) continue;
+        if (std::string(tier) == "net" && protos.has("step_latency")) {
+          c.net_step_latency_s = protos.quantity("step_latency", Dimension::kTime, false);
+          if (c.net_step_latency_s && (*c.net_step_latency_s < 0 || *c.net_step_latency_s > 1e-2))
+            protos.error("step_latency", "expected a time in [0, 10ms] (added to every network step)");
+        }
         for (const char* proto : {"LL", "LL128", "Simple"}) {
           auto pn = protos.child(proto, false);
           if (!pn) continue;
@@ -213,6 +220,7 @@ topology::TopologyAdjust topology_adjust(const Calibration& c) {
     const int proto = p.proto == "LL" ? 0 : p.proto == "LL128" ? 1 : 2;
     a.protocols[tier][proto] = {p.latency_scale, p.bandwidth_scale};
   }
+  if (c.net_step_latency_s) a.net_step_latency = Seconds(*c.net_step_latency_s);
   a.interference = c.interference;
   return a;
 }

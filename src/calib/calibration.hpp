@@ -11,7 +11,7 @@
 //     nic: {bandwidth_scale: 0.91, latency: 4.2us, points: 21, heldout_median_error: 0.04, heldout_max_error: 0.11}
 //   protocols:                               # NCCL protocols per tier, relative to Simple (collective/nccl_tuning.hpp)
 //     intra: {LL: {latency_scale: 3.1, bandwidth_scale: 0.8}, LL128: {latency_scale: 1.4, bandwidth_scale: 0.9}}
-//     net: {LL: {latency_scale: 1.2, bandwidth_scale: 1}}
+//     net: {step_latency: 58us, LL: {latency_scale: 1.2, bandwidth_scale: 1}}
 //   gpu:
 //     gemm: {eta_max: 0.74, t_half: 61}      # expert-GEMM efficiency curve (cost/compute_cost.hpp)
 //     gemm_tiles: {tile_m: 128, tile_n: 128, eta_tile: 0.79, k_fill: 288, call: 12us}  # tile/wave model
@@ -28,7 +28,9 @@
 // replaces the class's per-link latency. A protocol's latency_scale multiplies NCCL's per-step
 // latencies of that protocol in that tier (intra: steps inside a node; net: steps across nodes),
 // bandwidth_scale its bandwidth fraction and caps (intra: one-node communicators; net: multi-node
-// ones): topology::NcclProtoScale. Unknown keys, bad values and units are errors (file:line).
+// ones): topology::NcclProtoScale. net.step_latency is added to every network step's latency (NCCL's
+// latencyInter, twice for Simple): topology::NcclConfig::net_step_latency. Unknown keys, bad values
+// and units are errors (file:line).
 #pragma once
 
 #include <optional>
@@ -65,6 +67,7 @@ struct Calibration {
   std::vector<CalibrationSource> sources;
   std::vector<LinkClassCalibration> links;
   std::vector<ProtocolCalibration> protocols;
+  std::optional<double> net_step_latency_s;  // protocols.net.step_latency
   std::optional<double> eta_max, t_half;  // GEMM curve (both or neither)
   std::optional<cost::GemmTileParams> gemm_tiles;  // the tile/wave model's fit
   std::optional<double> hbm_efficiency;

@@ -105,10 +105,10 @@ constexpr const char* kProtoName[3] = {"LL", "LL128", "Simple"};
 
 // One fitted quantity: the log of a factor on a preset figure.
 struct Param {
-  enum Kind { kClassBandwidth, kClassLatency, kProtoLatency, kProtoBandwidth } kind;
+  enum Kind { kClassBandwidth, kClassLatency, kProtoLatency, kProtoBandwidth, kNetStepLatency } kind;
   std::string cls;  // link class (class parameters)
   int tier = 0, proto = 0;
-  double preset_latency = 0;  // seconds per link (kClassLatency)
+  double preset_latency = 0;  // seconds per link (kClassLatency); the unit of kNetStepLatency
 };
 
 // The class whose links carry most of the route latency from a to b (ties: the first on the route).
@@ -204,11 +204,25 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
     params.push_back(p);
   };
   bool multi_node = false;
+  double net_route = 0;  // the route latency between nodes of the first multi-node log
   for (size_t k = 0; k < nl; ++k) {
     if (logs[k].held_out) continue;
     class_param(Param::kClassBandwidth, bw_cls[k]);
     class_param(Param::kClassLatency, lat_cls[k]);
+    if (base.node_of(groups[k].front()) != base.node_of(groups[k].back()) && !multi_node)
+      net_route = base.route_latency(groups[k].front(), groups[k].back()).value();
     multi_node = multi_node || base.node_of(groups[k].front()) != base.node_of(groups[k].back());
+  }
+  // NCCL's latency per network step (latencyInter; topology::NcclConfig::net_step_latency): added to
+  // every network step, not to the route the transfers take. A class latency moves both, and past
+  // the point where a route takes longer than NCCL's LL / LL128 latency (a 2-node tree's LL latency
+  // grows 10/14 as fast as the route's) every algorithm is timed at the route and the per-protocol
+  // factors no longer move anything. Fitted linearly, in units of the route latency between nodes,
+  // from 0 (the preset's), at least 0.
+  if (multi_node && net_route > 0) {
+    Param p{Param::kNetStepLatency, ""};
+    p.preset_latency = net_route;
+    params.push_back(p);
   }
   for (int tier = 0; tier < (multi_node ? 2 : 1); ++tier)
     for (int proto = 0; proto < 2; ++proto)
@@ -227,6 +241,8 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
         if (it == a.links.end()) a.links.push_back({p.cls, 1.0, std::nullopt}), it = a.links.end() - 1;
         if (p.kind == Param::kClassBandwidth) it->bandwidth_scale = f;
         else it->latency = Seconds(p.preset_latency * f);
+      } else if (p.kind == Param::kNetStepLatency) {
+        a.net_step_latency = Seconds(p.preset_latency * std::max(0.0, th[static_cast<Eigen::Index>(j)]));
       } else if (p.kind == Param::kProtoLatency) {
         a.protocols[p.tier][p.proto].latency = f;
       } else {
@@ -262,53 +278,83 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
     }
     return J;
   };
-  // Parameters no fitted row depends on (a protocol NCCL never picks here, a tier no step uses), or
-  // that move the fitted rows as the ones before them do (Simple's bandwidth where the links bound
-  // every fitted row: the class bandwidth's effect), are dropped, in the order above: the data cannot
-  // tell them apart, and the earlier one is the one the rest of the simulator uses.
-  {
-    Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
-    const Eigen::MatrixXd J = jacobian(th, residuals(th)).topRows(fitted_rows);
-    std::vector<Param> kept;
-    std::vector<Eigen::VectorXd> basis;  // orthonormal, spanning the kept columns
-    for (size_t j = 0; j < params.size(); ++j) {
-      Eigen::VectorXd c = J.col(static_cast<Eigen::Index>(j));
-      const double n0 = c.norm();
-      for (const auto& b : basis) c -= b.dot(c) * b;
-      if (n0 > 1e-6 && c.norm() > 0.05 * n0) kept.push_back(params[j]), basis.push_back(c / c.norm());
-    }
-    params = std::move(kept);
-  }
-  Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
-  Eigen::VectorXd r = residuals(th);
-  double cost = r.squaredNorm(), lambda = 1e-2;
-  int iterations = 0;
-  for (int it = 0; it < 60 && th.size() > 0; ++it) {
-    ++iterations;
-    const Eigen::MatrixXd J = jacobian(th, r);
-    const Eigen::MatrixXd A = J.transpose() * J;
-    const Eigen::VectorXd g = J.transpose() * r;
-    bool improved = false, converged = false;
-    for (int tries = 0; tries < 10 && !improved; ++tries) {
-      Eigen::MatrixXd D = A;
-      for (Eigen::Index j = 0; j < D.rows(); ++j) D(j, j) += lambda * std::max(A(j, j), 1e-9);
-      Eigen::VectorXd step = D.ldlt().solve(g);
-      // At most a factor e^2 per step on any parameter.
-      const double big = step.cwiseAbs().maxCoeff();
-      if (big > 2) step *= 2 / big;
-      const Eigen::VectorXd next = th - step;
-      const Eigen::VectorXd rn = residuals(next);
-      if (rn.squaredNorm() < cost) {
-        converged = cost - rn.squaredNorm() < 1e-10 * std::max(cost, 1e-30) || step.cwiseAbs().maxCoeff() < 1e-7;
-        th = next, r = rn, cost = r.squaredNorm();
-        improved = true;
-        lambda = std::max(lambda / 3, 1e-9);
-      } else {
-        lambda *= 5;
+  // One fit from the preset: prune, then Levenberg-Marquardt. Returns the kept parameters' values and
+  // the fitted rows' cost (with the prior).
+  struct Solved {
+    std::vector<Param> params;
+    Eigen::VectorXd th;
+    double cost = 0;
+    int iterations = 0;
+  };
+  auto solve = [&](std::vector<Param> candidates) {
+    params = std::move(candidates);
+    // Parameters no fitted row depends on (a protocol NCCL never picks here, a tier no step uses), or
+    // that move the fitted rows as the ones before them do (Simple's bandwidth where the links bound
+    // every fitted row: the class bandwidth's effect), are dropped, in the order above: the data cannot
+    // tell them apart, and the earlier one is the one the rest of the simulator uses.
+    {
+      Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
+      const Eigen::MatrixXd J = jacobian(th, residuals(th)).topRows(fitted_rows);
+      std::vector<Param> kept;
+      std::vector<Eigen::VectorXd> basis;  // orthonormal, spanning the kept columns
+      for (size_t j = 0; j < params.size(); ++j) {
+        Eigen::VectorXd c = J.col(static_cast<Eigen::Index>(j));
+        const double n0 = c.norm();
+        for (const auto& b : basis) c -= b.dot(c) * b;
+        if (n0 > 1e-6 && c.norm() > 0.05 * n0) kept.push_back(params[j]), basis.push_back(c / c.norm());
       }
+      params = std::move(kept);
     }
-    if (!improved || converged) break;
+    Eigen::VectorXd th = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(params.size()));
+    Eigen::VectorXd r = residuals(th);
+    double cost = r.squaredNorm(), lambda = 1e-2;
+    int iterations = 0;
+    for (int it = 0; it < 60 && th.size() > 0; ++it) {
+      ++iterations;
+      const Eigen::MatrixXd J = jacobian(th, r);
+      const Eigen::MatrixXd A = J.transpose() * J;
+      const Eigen::VectorXd g = J.transpose() * r;
+      bool improved = false, converged = false;
+      for (int tries = 0; tries < 10 && !improved; ++tries) {
+        Eigen::MatrixXd D = A;
+        for (Eigen::Index j = 0; j < D.rows(); ++j) D(j, j) += lambda * std::max(A(j, j), 1e-9);
+        Eigen::VectorXd step = D.ldlt().solve(g);
+        // At most a factor e^2 per step on any parameter.
+        const double big = step.cwiseAbs().maxCoeff();
+        if (big > 2) step *= 2 / big;
+        const Eigen::VectorXd next = th - step;
+        const Eigen::VectorXd rn = residuals(next);
+        if (rn.squaredNorm() < cost) {
+          converged = cost - rn.squaredNorm() < 1e-10 * std::max(cost, 1e-30) || step.cwiseAbs().maxCoeff() < 1e-7;
+          th = next, r = rn, cost = r.squaredNorm();
+          improved = true;
+          lambda = std::max(lambda / 3, 1e-9);
+        } else {
+          lambda *= 5;
+        }
+      }
+      if (!improved || converged) break;
+    }
+    return Solved{params, th, cost, iterations};
+  };
+  // The network step latency is fitted where it lowers the fitted rows' cost: the search starts at the
+  // preset and the cost has kinks (NCCL's choice, a route latency above NCCL's), so the fit with it
+  // can end in a worse local minimum than the one without it (e.g. a log of mid and large sizes only).
+  std::vector<Param> without;
+  for (const auto& p : params)
+    if (p.kind != Param::kNetStepLatency) without.push_back(p);
+  const bool step_param = without.size() != params.size();
+  const std::vector<Param> with_step = params;
+  Solved best = solve(without);
+  if (step_param) {
+    Solved s = solve(with_step);
+    s.iterations += best.iterations;
+    if (s.cost < best.cost) best = std::move(s);
+    else best.iterations = s.iterations;
   }
+  params = best.params;
+  const Eigen::VectorXd th = best.th;
+  const int iterations = best.iterations;
 
   LinkFit out;
   out.fitted_rows = fitted_rows;
@@ -328,6 +374,8 @@ LinkFit fit_links(const std::string& topo_text, const std::string& topo_source, 
         for (size_t i = 0; i < sizes[k].size(); ++i) c.points += !held[k][i];
     out.classes.push_back(c);
   }
+  if (std::any_of(params.begin(), params.end(), [](const Param& p) { return p.kind == Param::kNetStepLatency; }))
+    out.net_step_latency_s = fitted.net_step_latency.value();
   for (int tier = 0; tier < 2; ++tier)
     for (int proto = 0; proto < 3; ++proto) {
       const bool any = std::any_of(params.begin(), params.end(), [&](const Param& p) {

@@ -15,6 +15,12 @@
 //     and network steps) and protocol LL and LL128: a factor on NCCL's per-step latencies and one on
 //     the protocol's bandwidth fraction and caps, relative to Simple (topology::NcclProtoScale).
 //     NCCL still picks the (algorithm, protocol) with its own figures; these time the choice.
+//   * on multi-node logs, NCCL's latency per network step (latencyInter, twice for Simple;
+//     topology::NcclConfig::net_step_latency), linear from 0 in units of the route latency between
+//     nodes: unlike a class latency it does not move the route every transfer takes, which past
+//     NCCL's LL latency times every algorithm at the route and leaves the protocol factors without
+//     effect. It is kept where the fit with it ends at a lower cost than the fit without it (both
+//     start at the preset).
 // Every parameter is fitted as the log of its factor (positive by construction), all at once, by
 // Levenberg-Marquardt on log(predicted / measured) over the fitted rows, with a weak prior
 // (kPriorWeight x log factor per parameter) that keeps what the data cannot tell apart (e.g. the
@@ -26,6 +32,7 @@
 // error| before and after on those, overall and per size band (kBands).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +83,7 @@ struct LogCheck {
 struct LinkFit {
   std::vector<LinkClassCalibration> classes;
   std::vector<ProtocolCalibration> protocols;
+  std::optional<double> net_step_latency_s;  // NCCL's latency per network step, when fitted
   std::vector<LogCheck> checks;
   ErrorSummary held, bands[kNumBands];  // every log's held-out points together
   int fitted_rows = 0, parameters = 0, iterations = 0;

@@ -143,6 +143,7 @@ int run_calibrate(const CalibrateOptions& o) {
       report += "\nnccl-tests logs: each size's measured time is the lower of its out-of-place and in-place times\n";
     cal.links = fit.classes;
     cal.protocols = fit.protocols;
+    cal.net_step_latency_s = fit.net_step_latency_s;
     auto pct = [](double e) { return fmt::format("{:.1f}%", e * 100); };
     auto summary = [&](const calib::ErrorSummary& e) {
       return e.n == 0 ? std::string("-") : fmt::format("{} -> {} ({})", pct(e.median_before), pct(e.median_after), e.n);
@@ -187,6 +188,9 @@ int run_calibrate(const CalibrateOptions& o) {
         report += fmt::format("  {:<5} {:<6} latency x {:.3f}, bandwidth x {:.3f}\n", p.tier, p.proto, p.latency_scale,
                               p.bandwidth_scale);
     }
+    if (cal.net_step_latency_s)
+      report += fmt::format("NCCL's latency per network step (latencyInter; twice for Simple): {:.2f} us\n",
+                            *cal.net_step_latency_s * 1e6);
   }
 
   // The GPU from hecate-validate.

@@ -128,6 +128,7 @@ NcclTuning nccl_tuning(const topology::Topology& topo, std::span<const int> grou
   const auto& nc = topo.nccl();
   t.net_via_host = nc.net_via_host;
   t.proto_scale = nc.proto_scale;
+  t.net_step_us = nc.net_step_latency.value() * 1e6;
   if (group.empty()) return t;
   // The GPUs of group[0]'s node, and one GPU elsewhere.
   const int node0 = topo.node_of(group[0]);
@@ -229,7 +230,9 @@ double nccl_latency(const NcclTuning& t, NcclColl coll, NcclAlgo a, NcclProto p,
   double intra = kHwLat[intra_hw][ai][pi] * t.intra_scale * t.proto_scale[0][pi].latency;
   // With one GPU per node the latencies are fully exposed: the tree's network latency.
   double inter = (ppn == 1 ? kHwLat[kHwNet][0][pi] : kHwLat[kHwNet][ai][pi]) * t.net_scale *
-                 t.proto_scale[1][pi].latency;  // + latencyInter (0)
+                 t.proto_scale[1][pi].latency;
+  // + latencyInter, and once more for Simple ("the flush extra latency", tuning.cc).
+  inter += t.net_step_us * (p == NcclProto::kSimple ? 2 : 1);
   switch (a) {
     case NcclAlgo::kRing:
       if (coll == NcclColl::kBroadcast || coll == NcclColl::kReduce) {

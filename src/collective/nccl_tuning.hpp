@@ -21,8 +21,9 @@
 // all-gather / reduce-scatter, R broadcast / reduce):
 //   ring   base + (nsteps - nInter) x max(intraLat, netOverhead) + nInter x interLat, nInter = 2(N-1)
 //          all-reduce, N-1 all-gather / reduce-scatter; netOverhead 1 us (x3 Simple) across nodes
-//          (Intel x86 CPUs, getNetOverhead); interLat = hwLat NET (+ the net plugin's latency, 0 for
-//          IB, twice for Simple); multi-node Simple all-reduce x1.4 (x1.9 before sm80) once a
+//          (Intel x86 CPUs, getNetOverhead); interLat = hwLat NET + latencyInter (the net plugin's
+//          latency: 0 for IB, as here uncalibrated; a calibration's net_step_latency; twice for
+//          Simple); multi-node Simple all-reduce x1.4 (x1.9 before sm80) once a
 //          channel's share per rank reaches 64 B (the ring's plateau, ncclTopoGetAlgoTime)
 //   tree   base + 2 ((ppn - 1) intraLat + log2i(N) interLat)            (all-reduce)
 //   nvls   intraLat (+ interLat across nodes)
@@ -49,7 +50,9 @@
 // (src/graph/connect.cc ncclTopoPostset) within [NCCL_MIN_CTAS, NCCL_MAX_CTAS].
 //
 // What is left out: CollNet, the CPU vendor (an AMD host's LL ceiling and 2 us net overhead), the
-// net plugin's own latency (0, as IB reports it), NVLS for all-gather / reduce-scatter, the tree's
+// net plugin's own latency in the choice (0, as IB reports it; aws-ofi-nccl reports 75 us on p4d,
+// p4de and p5, OFI_NCCL_NET_LATENCY, which NCCL's choice there adds: only a calibration's
+// net_step_latency enters here, and times the choice), NVLS for all-gather / reduce-scatter, the tree's
 // 0.85 on non-balanced tree patterns, and tree inside one node (NCCL runs it as a chain).
 #pragma once
 
@@ -93,10 +96,15 @@ struct NcclTuning {
   // what an operation takes, not what NCCL picks: plan_nccl chooses with NCCL's own figures
   // (uncalibrated()), as NCCL's tuner does, then times the choice with these.
   topology::NcclProtoScales proto_scale{};
-  bool calibrated() const { return proto_scale != topology::NcclProtoScales{}; }
+  // A calibration's latency per network step, us (topology::NcclConfig::net_step_latency): NCCL's
+  // latencyInter, added to every network step's hwLat NET (twice for Simple, NCCL's flush); like the
+  // factors above it times NCCL's choice and does not change it.
+  double net_step_us = 0;
+  bool calibrated() const { return proto_scale != topology::NcclProtoScales{} || net_step_us != 0; }
   NcclTuning uncalibrated() const {
     NcclTuning u = *this;
     u.proto_scale = {};
+    u.net_step_us = 0;
     return u;
   }
 };

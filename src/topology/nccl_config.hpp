@@ -55,6 +55,11 @@ struct NcclConfig {
   bool net_via_host = false;
   // Not a key: a calibration's per-protocol factors (TopologyAdjust::protocols), set by the loader.
   NcclProtoScales proto_scale{};
+  // Not a key: a calibration's latency added to every network step (TopologyAdjust::net_step_latency):
+  // NCCL's own term for a network slower than its IB figures, graphs[a]->latencyInter (the net
+  // plugin's ncclNetProperties_t::latency; IB reports 0, aws-ofi-nccl 75 us on p4d / p4de / p5),
+  // added to hwLat NET once per network step, twice for Simple (src/graph/tuning.cc). 0 = none.
+  Seconds net_step_latency{0};
 };
 
 }  // namespace hs::topology

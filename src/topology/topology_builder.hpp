@@ -31,6 +31,7 @@ struct LinkClassAdjust {
 struct TopologyAdjust {
   std::vector<LinkClassAdjust> links;
   NcclProtoScales protocols{};  // NCCL's per-protocol latency / bandwidth factors (NcclConfig::proto_scale)
+  Seconds net_step_latency{0};  // added to NCCL's every network step (NcclConfig::net_step_latency)
   engine::InterferenceOverride interference;  // the cells a calibration measured
 };
 

@@ -264,7 +264,7 @@ Topology load_topology(const std::string& text, const std::string& file, const T
   // A calibration the topology names (a path relative to the topology file); applied by the caller.
   const std::string calibration = r.has("calibration") ? r.str("calibration", false).value_or("") : "";
   NcclConfig nccl = read_nccl(r, ctx);
-  if (adjust) nccl.proto_scale = adjust->protocols;
+  if (adjust) nccl.proto_scale = adjust->protocols, nccl.net_step_latency = adjust->net_step_latency;
   const bool explicit_form = r.has("links");
   if (explicit_form) {
     for (const char* k : {"nodes", "gpus_per_node", "intra_node", "nics_per_node", "nic", "fabric", "pcie"})

@@ -266,6 +266,31 @@ TEST_CASE("calibrate recovers link classes and NCCL protocol factors within 2% f
   }
 }
 
+TEST_CASE("calibrate recovers NCCL's per-network-step latency (latencyInter) where a route latency cannot stand in") {
+  // Truth: 40 us added to every network step (NCCL's latencyInter as a slow network's plugin reports
+  // it; Simple pays it twice), links as the preset. A 2-node LL all-reduce then takes NCCL's latency
+  // plus 2 x 40 us. Raising the NIC's latency instead raises the route every transfer takes: past
+  // NCCL's LL latency the operation is timed at the route, so that cannot fit both the LL and the
+  // Simple sizes; the step latency does, and the held-out error falls to near nothing.
+  topology::TopologyAdjust truth;
+  truth.net_step_latency = Seconds(40e-6);
+  const auto fit = calib::fit_links(kTopo, "t.yaml", truth_logs(truth));
+  REQUIRE(fit.net_step_latency_s);
+  // The 2-node all-reduce's held-out sizes (the one-node logs and the all-to-all take no NCCL network step).
+  const auto& ar = fit.checks.front();
+  REQUIRE(ar.file == "ar8.log");
+  MESSAGE(fmt::format("network step latency {:.3f} us (truth 40 us); ar8.log held-out median |error| {:.2f}% -> {:.3f}%",
+                      *fit.net_step_latency_s * 1e6, ar.held.median_before * 100, ar.held.median_after * 100));
+  // Within 10%, not 2%: net LL's latency factor moves LL's network steps as the step latency does
+  // (2.7 us x factor + latencyInter per step), and only the Simple and LL128 sizes, bandwidth-bound
+  // here, tell the two apart; the prior (kPriorWeight per parameter) settles the rest (here 37.0 us,
+  // net LL x 2.38). The times are what is recovered: held-out error 71% -> 0.3%.
+  CHECK(std::abs(*fit.net_step_latency_s / 40e-6 - 1) < 0.1);
+  CHECK(ar.held.median_before > 0.05);
+  CHECK(ar.held.median_after < 0.005);
+  CHECK(fit.held.max_after < 0.05);
+}
+
 TEST_CASE("a held-out log is checked, not fitted") {
   topology::TopologyAdjust truth;
   truth.links.push_back({"nic", 0.8, Seconds(5e-6)});
@@ -311,5 +336,38 @@ TEST_CASE("a calibration records its topology; another topology is named in a wa
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {intra: {LL: {latency_scale: 0}}}\n", "b.yaml"),
                   InputError);
   CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {wan: {LL: {latency_scale: 2}}}\n", "b.yaml"),
+                  InputError);
+}
+
+TEST_CASE("a calibration's network step latency round-trips and reaches NCCL's tuning") {
+  calib::Calibration c;
+  c.net_step_latency_s = 36.5e-6;
+  c.protocols.push_back({"net", "LL", 1.0, 0.5});
+  const std::string y = calib::to_yaml(c);
+  CHECK(y.find("net: {step_latency: 36.5us, LL: {latency_scale: 1, bandwidth_scale: 0.5}}") != std::string::npos);
+  const auto back = calib::parse_calibration(y, "cal.yaml");
+  REQUIRE(back.net_step_latency_s);
+  CHECK(*back.net_step_latency_s == hs::test::approx(36.5e-6));
+  CHECK(calib::to_yaml(back) == y);
+  const auto adj = calib::topology_adjust(back);
+  const auto t = topology::load_topology(kTopo, "t.yaml", &adj);
+  CHECK(t.nccl().net_step_latency.value() == hs::test::approx(36.5e-6));
+  // Alone (no protocol factors) it is written too.
+  calib::Calibration only;
+  only.net_step_latency_s = 20e-6;
+  CHECK(calib::to_yaml(only).find("protocols:\n  net: {step_latency: 20us}\n") != std::string::npos);
+  // A negative or absurd latency names the file, line and field.
+  try {
+    calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols:\n  net: {step_latency: -3us}\n", "b.yaml");
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    const std::string w = e.what();
+    CHECK(w.find("b.yaml:3") != std::string::npos);
+    CHECK(w.find("step_latency") != std::string::npos);
+  }
+  CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {net: {step_latency: 1s}}\n", "b.yaml"),
+                  InputError);
+  // Only the network tier has one.
+  CHECK_THROWS_AS(calib::parse_calibration("schema: hecate-sim/calibration@1\nprotocols: {intra: {step_latency: 1us}}\n", "b.yaml"),
                   InputError);
 }

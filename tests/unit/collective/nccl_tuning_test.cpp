@@ -61,6 +61,23 @@ TEST_CASE("NCCL's latency formulas by hand") {
   CHECK(nccl_latency(t, NcclColl::kAllReduce, NcclAlgo::kRing, NcclProto::kSimple, 8) == doctest::Approx(282.8e-6));
 }
 
+TEST_CASE("a calibration's network step latency: NCCL's latencyInter, per network step, twice for Simple") {
+  NcclTuning t;
+  t.ranks = 16, t.nodes = 2, t.sm = 90, t.arch = 2, t.graph_channels = 8, t.comm_channels = 16;
+  t.net_step_us = 50;
+  CHECK(t.calibrated());
+  CHECK_FALSE(t.uncalibrated().calibrated());  // NCCL's choice does not see it
+  // Tree LL: 6.8 + 2 ((8 - 1) x 0.6 + log2(2) x (5.0 + 50)) = 125.2 us (25.2 without).
+  CHECK(nccl_latency(t, NcclColl::kAllReduce, NcclAlgo::kTree, NcclProto::kLL, 8) == doctest::Approx(125.2e-6));
+  // Ring LL: 6.6 + 28 x 1.0 + 2 x (2.7 + 50) = 140.0 us: the 2 network steps only.
+  CHECK(nccl_latency(t, NcclColl::kAllReduce, NcclAlgo::kRing, NcclProto::kLL, 8) == doctest::Approx(140.0e-6));
+  // Tree Simple: 8.4 + 2 ((8 - 1) x 4 + 1 x (14 + 2 x 50)) = 292.4 us (the flush's second latencyInter).
+  CHECK(nccl_latency(t, NcclColl::kAllReduce, NcclAlgo::kTree, NcclProto::kSimple, 8) == doctest::Approx(292.4e-6));
+  // One node: no network step, nothing added. Ring LL on 8 ranks: 6.6 + 14 x 0.6 = 15.0 us.
+  t.ranks = 8, t.nodes = 1;
+  CHECK(nccl_latency(t, NcclColl::kAllReduce, NcclAlgo::kRing, NcclProto::kLL, 8) == doctest::Approx(15.0e-6));
+}
+
 TEST_CASE("an 8-byte ring all-reduce on 2 H100 nodes takes NCCL's LL latency") {
   const auto topo = topology::load_topology(h100(2, false), "t.yaml");
   const auto g = iota(16);
