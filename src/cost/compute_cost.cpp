@@ -202,9 +202,8 @@ Seconds ComputeCost::attention_time(bool backward, int block) const {
   // Projections: bf16 at eta_attn, or FP8 at eta_attn_fp8 with their quantization kernels (inputs:
   // the QKV projection's d and the output projection's q; output gradients: Q, K, V and the
   // output's d; MLA's five GEMMs: ModelSpec::attention_gemm_in_width / out_width).
-  Seconds proj(proj_flops / gemm_rate);
+  const Seconds proj(proj_flops / projection_rate());
   if (m_.precision.fp8()) {
-    proj = Seconds(proj_flops / (p_.eta_attn_fp8 * gpu_.peak_fp8.value()));
     norm_bytes += fp8_quantize_bytes(b * s, m_.attention_gemm_in_width(), m_.attention_gemm_out_width(),
                                      m_.attention_proj_params(), backward);
   }
@@ -235,11 +234,13 @@ Seconds ComputeCost::attention_forward(int block) const { return attention_time(
 
 Seconds ComputeCost::attention_backward(int block) const { return attention_time(true, block); }
 
+double ComputeCost::projection_rate() const {
+  return m_.precision.fp8() ? p_.eta_attn_fp8 * gpu_.peak_fp8.value() : p_.eta_attn * gpu_.peak_flops.value();
+}
+
 Seconds ComputeCost::attention_weight_grad() const {
   const double s = m_.seq_len, b = m_.micro_batch;
-  // At the rate attention_time runs the projections: FP8 (eta_attn_fp8 of peak_fp8) or bf16.
-  const double rate = m_.precision.fp8() ? p_.eta_attn_fp8 * gpu_.peak_fp8.value() : p_.eta_attn * gpu_.peak_flops.value();
-  return Seconds(b * 2.0 * s * m_.attention_proj_params() / rate) + p_.launch * 2;
+  return Seconds(b * 2.0 * s * m_.attention_proj_params() / projection_rate()) + p_.launch * 2;
 }
 
 Seconds ComputeCost::router_and_permute(double tokens) const {

@@ -225,6 +225,9 @@ class ComputeCost {
   Seconds dense_quantize(double tokens, bool backward) const;
   // Forward (backward = false) or backward attention block, launches included.
   Seconds attention_time(bool backward, int block) const;
+  // FLOP/s of the attention projections' GEMMs: eta_attn_fp8 x peak_fp8 for FP8 models, else
+  // eta_attn x the bf16 peak (attention_time and attention_weight_grad alike).
+  double projection_rate() const;
   topology::GpuModel gpu_;
   workload::ModelSpec m_;
   ComputeParams p_;

@@ -348,8 +348,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     stats_.bubble += idle / flush / P;
   }
   // Stage 0's phases: each chunk task on its first GPU's compute stream to the op of its schedule it
-  // belongs to (pass, micro-batch, chunk), the optimizer step and other tasks to none.
-  {
+  // belongs to (pass, micro-batch, chunk), the optimizer step and other tasks to none. Only
+  // reported with a pipeline (layout_resolved), so not computed without one (every run without
+  // --layout, each iteration).
+  if (P > 1) {
     const std::vector<PipelineOp> ops = pipeline_ops(L, 0, M);
     std::map<std::tuple<int, int, int>, int> op_of;  // (F 0 / B 1 / W 2, micro-batch, chunk) -> op
     for (int i = 0; i < static_cast<int>(ops.size()); ++i)

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cost/layout_memory.hpp"
+#include "cost/model_flops.hpp"
 #include "support/approx.hpp"
 
 using namespace hs;
@@ -160,4 +161,20 @@ TEST_CASE("the bundled deepseek-v3-like preset is the model of this test") {
   CHECK(preset.probs_in_activation);  // the preset's assumption (models/deepseek-v3-like.yaml)
   CHECK(preset.layers == here.layers);
   CHECK(preset.d_model == here.d_model);
+}
+
+TEST_CASE("Megatron-LM's MLA branch: DeepSeek-V3 by hand, against the FLOPs its report implies") {
+  // h 7168, H 128, q_r 1536, kv_r 512, n 128, r 64, v 128, s 4096, per token and block (multiply-adds):
+  //   q_term 1536 (7168 + 128 x 192 + 1) = 48,760,320; kv 512 (7168 + 128 x 256 + 1) = 20,447,744;
+  //   h r 458,752; H v h 117,440,512; s H (n + r) / 2 = 50,331,648; s H v / 2 = 33,554,432
+  //   -> 270,993,408, x 6 = 1,625,960,448 FLOPs per block.
+  // 61 blocks + 58 MoE MLPs 12 h 2048 x 9 x 3/2 + 3 dense 12 h 18432 + 6 h V (V 129,280):
+  //   99,183,587,328 + 137,933,881,344 + 4,756,340,736 + 5,560,074,240 = 247,433,883,648 FLOPs per token.
+  // DeepSeek's 385 causal TFLOPS per GPU at 19.926 s per step of 15,360 x 4,096 tokens on 2,048 GPUs
+  // (arXiv 2505.09343 Table 4) imply 385e12 / 1,541.7 tokens/s = 249.7 GFLOP per token: 0.9% apart
+  // (its count may differ in the dense FFN, here two matrices, and the MTP module).
+  // (This file's kModel: its precision, recomputation and grad_accum do not enter the count.)
+  const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
+  CHECK(m.attention_proj_params() == 187105280);
+  CHECK(cost::megatron_flops_per_token(m) == doctest::Approx(247433883648.0).epsilon(1e-12));
 }
