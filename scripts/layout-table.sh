@@ -73,8 +73,9 @@ drow "\`dispatcher=deepep\`" --layout deepseek-v3,dispatcher=deepep
 drow "\`dispatcher=deepep\`, \`route_groups=8\`, \`max_nodes=4\`" --layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4
 
 # The ablation table of docs/manual.md ("Parallel layouts", DeepSeek-V3): the preset as trained
-# (FP8, DualPipe, DeepEP dispatch, node-limited routing, MLA) with one effect taken away at a time:
-# step, peak memory, GPU-hours per 10^12 tokens, and the step's change against the full row.
+# (FP8, DualPipe, DeepEP dispatch, node-limited routing, MLA, MTP) with one effect taken away at a
+# time, and two hand-balanced piece splits (the report does not publish DeepSeek's): step, peak
+# memory, GPU-hours per 10^12 tokens, and the step's change against the full row.
 arow() {  # arow LABEL ARGS...
   local label="$1"; shift
   "$sim" run "${ds[@]}" "$@" --strategy ep --iterations 1 --format json -q > "$tmp/a.json" 2>/dev/null
@@ -94,7 +95,10 @@ full=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["strateg
 echo
 echo "| DeepSeek-V3 as trained, one effect taken away (EP, grad_accum 120; published step 19.926 s) | step (vs as trained) | peak | GPU-hours per 10^12 tokens |"
 echo "|---|---|---|---|"
-arow "as trained: FP8, DualPipe, DeepEP, node-limited routing (M = 4), MLA" "${full_args[@]}"
+arow "as trained: FP8, DualPipe, DeepEP, node-limited routing (M = 4), MLA, MTP" "${full_args[@]}"
+arow "no MTP module (\`mtp_layers=0\`)" "${full_args[@]}" --set mtp_layers=0
+arow "pieces balanced by hand (\`pipeline_layout=Etttt|(tttt|)*14tmL\`: 1 block + MTP on the last piece)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*14tmL" --set route_groups=8 --set max_nodes=4
+arow "same, 2 blocks + MTP on the last piece (\`pipeline_layout=Etttt|(tttt|)*13ttt|ttmL\`)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*13ttt|ttmL" --set route_groups=8 --set max_nodes=4
 arow "bf16 instead of FP8 (\`precision.compute=bf16\`)" "${full_args[@]}" --set precision.compute=bf16
 arow "ZB-H1 instead of DualPipe (\`schedule=zb-h1\`)" --layout deepseek-v3,dispatcher=deepep,schedule=zb-h1 --set route_groups=8 --set max_nodes=4
 arow "1F1B instead of DualPipe (\`schedule=1f1b\`)" --layout deepseek-v3,dispatcher=deepep,schedule=1f1b --set route_groups=8 --set max_nodes=4

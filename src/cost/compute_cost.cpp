@@ -281,6 +281,46 @@ Seconds ComputeCost::dense_quantize(double tokens, bool backward) const {
   return Seconds(fp8_quantize_bytes(tokens, d + f, f + d, 2.0 * d * f, backward) / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
 }
 
+// An MTP module's memory-bound kernels: its lookup and norms (7 d activations per token forward,
+// twice that backward) and, for FP8 models, its projection's quantization.
+static double mtp_memory_bytes(const workload::ModelSpec& m, bool backward) {
+  const double tok = static_cast<double>(m.tokens_per_micro_batch()), d = m.d_model;
+  const double quantize = m.precision.fp8() ? fp8_quantize_bytes(tok, 2 * d, d, 2 * d * d, backward) : 0.0;
+  return tok * (backward ? 14 : 7) * d * m.precision.activation_bytes + quantize;
+}
+
+Seconds ComputeCost::mtp_forward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch()), d = m_.d_model;
+  const Seconds memory = p_.launch * 3 + Seconds(mtp_memory_bytes(m_, false) / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double pb = m_.precision.fp8() ? 1.0 : m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+    return memory + tiled_call(std::span<const double>(&tok, 1), d, 2 * d, false, 2 * d * d * pb, 3 * d * ab, false);
+  }
+  return memory + p_.launch + gemm(tok, 2 * d, d, 1, 1.0, 0.0);
+}
+
+Seconds ComputeCost::mtp_backward() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch()), d = m_.d_model;
+  const Seconds memory = p_.launch * 3 + Seconds(mtp_memory_bytes(m_, true) / (p_.eta_mem * gpu_.hbm_bandwidth.value()));
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double pb = m_.precision.fp8() ? 1.0 : m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+    return memory + tiled_call(std::span<const double>(&tok, 1), 2 * d, d, false, 2 * d * d * pb, 3 * d * ab, false) +
+           mtp_weight_grad();
+  }
+  return memory + p_.launch * 2 + gemm(tok, 2 * d, d, 1, 2.0, m_.precision.grad_bytes);
+}
+
+Seconds ComputeCost::mtp_weight_grad() const {
+  const double tok = static_cast<double>(m_.tokens_per_micro_batch()), d = m_.d_model;
+  if (p_.gemm_model == GemmModel::kTiles) {
+    const double ab = m_.precision.activation_bytes;
+    return tiled_call(std::span<const double>(&tok, 1), d, 2 * d, true, 2 * d * d * m_.precision.grad_bytes, 3 * d * ab,
+                      false);
+  }
+  // The curve model's backward GEMMs are one call of twice the forward's FLOPs: half of it.
+  return Seconds((p_.launch * 2 + gemm(tok, 2 * d, d, 1, 2.0, m_.precision.grad_bytes)).value() / 2);
+}
+
 // The output head stays bf16 under FP8 (DeepSeek-V3 §3.3.1): its GEMM at the bf16 peak.
 Seconds ComputeCost::head_forward() const {
   const double tok = static_cast<double>(m_.tokens_per_micro_batch());

@@ -195,6 +195,17 @@ class ComputeCost {
   // Embedding + LM head (one micro-batch), forward and backward.
   Seconds head_forward() const;
   Seconds head_backward() const;
+  // An MTP module's own work around its block (ModelSpec::mtp_layers; DeepSeek-V3 §2.2), one
+  // micro-batch: the embedding lookup of the shifted tokens, the two RMSNorms and the concatenated
+  // [t x 2d] x [2d x d] projection M_k at the model's compute precision (FP8 quantization kernels
+  // included for FP8 models; the report keeps only the embedding, head, gates, norms and attention
+  // core in bf16); memory-bound traffic of 7 d activations per token forward (lookup written d, norms
+  // read and written 4 d, the projection input written 2 d), twice that backward. Its block is costed
+  // as any block, its second head pass by head_forward / head_backward. mtp_weight_grad is the
+  // projection's weight-gradient GEMM (the W of a split backward).
+  Seconds mtp_forward() const;
+  Seconds mtp_backward() const;
+  Seconds mtp_weight_grad() const;
   // Optimizer step over `params` parameters (memory-bound: reads/writes params, grads, states).
   Seconds optimizer_step(double params) const;
   // A memory-bound copy of `bytes` (read + write).

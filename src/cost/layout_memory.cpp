@@ -9,8 +9,9 @@ namespace hs::cost {
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
   const double d = m.d_model, t = l.tp;
   StageParams p;
-  for (int b : l.stage_block_ids(stage, m.layers)) {
+  for (int b : l.stage_block_ids(stage, m.layers, m.mtp_layers)) {
     p.dense += (m.attention_proj_params() + m.attention_bias_params()) / t + 4 * d;  // QKV + out projections (with biases, sinks) / TP; two norms
+    if (m.is_mtp(b)) p.dense += mtp_extra_params(m, l.tp);
     if (m.is_moe(b)) {
       p.dense += d * m.experts;                          // router gate, replicated
       p.dense += m.shared_experts * m.expert_params() / t;
@@ -22,6 +23,10 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
   const double word = static_cast<double>(m.vocab) * d / t;
   if (stage == 0) p.dense += word + static_cast<double>(m.seq_len) * d;
   if (stage == l.pp - 1 && l.pp > 1) p.dense += word;  // the tied copy of the last stage
+  // An MTP module on another stage than the loss's (a pipeline_layout may put it there) needs its own
+  // copy of the shared head / embedding.
+  const auto holds = l.stage_block_ids(stage, m.layers, m.mtp_layers);
+  if (stage != l.pp - 1 && stage != 0 && !holds.empty() && m.is_mtp(holds.back())) p.dense += word;
   return p;
 }
 
@@ -29,6 +34,7 @@ BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelL
   const double d = m.d_model, t = l.tp;
   BlockParams p;
   p.attention = (m.attention_proj_params() + m.attention_bias_params()) / t + 2 * d;  // QKV + out projections (with biases, sinks) / TP; its norm
+  if (m.is_mtp(block)) p.attention += mtp_extra_params(m, l.tp);  // its projection and norms, with the attention
   p.mlp = 2 * d;                                   // the norm before the MLP
   if (m.is_moe(block)) {
     p.mlp += d * m.experts + m.shared_experts * m.expert_params() / t;
@@ -50,11 +56,12 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
   const double half = ab / 2.0;  // Korthikanti's coefficients count 2-byte elements
   const double sbh = s * b * h;
   const double tokens = s * b / t;  // tokens of the GPU's sequence shard (MoE needs sp with tp > 1)
-  const auto blocks = l.stage_block_ids(stage, m.layers);
+  const auto blocks = l.stage_block_ids(stage, m.layers, m.mtp_layers);
   const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
   const AttentionKept attn = attention_kept_per_token(m);
   auto block = [&](int blk) {
     double bytes = (l.sequence_parallel ? attn.total() / t : attn.replicated + attn.split / t) * s * b;
+    if (m.is_mtp(blk)) bytes += mtp_kept_per_token(m) * s * b / t;  // its norms' and projection's inputs
     if (m.attention == workload::AttentionImpl::kStandard && l.recompute == workload::Recompute::kNone)
       bytes += attention_score_kept_bytes(m) * m.heads * s * s * b / t;
     if (m.is_moe(blk)) {
@@ -80,8 +87,15 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
     bytes = n * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
             per_block_routed * routed_kept;
   }
-  if (stage == l.pp - 1) bytes += s * b * static_cast<double>(m.vocab) * 4.0 / t;  // fp32 logits, vocab-parallel
   return bytes;
+}
+
+double stage_logits_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
+  const double one = static_cast<double>(m.seq_len) * m.micro_batch * static_cast<double>(m.vocab) * 4.0 / l.tp;
+  const bool last = stage == l.pp - 1 || (l.schedule == workload::Schedule::kDualPipe && stage == 0);
+  double losses = last ? 1.0 : 0.0;
+  for (int b : l.stage_block_ids(stage, m.layers, m.mtp_layers)) losses += m.is_mtp(b) ? 1.0 : 0.0;
+  return losses * one;
 }
 
 double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
@@ -121,7 +135,7 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   const double in_flight = l.schedule == workload::Schedule::kDualPipe
                                ? in_flight_micro_batches(kScheduleDualPipe, l, stage, m.grad_accum)
                                : in_flight_micro_batches(l, stage, m.grad_accum);
-  mem.activations = in_flight * stage_activation_bytes(m, l, stage, received_tokens);
+  mem.activations = in_flight * stage_activation_bytes(m, l, stage, received_tokens) + stage_logits_bytes(m, l, stage);
   const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;
   if (m.moe_layers() > 0) mem.comm_buffers = (tokens * m.top_k + received_max_layer) * m.d_model * pr.activation_bytes;
   mem.reserve = kRuntimeReserveBytes;

@@ -59,7 +59,16 @@ BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelL
 double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool tied_copy);
 
 // Activation bytes of one micro-batch of `stage` on one GPU; `received_tokens` = routed tokens the
-// GPU computes in one micro-batch, summed over the stage's MoE blocks.
+// GPU computes in one micro-batch, summed over the stage's MoE blocks. The fp32 logits are not in it
+// (stage_logits_bytes).
+// The fp32 logits (vocab-parallel, / tp) the loss keeps for its backward on `stage`: the main
+// model's where the stage holds the last piece (DualPipe: stages 0 and pp - 1 both do), and each
+// MTP module's where it holds the module's block. One micro-batch's: every schedule runs the loss's
+// backward before the next micro-batch reaches the loss on that stage (1F1B and ZB-H1 keep one
+// micro-batch on the last stage; interleaved 1F1B's warm-up reaches the last chunk only as its
+// steady state starts; DualPipe runs B1 after each F1 of the stage holding the last piece), so
+// layout_memory adds them once, not per micro-batch in flight.
+double stage_logits_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens);
 

@@ -37,8 +37,8 @@ ParamCounts count_params(const workload::ModelSpec& m) {
   const double attn = m.attention_proj_params() + m.attention_bias_params() + 4 * d;  // QKV + out projections with biases (and sinks), two norms
   c.per_expert = m.expert_params();
   double blocks = 0;
-  for (int b = 0; b < m.layers; ++b) {
-    double p = attn;
+  for (int b = 0; b < m.blocks(); ++b) {
+    double p = attn + (m.is_mtp(b) ? mtp_extra_params(m, 1) : 0.0);
     if (m.is_moe(b)) {
       p += d * m.experts;                                   // router gate
       p += m.shared_experts * m.expert_params();            // shared experts are dense (replicated)
@@ -47,7 +47,7 @@ ParamCounts count_params(const workload::ModelSpec& m) {
     }
     blocks += p;
   }
-  c.dense_per_block = blocks / m.layers;
+  c.dense_per_block = blocks / m.blocks();
   c.dense = blocks + static_cast<double>(m.vocab) * d + static_cast<double>(m.seq_len) * d;
   return c;
 }
@@ -74,6 +74,16 @@ double attention_score_kept_bytes(const workload::ModelSpec& m) {
   return (m.has_attention_dropout() ? 5.0 : 2.0) * m.precision.activation_bytes / 2.0;
 }
 
+double mtp_extra_params(const workload::ModelSpec& m, int tp) {
+  const double d = m.d_model;
+  return 2.0 * d * d / tp + 3.0 * d;
+}
+
+double mtp_kept_per_token(const workload::ModelSpec& m) {
+  const double d = m.d_model, ab = m.precision.activation_bytes;
+  return (m.recompute.rmsnorm ? 0.0 : 2.0 * d * ab) + 2.0 * d * (m.precision.fp8() ? kFp8CachedBytes : ab);
+}
+
 double combine_kept_per_token(const workload::ModelSpec& m) {
   return m.probs_in_activation ? 0.0 : m.top_k * static_cast<double>(m.d_model) * m.precision.activation_bytes;
 }
@@ -90,10 +100,11 @@ double activation_bytes(const workload::ModelSpec& m, double received_tokens_all
   const double s = m.seq_len, b = m.micro_batch;
   const double tokens = s * b;
   const bool swiglu = m.expert_mlp == workload::ExpertMlp::kSwiGlu;
-  double bytes = m.layers * attention_kept_per_token(m).total() * tokens;
+  double bytes = m.blocks() * attention_kept_per_token(m).total() * tokens;
   if (m.attention == workload::AttentionImpl::kStandard)  // Korthikanti's 5as^2b per block: softmax output
-    bytes += m.layers * attention_score_kept_bytes(m) * m.heads * s * s * b;
-  for (int blk = 0; blk < m.layers; ++blk) {
+    bytes += m.blocks() * attention_score_kept_bytes(m) * m.heads * s * s * b;
+  bytes += m.mtp_layers * tokens * mtp_kept_per_token(m);
+  for (int blk = 0; blk < m.blocks(); ++blk) {
     if (m.is_moe(blk)) {
       bytes += tokens * combine_kept_per_token(m);                                         // returned copies
       bytes += tokens * m.shared_experts * mlp_kept_per_token(m, m.d_ffn, swiglu, true);  // shared experts
@@ -102,7 +113,7 @@ double activation_bytes(const workload::ModelSpec& m, double received_tokens_all
     }
   }
   bytes += received_tokens_all_layers * mlp_kept_per_token(m, m.d_ffn, swiglu, false);
-  bytes += tokens * static_cast<double>(m.vocab) * 4.0;  // fp32 logits
+  bytes += (1.0 + m.mtp_layers) * tokens * static_cast<double>(m.vocab) * 4.0;  // fp32 logits (and each MTP module's)
   return bytes;
 }
 

@@ -124,6 +124,15 @@ double attention_score_kept_bytes(const workload::ModelSpec& m);
 // activation bytes) for the router probabilities' gradient, or nothing when the probabilities
 // multiply inside the experts' activation (ModelSpec::probs_in_activation).
 double combine_kept_per_token(const workload::ModelSpec& m);
+// An MTP module's own parameters beside its block (ModelSpec::mtp_layers): the 2d -> d projection
+// M_k, split over tp, and three RMSNorms (the hidden state's, the embedding's and the module's final
+// one before the shared head: DeepSeek-V3's hnorm, enorm and shared_head.norm). The embedding and
+// the head are the main model's (the stage of the loss holds them: the tied copy, or DualPipe's
+// stage 0 holding the first and the last piece).
+double mtp_extra_params(const workload::ModelSpec& m, int tp);
+// Bytes per token an MTP module keeps for backward beside its block: the two norms' inputs (none
+// with rmsnorm recomputed) and the projection's 2d input (FP8-cached for FP8 models).
+double mtp_kept_per_token(const workload::ModelSpec& m);
 // Bytes per token an MLP of width `d_ffn` keeps for backward: `swiglu` (3 matrices) or plain (2);
 // `input_is_norm_output` (dense FFN, shared expert) or a routed token.
 double mlp_kept_per_token(const workload::ModelSpec& m, double d_ffn, bool swiglu, bool input_is_norm_output);

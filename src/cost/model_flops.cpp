@@ -23,8 +23,11 @@ double megatron_flops_per_token(const workload::ModelSpec& m) {
   const double moe = static_cast<double>(m.d_ffn) / h * (m.top_k + m.shared_experts) * glu;
   const double dense = static_cast<double>(m.d_ffn_dense) / h;
   double per_block_sum = 0;
-  for (int b = 0; b < m.layers; ++b) per_block_sum += attention + (m.is_moe(b) ? moe : dense);
-  return 12.0 * h * h * per_block_sum + 6.0 * h * m.vocab;
+  for (int b = 0; b < m.blocks(); ++b) per_block_sum += attention + (m.is_moe(b) ? moe : dense);
+  // Each MTP module (its block counted above): its norms and 2h -> h projection, 3 x 2 x (3 h + 2 h^2),
+  // and one more pass through the output head (Megatron-LM's mtp_num_layers terms).
+  const double mtp = m.mtp_layers;
+  return 12.0 * h * h * per_block_sum + mtp * 6.0 * (3.0 * h + 2.0 * h * h) + 6.0 * h * m.vocab * (mtp + 1.0);
 }
 
 }  // namespace hs::cost

@@ -18,6 +18,8 @@
 // kv_r (h + H (n + v) + 1) + h r + H v h + s H (n + r) / 2 + s H v / 2) per token, q_term = q_r (h +
 // H (n + r) + 1): that branch halves the core attention for the causal mask (the multi-head branch
 // above is the older form without it, as the published Megatron-Core figures used).
+// Multi-token prediction (ModelSpec::mtp_layers = D), as Megatron-LM adds it: each module's block
+// like any block above, its norms and 2h -> h projection 6 (3 h + 2 h^2), and the logits D + 1 times.
 #pragma once
 
 #include "workload/model_spec.hpp"

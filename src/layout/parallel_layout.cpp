@@ -72,27 +72,27 @@ std::vector<int> ParallelLayout::stage_gpus(int stage) const {
   return out;
 }
 
-std::pair<int, int> ParallelLayout::chunk_blocks(int chunk, int layers) const {
-  if (!piece_start.empty() && piece_start.back() == layers) return {piece_start[chunk], piece_start[chunk + 1]};
+std::pair<int, int> ParallelLayout::chunk_blocks(int chunk, int layers, int mtp) const {
+  if (!piece_start.empty() && piece_start.back() == layers + mtp) return {piece_start[chunk], piece_start[chunk + 1]};
   const int chunks = pieces();
   const int base = layers / chunks, extra = layers % chunks;
   const int first = chunk * base + std::min(chunk, extra);
-  return {first, first + base + (chunk < extra ? 1 : 0)};
+  return {first, first + base + (chunk < extra ? 1 : 0) + (chunk == chunks - 1 ? mtp : 0)};
 }
 
-std::vector<int> ParallelLayout::stage_block_ids(int stage, int layers) const {
+std::vector<int> ParallelLayout::stage_block_ids(int stage, int layers, int mtp) const {
   std::vector<int> out;
   for (int k = 0; k < stage_chunks(); ++k) {
-    const auto [first, last] = chunk_blocks(piece_of(stage, k), layers);
+    const auto [first, last] = chunk_blocks(piece_of(stage, k), layers, mtp);
     for (int b = first; b < last; ++b) out.push_back(b);
   }
   std::sort(out.begin(), out.end());  // DualPipe's second half holds its mirror's earlier piece
   return out;
 }
 
-int ParallelLayout::stage_of_block(int block, int layers) const {
+int ParallelLayout::stage_of_block(int block, int layers, int mtp) const {
   for (int c = 0; c < pieces(); ++c) {
-    const auto [first, last] = chunk_blocks(c, layers);
+    const auto [first, last] = chunk_blocks(c, layers, mtp);
     if (block >= first && block < last) return c % pp;
   }
   return pp - 1;
@@ -357,7 +357,8 @@ void resolve_pipeline(ParallelLayout& l, const ModelSpec& m, const SourceLocatio
   }
   if (!pieces.empty() && static_cast<int>(pieces.size()) == l.pieces()) {
     // Megatron-Core's validate_layer_layout: E first and L last, each once; t as many as the model's
-    // blocks. MTP layers are not modelled (no model spec here has one).
+    // blocks, and m as many as its MTP modules, after every t (an MTP module reads the main model's
+    // last hidden state; Megatron-Core's DeepSeek-V3 layout puts m on a virtual stage of its own).
     std::string flat;
     for (const auto& p : pieces) flat += p;
     auto count = [&](char c) { return static_cast<int>(std::count(flat.begin(), flat.end(), c)); };
@@ -369,11 +370,16 @@ void resolve_pipeline(ParallelLayout& l, const ModelSpec& m, const SourceLocatio
     if (count('t') != m.layers)
       d.error(source, field, fmt::format("{} transformer blocks (t) in the layout, the model has {} (layers)",
                                          count('t'), m.layers));
-    if (count('m') > 0)
-      d.error(source, field, fmt::format("{} MTP layer(s) (m): multi-token prediction is not modelled (the model spec "
-                                         "has no MTP module); leave m out", count('m')));
+    if (count('m') != m.mtp_layers)
+      d.error(source, field, fmt::format("{} MTP layer(s) (m) in the layout, the model has {} (mtp_layers)", count('m'),
+                                         m.mtp_layers));
+    else if (count('m') > 0 && flat.rfind('t') != std::string::npos && flat.find('m') < flat.rfind('t'))
+      d.error(source, field, "the MTP layers (m) must follow every transformer block (t): they read the main model's "
+                             "output");
     l.piece_start.assign(1, 0);
-    for (const auto& p : pieces) l.piece_start.push_back(l.piece_start.back() + static_cast<int>(std::count(p.begin(), p.end(), 't')));
+    for (const auto& p : pieces)
+      l.piece_start.push_back(l.piece_start.back() + static_cast<int>(std::count(p.begin(), p.end(), 't') +
+                                                                      std::count(p.begin(), p.end(), 'm')));
   } else if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {
     // Megatron-LM (arguments.py, --decoder-first/last-pipeline-num-layers): the given stages take
     // their counts, the others share the rest equally; each stage's layers split over its vpp chunks.
@@ -396,6 +402,7 @@ void resolve_pipeline(ParallelLayout& l, const ModelSpec& m, const SourceLocatio
                                            "counts: {})", v, fmt::join(per_stage, ", ")));
       else
         split_stages(l, per_stage);
+      if (!l.piece_start.empty()) l.piece_start.back() += m.mtp_layers;  // the MTP blocks join the last piece
     }
   }
 }
@@ -422,7 +429,7 @@ void resolve_layout(ParallelLayout& l, int n, int gpus_per_node, const ModelSpec
   else if (m.key_value_heads() % l.tp != 0)
     d.error(source, "layout.tp", fmt::format("tp {} must divide the model's {} key/value heads (grouped-query attention)",
                                              l.tp, m.key_value_heads()));
-  if (m.layers - m.moe_layers() > 0 && m.d_ffn_dense % l.tp != 0)
+  if (m.blocks() - m.moe_layers() > 0 && m.d_ffn_dense % l.tp != 0)
     d.error(source, "layout.tp", fmt::format("tp {} must divide the dense FFN width {}", l.tp, m.d_ffn_dense));
   if (l.sequence_parallel && m.seq_len % l.tp != 0)
     d.error(source, "layout.sp", fmt::format("sequence parallelism splits the {} tokens of a sequence over tp {}: "

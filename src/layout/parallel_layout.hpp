@@ -115,19 +115,21 @@ struct ParallelLayout {
   int piece_of(int stage, int chunk) const {
     return schedule == Schedule::kDualPipe ? (chunk == 0 ? stage : pp - 1 - stage) : chunk * pp + stage;
   }
-  // Blocks [first, last) of piece c (0 <= c < pieces()) for `layers` blocks: piece_start's split when
-  // resolved from pipeline_layout or first/last_stage_layers, else split as evenly as possible, the
-  // first layers % pieces() pieces taking one more (the last one also runs the LM head). Chunk k of
+  // Blocks [first, last) of piece c (0 <= c < pieces()) for `layers` blocks and `mtp` MTP blocks
+  // after them (ModelSpec::mtp_layers): piece_start's split when resolved from pipeline_layout or
+  // first/last_stage_layers, else the `layers` split as evenly as possible, the first layers %
+  // pieces() pieces taking one more, and the MTP blocks on the last piece (which also runs the LM
+  // head; Megatron-Core places MTP layers on the last pipeline stage). Chunk k of
   // stage s is virtual stage k x pp + s (Megatron's interleaved assignment: stage s holds chunks s,
   // s + pp, s + 2pp, ...), so a micro-batch's forward visits stages 0..pp-1 vpp times. With vpp = 1,
   // chunk s is stage s.
-  std::pair<int, int> chunk_blocks(int chunk, int layers) const;
-  std::pair<int, int> stage_blocks(int stage, int layers) const { return chunk_blocks(stage, layers); }  // vpp = 1
+  std::pair<int, int> chunk_blocks(int chunk, int layers, int mtp = 0) const;
+  std::pair<int, int> stage_blocks(int stage, int layers, int mtp = 0) const { return chunk_blocks(stage, layers, mtp); }  // vpp = 1
   // Every block of stage s, in model order (its stage_chunks() pieces).
-  std::vector<int> stage_block_ids(int stage, int layers) const;
+  std::vector<int> stage_block_ids(int stage, int layers, int mtp = 0) const;
   // The stage running the block (DualPipe: the one of the micro-batches fed from stage 0; the
   // mirror pp - 1 - s holds the other copy).
-  int stage_of_block(int block, int layers) const;
+  int stage_of_block(int block, int layers, int mtp = 0) const;
 };
 
 // Syntax "[PRESET,]KEY=VALUE[,KEY=VALUE...]" (a preset of layout/layout_presets.hpp, then

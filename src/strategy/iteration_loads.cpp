@@ -30,9 +30,21 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
   if (trace.experts != model.experts)
     d.error(at, "model.experts", fmt::format("the trace has {} experts but the model '{}' has {} (use --model or "
                                              "--set experts={})", trace.experts, model.name, model.experts, trace.experts));
-  if (trace.moe_layers != model.moe_layers())
-    d.error(at, "model.moe_layers", fmt::format("the trace has {} MoE layers but the model '{}' has {}",
-                                                trace.moe_layers, model.name, model.moe_layers()));
+  // A trace of the main model's MoE layers only (no MTP routers recorded) serves a model with MTP
+  // modules: each MTP layer routes as the last recorded layer does (a warning says so).
+  layers_ = model.moe_layers();
+  const int main_layers = model.moe_layers() - model.mtp_moe_layers();
+  if (trace.moe_layers != model.moe_layers() && !(model.mtp_moe_layers() > 0 && trace.moe_layers == main_layers))
+    d.error(at, "model.moe_layers",
+            model.mtp_moe_layers() > 0
+                ? fmt::format("the trace has {} MoE layers but the model '{}' has {} ({} with its {} MTP layer(s))",
+                              trace.moe_layers, model.name, main_layers, model.moe_layers(), model.mtp_moe_layers())
+                : fmt::format("the trace has {} MoE layers but the model '{}' has {}", trace.moe_layers, model.name,
+                              model.moe_layers()));
+  else if (trace.moe_layers != model.moe_layers())
+    warnings.warning(at, "model.mtp_layers",
+                     fmt::format("the trace records the main model's {} MoE layers: the {} MTP layer(s) route as its "
+                                 "last one does", trace.moe_layers, model.mtp_moe_layers()));
   if (trace.top_k != model.top_k)
     d.error(at, "model.top_k", fmt::format("the trace was recorded with top_k {} but the model '{}' uses {}",
                                            trace.top_k, model.name, model.top_k));
@@ -76,7 +88,7 @@ IterationLoads::IterationLoads(const workload::Trace& trace, const workload::Mod
 void IterationLoads::load_slice(const uint32_t* counts, uint64_t slice, std::vector<double>& out) const {
   out.resize(size());  // every element of every layer is written below
   SplitScratch scratch;
-  for (int l = 0; l < trace_.moe_layers; ++l)
+  for (int l = 0; l < layers_; ++l)
     load_slice_layer(counts, slice, l, out.data() + layer_size() * l, scratch);
 }
 
@@ -84,6 +96,7 @@ void IterationLoads::load_slice_layer(const uint32_t* counts, uint64_t slice, in
                                       SplitScratch& scratch) const {
   const int E = trace_.experts, L = trace_.moe_layers;
   const int S = trace_.per_source() ? trace_.sources : 1;
+  l = std::min(l, L - 1);  // an MTP layer the trace does not record: its last layer's counts and seeds
   if (!trace_.per_source() && split_ == GlobalSplit::kMultinomial) {
     // Experts in blocks of kBlock: the block's splits, each with its own stream, drawn together
     // (UniformMultinomialLanes) into draws[j * kBlock + k], GPU j's count of expert e0 + k, so that

@@ -77,9 +77,9 @@ class IterationLoads {
   size_t layer_size() const { return static_cast<size_t>(n_) * trace_.experts; }
   int gpus() const { return n_; }
   int experts() const { return trace_.experts; }
-  int layers() const { return trace_.moe_layers; }
+  int layers() const { return layers_; }  // the model's MoE layers (MTP included)
   int64_t trace_iter(int record) const { return trace_.records[record].iter; }
-  size_t size() const { return static_cast<size_t>(trace_.moe_layers) * n_ * trace_.experts; }
+  size_t size() const { return static_cast<size_t>(layers_) * n_ * trace_.experts; }
 
  private:
   // Loads of one slice of counts (an iteration, or one recorded micro-batch: `slice` numbers it for
@@ -90,6 +90,7 @@ class IterationLoads {
 
   const workload::Trace& trace_;
   int n_;
+  int layers_ = 0;  // the model's MoE layers: the trace's, and MTP layers it may lack
   int model_micro_batches_ = 1;
   double scale_ = 1.0;
   GlobalSplit split_;

@@ -84,7 +84,7 @@ LayoutStrategyBase::LayoutStrategyBase(const Context& ctx, const workload::Paral
     : ctx_(ctx), layout_(layout), graph_(ctx, layout), plans_(ctx.model.moe_layers()),
       nccl_(layout_nccl_bytes(ctx.topo, layout, true, false)) {
   for (int l = 0; l < ctx.model.moe_layers(); ++l)
-    stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
+    stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers, ctx.model.mtp_layers));
 }
 
 std::span<const double> stage_rows(const workload::ParallelLayout& layout, int stage, std::span<const double> counts,

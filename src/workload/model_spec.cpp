@@ -164,6 +164,7 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   }
   m.name = r.str("name").value_or("");
   m.layers = static_cast<int>(r.integer("layers", true, 1, 100000).value_or(0));
+  m.mtp_layers = static_cast<int>(r.integer("mtp_layers", false, 0, 64).value_or(0));
   m.d_model = static_cast<int>(r.integer("d_model", true, 1, 1 << 20).value_or(0));
   m.d_ffn = static_cast<int>(r.integer("d_ffn", true, 1, 1 << 22).value_or(0));
   m.d_ffn_dense = static_cast<int>(r.integer("d_ffn_dense", false, 1, 1 << 22).value_or(4LL * m.d_model));
@@ -235,6 +236,13 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   } else if (m.sliding_window > 0) {
     for (int i = 0; i < m.layers; ++i) m.sliding_window_layer_ids.push_back(i);
   }
+  // An MTP module's block is built like the main model's last one (Megatron-Core builds it from the
+  // decoder's layer spec; DeepSeek-V3's is an MoE block): MoE and windowed as that block is.
+  if (m.layers > 0)
+    for (int b = m.layers; b < m.blocks(); ++b) {
+      if (m.is_moe(m.layers - 1)) m.moe_layer_ids.push_back(b);
+      if (m.has_window(m.layers - 1)) m.sliding_window_layer_ids.push_back(b);
+    }
 
   YAML::Node prec = r.child("precision", false);
   if (prec.IsDefined()) {

@@ -3,6 +3,8 @@
 // Derived quantities (parameter counts, FLOPs) live in cost/; this is the validated input value.
 #pragma once
 
+#include <algorithm>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,8 +106,16 @@ struct MlaGeometry {
 
 struct ModelSpec {
   std::string name;
-  int layers = 0;                   // transformer blocks
-  std::vector<int> moe_layer_ids;   // which blocks are MoE (sorted)
+  int layers = 0;                   // transformer blocks of the main model
+  // Multi-token prediction (model field `mtp_layers`; Megatron-Core's --mtp-num-layers, DeepSeek-V3's
+  // num_nextn_predict_layers: 1; arXiv 2412.19437 §2.2): D sequential modules after the main model,
+  // module k predicting token i + k + 1 from the previous module's hidden state (the main model's
+  // for k = 1) and the embedding of token i + k: two RMSNorms, their concatenation projected from 2d
+  // to d (M_k), one transformer block of the main model's last block's kind (an MoE block in
+  // DeepSeek-V3) and the output head shared with the main model, then its loss. The blocks of the
+  // modules are numbered after the main model's: blocks [layers, blocks()) (is_mtp).
+  int mtp_layers = 0;
+  std::vector<int> moe_layer_ids;   // which blocks are MoE (sorted; MTP blocks included)
   int d_model = 0;
   int d_ffn = 0;                    // per expert
   int d_ffn_dense = 0;              // FFN width of non-MoE blocks (default 4 x d_model)
@@ -173,6 +183,11 @@ struct ModelSpec {
   bool probs_in_activation = false;
 
   int moe_layers() const { return static_cast<int>(moe_layer_ids.size()); }
+  // Every block the iteration computes: the main model's, then the MTP modules'.
+  int blocks() const { return layers + mtp_layers; }
+  bool is_mtp(int block) const { return block >= layers; }
+  // MoE layers of the MTP modules (mtp_layers when the main model's last block is MoE, else 0).
+  int mtp_moe_layers() const { return moe_layers() - static_cast<int>(std::lower_bound(moe_layer_ids.begin(), moe_layer_ids.end(), layers) - moe_layer_ids.begin()); }
   bool is_moe(int block) const;
   bool has_window(int block) const;  // a sliding window applies to this block
   int head_width() const { return head_dim > 0 ? head_dim : (heads > 0 ? d_model / heads : 0); }

@@ -53,7 +53,7 @@ struct ChunkBuckets {
 ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, double cap) {
   ChunkBuckets cb;
   const int VS = L.pieces();  // v: the model piece
-  const auto [first, last] = L.chunk_blocks(v, m.layers);
+  const auto [first, last] = L.chunk_blocks(v, m.layers, m.mtp_layers);
   auto piece = [&](int block, Part part, bool expert, double params) {
     if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
   };
@@ -196,14 +196,14 @@ class LayoutIterationGraph::Builder {
       send_fwd[v] = fixed(std::move(f), 0.0);
       send_bwd[v] = fixed(std::move(b), 0.0);
     }
-    moe_index.assign(m.layers, -1);
+    moe_index.assign(m.blocks(), -1);
     for (int i = 0; i < LM; ++i) moe_index[m.moe_layer_ids[i]] = i;
   }
 
   // Durations that no load changes (per micro-batch, / tp), and every GPU's dependencies state.
   void durations() {
-    attn_f.assign(m.layers, 0), attn_b.assign(m.layers, 0);
-    for (int b = 0; b < m.layers; ++b)
+    attn_f.assign(m.blocks(), 0), attn_b.assign(m.blocks(), 0);
+    for (int b = 0; b < m.blocks(); ++b)
       attn_f[b] = cc.attention_forward(b).value() / t, attn_b[b] = cc.attention_backward(b).value() / t;
     ffn_f = cc.dense_ffn_forward().value() / t, ffn_b = cc.dense_ffn_backward().value() / t;
     const double tokens = static_cast<double>(m.tokens_per_micro_batch()) / t;
@@ -215,6 +215,9 @@ class LayoutIterationGraph::Builder {
     // attention block's W is its projections' weight gradients alone (ComputeCost::
     // attention_weight_grad), the core attention and the norms having no weights.
     attn_w = cc.attention_weight_grad().value() / t, ffn_w = ffn_b / 2, head_w = head_b / 2;
+    // An MTP module's norms and projection (the projection split over TP like the head; its TP
+    // collectives are not modelled).
+    mtp_f = cc.mtp_forward().value() / t, mtp_b = cc.mtp_backward().value() / t, mtp_w = cc.mtp_weight_grad().value() / t;
     need.assign(n, engine::kNoTask), last.assign(n, engine::kNoTask);
     also.assign(n, {});
   }
@@ -385,6 +388,7 @@ class LayoutIterationGraph::Builder {
       case Op::kDenseFfn:
       case Op::kExperts:
       case Op::kShadowExperts:
+      case Op::kMtpProjection:
       case Op::kHead: return engine::KernelClass::kGemm;
       default: return engine::KernelClass::kMemoryBound;
     }
@@ -714,7 +718,7 @@ class LayoutIterationGraph::Builder {
   // A micro-batch's forward through slot v (stage s): each block's attention and MoE layer or
   // dense FFN, the LM head on the last piece.
   Steps forward_chunk(int s, int v, int mb) {
-    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers);
+    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers, m.mtp_layers);
     use(-1, Part::kEmbedding);
     for (int b = first; b < lastb; ++b) {
       // The layer's copies are gathered once per iteration (every micro-batch with
@@ -723,11 +727,15 @@ class LayoutIterationGraph::Builder {
       if ((mb == 0 || sparse_.rematerialize) && gathers(b)) sparse_gather(s, b);
       cur_block = b;
       use(b, Part::kAttention);
+      // An MTP module: its norms and projection before its block, its pass through the shared head
+      // after it.
+      if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, mtp_f, Component::kAttention, Op::kMtpProjection);
       tp_sublayer(s, attn_f[b], Component::kAttention, Op::kAttention);
       use(b, Part::kMlp);
       if (moe_index[b] >= 0)
         for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
       else tp_sublayer(s, ffn_f, Component::kAttention, Op::kDenseFfn);
+      if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, head_f, Component::kAttention, Op::kHead);
     }
     cur_block = -1;
     use(-1, Part::kHead);
@@ -740,13 +748,14 @@ class LayoutIterationGraph::Builder {
   // only its input gradients (B: recomputation, TP collectives and all-to-alls come with it) or only
   // its weight gradients (W: each block's weight-gradient GEMMs, no communication).
   Steps backward_chunk(int s, int v, BwdPart part) {
-    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers);
+    const auto [first, lastb] = L.chunk_blocks(piece(v), m.layers, m.mtp_layers);
     const bool last_piece = piece(v) == L.pieces() - 1;
     if (part == BwdPart::kWeight) {
       if (last_piece) for (int x : stage_gpus[s]) compute_task(x, head_w, Component::kAttention, Op::kHead);
       ready(-1, Part::kHead);
       for (int b = lastb - 1; b >= first; --b) {
         cur_block = b;
+        if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, head_w, Component::kAttention, Op::kHead);
         if (moe_index[b] >= 0) {
           for (int x : stage_gpus[s]) var_task(x, Var::kExpertW, moe_index[b], Component::kExpertCompute);
           ready(b, Part::kExperts);
@@ -755,6 +764,7 @@ class LayoutIterationGraph::Builder {
         }
         ready(b, Part::kMlp);
         for (int x : stage_gpus[s]) compute_task(x, attn_w, Component::kAttention, Op::kAttention);
+        if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, mtp_w, Component::kAttention, Op::kMtpProjection);
         ready(b, Part::kAttention);
       }
       cur_block = -1;
@@ -774,8 +784,11 @@ class LayoutIterationGraph::Builder {
       // `selective` only the core attention is recomputed, which unfused (standard) attention pays
       // here as its forward (projections included: an upper side); FlashAttention's backward
       // recomputes its scores by design, already in attention_backward, so selective adds nothing.
+      if (m.is_mtp(b))  // the MTP module's head pass first: its loss starts the module's backward
+        for (int x : stage_gpus[s]) compute_task(x, input_only ? head_b - head_w : head_b, Component::kAttention, Op::kHead);
       cur_pass = Pass::kRecompute;
       if (L.recompute == workload::Recompute::kFull) {
+        if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, mtp_f, Component::kAttention, Op::kMtpProjection);
         tp_sublayer(s, attn_f[b], Component::kAttention, Op::kAttention);
         if (moe_index[b] >= 0)
           for (Steps st = moe_layer(s, moe_index[b], true); st.next();) co_yield true;
@@ -790,6 +803,8 @@ class LayoutIterationGraph::Builder {
       if (!input_only) ready(b, Part::kMlp);
       if (regather && b > first && gathers(b - 1)) sparse_gather(s, b - 1);  // beside this attention backward
       tp_sublayer(s, input_only ? attn_b[b] - attn_w : attn_b[b], Component::kAttention, Op::kAttention);
+      if (m.is_mtp(b))
+        for (int x : stage_gpus[s]) compute_task(x, input_only ? mtp_b - mtp_w : mtp_b, Component::kAttention, Op::kMtpProjection);
       if (!input_only) ready(b, Part::kAttention);
     }
     cur_block = -1;
@@ -879,6 +894,7 @@ class LayoutIterationGraph::Builder {
   std::vector<double> attn_f, attn_b;  // per block: a sliding window makes them differ
   double ffn_f = 0, ffn_b = 0, router = 0, unperm = 0, head_f = 0, head_b = 0;
   double attn_w = 0, ffn_w = 0, head_w = 0;  // the weight-gradient parts of the backwards (W)
+  double mtp_f = 0, mtp_b = 0, mtp_w = 0;    // an MTP module's norms and projection (ComputeCost::mtp_forward)
   // Per GPU: a task the next compute task must wait for (a received activation or gradient), its
   // last task, and more tasks to wait for (parameter all-gathers, reductions).
   std::vector<engine::TaskId> need, last;

@@ -87,7 +87,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   // iteration's counts / grad_accum).
   const int V = mbs == 0 ? 1 : M;
   const double div = mbs == 0 ? static_cast<double>(M) : 1.0;
-  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers), P = layout_.pp;
+  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers), P = layout_.pp;
   const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
   std::vector<int> mirror_of(dual ? n : 0, -1);  // DualPipe: GPU x of stage s -> its mirror on P - 1 - s
   std::vector<double> scratch, scaled, mirrored;

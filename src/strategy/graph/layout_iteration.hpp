@@ -265,7 +265,7 @@ class LayoutIterationGraph {
     kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
     kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
-    kDpAllGather, kMigration, kCalibration, kMirrorGradients
+    kDpAllGather, kMigration, kCalibration, kMirrorGradients, kMtpProjection
   };
   enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute, kWeightGrad };  // kWeightGrad: a W op
   struct Label {

@@ -50,7 +50,10 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
     case Op::kShadowExperts: return work("shadow experts");
     case Op::kCopyIn: return work("copy-in");
     case Op::kCopyOut: return work("grad copy-out");
-    case Op::kHead: return fmt::format("{} mb{} lm head", pass, l.mb);
+    case Op::kHead:
+      return l.block >= 0 ? fmt::format("{} mb{} block {} mtp lm head", pass, l.mb, l.block)
+                          : fmt::format("{} mb{} lm head", pass, l.mb);
+    case Op::kMtpProjection: return work("mtp norms+projection");
     case Op::kOptimizer: return "optimizer step";
     case Op::kTpAllGather: return comm("tp all-gather");
     case Op::kTpReduceScatter: return comm("tp reduce-scatter");

@@ -307,6 +307,39 @@ TEST_CASE("recomputation costs time: full re-runs each block's forward before it
   CHECK(full.memory.activations < none.memory.activations);
 }
 
+TEST_CASE("an MTP module costs its block, its projection and a second head pass per micro-batch") {
+  // One stage (pp 1, ep 4) of 4 GPUs with free links, uniform loads. A model of 4 blocks and one MTP
+  // module against a model of 5 blocks: the same five MoE blocks (the MTP block is costed like any
+  // block, with the same loads), so the difference per micro-batch (m = 2) is the module's own work,
+  //   mtp_forward + mtp_backward + head_forward + head_backward,
+  // plus what its projection and norms (2 d^2 + 3 d parameters) add to the data-parallel gradient
+  // reduce and the optimizer step at the end (a few microseconds on these links: 2% tolerance).
+  test::ClusterShape c;
+  c.gpus_per_node = 4, c.intra_bw = 1e16, c.intra_lat = 0, c.peak_flops = 300e12, c.hbm = 2e12;
+  auto topo = test::make_cluster(c);
+  auto mtp = workload::load_model("schema: hecate-sim/model@1\nname: mtp\nlayers: 4\nmtp_layers: 1\nd_model: 512\n"
+                                  "d_ffn: 1024\nexperts: 8\ntop_k: 2\nheads: 8\nseq_len: 1024\ngrad_accum: 2\n",
+                                  "mtp.yaml");
+  auto five = test::small_moe_model("five", 8, 2, 1024, 1, 5);
+  five.grad_accum = 2;
+  REQUIRE(mtp.moe_layers() == 5);
+  auto run = [&](workload::ModelSpec& m) {
+    cost::resolve_attention(m, topo.gpu_model());
+    cost::ComputeCost cc(topo.gpu_model(), m);
+    strategy::Context ctx{topo, m, cc, 1};
+    auto s = strategy::make_layout_strategy(strategy::parse_strategy_spec("ep"), ctx, layout("ep=4", topo, m));
+    return s->simulate(test::uniform_loads(5, 4, 8, 2 * 1024.0 * 2));
+  };
+  const auto with = run(mtp), without = run(five);
+  cost::ComputeCost cc(topo.gpu_model(), mtp);
+  const double own = cc.mtp_forward().value() + cc.mtp_backward().value() + cc.head_forward().value() +
+                     cc.head_backward().value();
+  MESSAGE("with MTP ", with.time * 1e3, " ms, five blocks ", without.time * 1e3, " ms; expected extra ", 2 * own * 1e3, " ms");
+  CHECK(with.time - without.time == doctest::Approx(2 * own).epsilon(0.02));
+  // Parameters: the projection and three norms more, 2 x 512^2 + 3 x 512 = 525,824, in bf16.
+  CHECK(with.memory.params - without.memory.params == doctest::Approx(525824.0 * 2));
+}
+
 TEST_CASE("interleaved 1F1B: Megatron's order of chunks and micro-batches") {
   // pp 2, vpp 2, m 4 (Fm.c = forward of micro-batch m through the stage's chunk c). The k-th forward
   // runs micro-batch (k / 4) x 2 + k % 2 through chunk (k % 4) / 2; the k-th backward the same

@@ -224,8 +224,9 @@ TEST_CASE("Megatron's pipeline layout string: repetition, stages, uneven and int
   CHECK(diagnostics("pp=2,vpp=2,pipeline_layout=Et*8|t*8L").front().find("2 virtual stages = pp 2 x vpp 1, but vpp 2") !=
         std::string::npos);
   CHECK(diagnostics("pp=2,pipeline_layout=t*8|Et*8L").size() == 1);  // E not first
-  CHECK(diagnostics("pp=2,pipeline_layout=Et*8|t*7mL").back().find("MTP layer(s) (m): multi-token prediction is not "
-                                                                   "modelled") != std::string::npos);
+  // MTP layers (m): as many as the model's mtp_layers (none here), after every t.
+  CHECK(diagnostics("pp=2,pipeline_layout=Et*8|t*8mL").back() ==
+        "layout.pipeline_layout: 1 MTP layer(s) (m) in the layout, the model has 0 (mtp_layers)");
 }
 
 TEST_CASE("first/last stage layer counts: Megatron's decoder_first/last_pipeline_num_layers") {
@@ -277,4 +278,33 @@ TEST_CASE("schedule key: defaults as before, combinations checked, DualPipe's tw
   CHECK(dl.chunk_blocks(1, 16) == std::pair{3, 8});
   CHECK(diagnostics("pp=4,schedule=dualpipe,pipeline_layout=Et|(tt|)*6,tL").front().find(
             "8 virtual stages for schedule=dualpipe with pp 4") != std::string::npos);
+}
+
+TEST_CASE("MTP blocks: after the main model's, on the last piece unless a pipeline_layout places them") {
+  // 16 blocks and one MTP module (block 16, MoE like block 15), pp 4.
+  auto m = test::small_moe_model("m", 16, 2, 1024, 1, 16);
+  m.mtp_layers = 1;
+  m.moe_layer_ids.push_back(16);
+  auto resolve = [&](const std::string& text) {
+    auto l = workload::parse_parallel_layout(text, kSrc);
+    workload::resolve_layout(l, 16, 8, m, kSrc);
+    return l;
+  };
+  // Even split of the 16 main blocks (4 each), the MTP block joins the last piece: [12, 17).
+  auto even = resolve("pp=4");
+  CHECK(even.chunk_blocks(0, 16, 1) == std::pair{0, 4});
+  CHECK(even.chunk_blocks(3, 16, 1) == std::pair{12, 17});
+  CHECK(even.stage_of_block(16, 16, 1) == 3);
+  // First / last stage counts: the last stage's 2 blocks and the MTP block.
+  auto fl = resolve("pp=4,first_stage_layers=2,last_stage_layers=2");
+  CHECK(fl.chunk_blocks(3, 16, 1) == std::pair{14, 17});
+  // A pipeline_layout counts m as a block of its virtual stage: here one of its own before L's.
+  auto pl = resolve("pp=4,pipeline_layout=Etttt|tttttt|tttttt|mL");
+  CHECK(pl.chunk_blocks(2, 16, 1) == std::pair{10, 16});
+  CHECK(pl.chunk_blocks(3, 16, 1) == std::pair{16, 17});
+  // Wrong count, or an m before a t: the field and what was expected.
+  CHECK_THROWS_WITH_AS(resolve("pp=4,pipeline_layout=Etttt|tttttt|tttttt|L"),
+                       doctest::Contains("0 MTP layer(s) (m) in the layout, the model has 1 (mtp_layers)"), InputError);
+  CHECK_THROWS_WITH_AS(resolve("pp=4,pipeline_layout=Etttt|tttttt|ttttt|mtL"),
+                       doctest::Contains("must follow every transformer block"), InputError);
 }

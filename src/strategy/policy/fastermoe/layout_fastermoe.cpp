@@ -42,7 +42,7 @@ class LayoutFasterMoe final : public Strategy {
         L_(ctx.model.moe_layers()), E_(ctx.model.experts), plans_(L_),
         shadows_(ctx, k, layout.ep, static_cast<double>(ctx.model.tokens_per_micro_batch()) / layout.tp),
         shadowed_(L_, 0), shadowed_max_(L_, 0) {
-    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers));
+    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(ctx.model.moe_layer_ids[l], ctx.model.layers, ctx.model.mtp_layers));
     for (int x = 0; x < n_; ++x) shadow_rings_[x] -= nccl_[x];
   }
 

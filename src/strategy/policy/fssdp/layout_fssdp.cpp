@@ -98,7 +98,7 @@ class LayoutFssdp final : public Strategy {
         G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)),
         wanted_t_(L_, std::vector<int>(G_, -1)) {
     const auto& m = ctx.model;
-    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers));
+    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     // EP's blocks of E / ep (ep divides E) in every group and layer, until a re-shard.
     owners_.assign(G_, Owners(L_, homogeneous_owners(1, E_, layout.ep)[0]));

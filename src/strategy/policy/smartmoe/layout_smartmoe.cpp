@@ -36,7 +36,7 @@ class LayoutSmartMoe final : public Strategy {
         E_(ctx.model.experts), G_(layout.stage_size() / layout.ep), period_(period), plans_(L_),
         history_(G_, LoadHistory(L_, window)) {
     const auto& m = ctx.model;
-    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers));
+    for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     const auto params = cost::count_params(m);
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
