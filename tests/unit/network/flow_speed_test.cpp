@@ -11,16 +11,12 @@
 #include "network/coflow_network.hpp"
 #include "network/flow_network.hpp"
 #include "support/approx.hpp"
+#include "support/end_times.hpp"
 #include "support/test_platforms.hpp"
 
 using namespace hs;
 
 namespace {
-topology::Topology two_nodes(int g = 4) {
-  test::ClusterShape c;
-  c.nodes = 2, c.gpus_per_node = g, c.nics = 1, c.nic_bw = 10e9, c.nic_lat = 5e-6;
-  return test::make_cluster(c);
-}
 topology::Topology one_node(int g) {
   test::ClusterShape c;
   c.gpus_per_node = g;
@@ -60,9 +56,7 @@ std::vector<double> run_beside_compute(const topology::Topology& t, const std::v
   }
   sim.set_interference({0.0, slow});
   sim.run();
-  std::vector<double> out;
-  for (auto id : ids) out.push_back(sim.end_time(id));
-  return out;
+  return test::end_times(sim, ids);
 }
 }  // namespace
 
@@ -77,7 +71,7 @@ TEST_CASE("flow tier, slowed from its start and alone: D / s + latency, the anal
   //     GPU's uplink carries 30 MB, D = 75 us -> 150 us (one class per transfer);
   //   a uniform all-to-all among 2 x 2 GPUs behind one NIC per node, 10 MB per pair: the NIC carries
   //     4 x 10 MB, D = 4 ms -> 8 ms (the cross-node transfers form one class of 4 equal members).
-  const auto nodes = two_nodes(2);
+  const auto nodes = test::two_nodes_one_nic(2);
   const auto node = one_node(4);
   collective::Coflow a2a;
   for (int s = 0; s < 4; ++s)
@@ -109,7 +103,7 @@ TEST_CASE("flow tier: a speed change mid-flight keeps the progress made") {
   // solo time) at speed 0.5: 0.5 x 10 GB/s x 2 ms = 10 MB, a quarter, is done by 2 ms; then speed 1:
   // 30 MB at 10 GB/s = 3 ms. The drain ends at 5 ms (1.25 D), the task at 5 ms + latency; the
   // analytic tier says the same.
-  const auto t = two_nodes(2);
+  const auto t = test::two_nodes_one_nic(2);
   const collective::Coflow c{{0, 2, 40e6}};
   const double lat = t.route_latency(0, 2).value();
   CHECK(run_beside_compute(t, {c}, {2e-3}, 1.0, true)[0] == hs::test::approx(5e-3 + lat));
@@ -123,7 +117,7 @@ TEST_CASE("flow tier: a slowed task is capped, and the task beside it takes the 
   // tasks end at 3B / C = 3 ms. Slowed, A's flows are capped at 0.5 x B / D_A = C / 4 each: X takes
   // the rest, C / 2, and ends at B / (C / 2) = 2 ms; A's flows stay at their cap (C / 4 is all they
   // may take, alone or not) and end at B / (C / 4) = 4 ms = D_A / 0.5. Plus the route latency.
-  const auto t = two_nodes(4);
+  const auto t = test::two_nodes_one_nic(4);
   const collective::Coflow a{{0, 4, 10e6}, {0, 5, 10e6}}, x{{1, 6, 10e6}};
   const double lat = t.route_latency(0, 4).value();
   const auto plain = run_beside_compute(t, {a, x}, {0.0, 0.0}, 1.0, true);

@@ -330,6 +330,47 @@ std::pair<int, int> solve_and_compare(MaxMinSolver& inc, const std::vector<doubl
   }
   return {bad, badlist};
 }
+
+// Random problems in every mode (120 each): links of capacity 1-100 (some equal: ties), then 30
+// steps, each adding up to max_adds - 1 flows (none every third step) over 1-4 links with
+// coefficients 1 or 0.5, weights 1 to max_weight, some capped (2, 4 or 6), then offering every live
+// flow to `change(inc, spec, id)`, which may edit it (keeping `spec` its twin) and returns true to
+// have it removed; every step ends in solve_and_compare, which must find no difference.
+template <class Change>
+void random_edits_in_every_mode(hs::Rng& rng, uint64_t max_adds, uint64_t max_weight, Change change) {
+  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
+    for (int inst = 0; inst < 120; ++inst) {
+      const int nl = 2 + static_cast<int>(rng.below(14));
+      MaxMinSolver inc;
+      inc.set_mode(mode);
+      std::vector<double> caps;
+      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
+      std::vector<FlowSpec> spec;
+      std::vector<int> ids;
+      std::vector<char> gone;
+      for (int step = 0; step < 30; ++step) {
+        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(max_adds));
+        for (int k = 0; k < adds; ++k) {
+          FlowSpec sp;
+          sp.e = random_elements(rng, nl);
+          sp.w = 1 + static_cast<double>(rng.below(max_weight));
+          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
+          spec.push_back(sp);
+          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
+          gone.push_back(0);
+        }
+        for (size_t f = 0; f < ids.size(); ++f) {
+          if (gone[f] || !change(inc, spec[f], ids[f])) continue;
+          inc.remove_flow(ids[f]);
+          gone[f] = 1;
+        }
+        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
+        CHECK(bad == 0);
+        CHECK(badlist == 0);
+      }
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("1,024+ flows in two disjoint components: an event in one leaves the other's rates bit-identical") {
@@ -738,49 +779,20 @@ TEST_CASE("property: set_weight then solve equals a fresh solve of the same flow
   // a fresh component solve (solve_and_compare).
   hs::Rng rng(3303);
   long reweighted = 0;
-  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
-    for (int inst = 0; inst < 120; ++inst) {
-      const int nl = 2 + static_cast<int>(rng.below(14));
-      MaxMinSolver inc;
-      inc.set_mode(mode);
-      std::vector<double> caps;
-      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
-      std::vector<FlowSpec> spec;
-      std::vector<int> ids;
-      std::vector<char> gone;
-      for (int step = 0; step < 30; ++step) {
-        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(6));
-        for (int k = 0; k < adds; ++k) {
-          FlowSpec sp;
-          sp.e = random_elements(rng, nl);
-          sp.w = 1 + static_cast<double>(rng.below(6));
-          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
-          spec.push_back(sp);
-          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
-          gone.push_back(0);
-        }
-        for (size_t f = 0; f < ids.size(); ++f) {
-          if (gone[f]) continue;
-          const double u = rng.uniform();
-          if (u < 0.1) {
-            inc.remove_flow(ids[f]);
-            gone[f] = 1;
-          } else if (u < 0.35 && spec[f].w > 1) {
-            spec[f].w -= 1;  // a member finished
-            inc.set_weight(ids[f], spec[f].e, spec[f].w);
-            ++reweighted;
-          } else if (u < 0.4) {
-            spec[f].w += 1;
-            inc.set_weight(ids[f], spec[f].e, spec[f].w);
-            ++reweighted;
-          }
-        }
-        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
-        CHECK(bad == 0);
-        CHECK(badlist == 0);
-      }
+  random_edits_in_every_mode(rng, 6, 6, [&](MaxMinSolver& inc, FlowSpec& sp, int id) {
+    const double u = rng.uniform();
+    if (u < 0.1) return true;
+    if (u < 0.35 && sp.w > 1) {
+      sp.w -= 1;  // a member finished
+      inc.set_weight(id, sp.e, sp.w);
+      ++reweighted;
+    } else if (u < 0.4) {
+      sp.w += 1;
+      inc.set_weight(id, sp.e, sp.w);
+      ++reweighted;
     }
-  }
+    return false;
+  });
   CHECK(reweighted > 10000);
 }
 
@@ -804,51 +816,21 @@ TEST_CASE("property: set_rate_cap then solve equals a fresh solve of the same fl
     if (u < 0.7) return 2.0 * (1 + static_cast<double>(rng.below(3)));    // a shared value (cap groups)
     return 0.5 + 40 * rng.uniform();
   };
-  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
-    for (int inst = 0; inst < 120; ++inst) {
-      const int nl = 2 + static_cast<int>(rng.below(14));
-      MaxMinSolver inc;
-      inc.set_mode(mode);
-      std::vector<double> caps;
-      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
-      std::vector<FlowSpec> spec;
-      std::vector<int> ids;
-      std::vector<char> gone;
-      for (int step = 0; step < 30; ++step) {
-        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(5));
-        for (int k = 0; k < adds; ++k) {
-          FlowSpec sp;
-          sp.e = random_elements(rng, nl);
-          sp.w = 1 + static_cast<double>(rng.below(4));
-          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
-          spec.push_back(sp);
-          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
-          gone.push_back(0);
-        }
-        for (size_t f = 0; f < ids.size(); ++f) {
-          if (gone[f]) continue;
-          const double u = rng.uniform();
-          if (u < 0.08) {
-            inc.remove_flow(ids[f]);
-            gone[f] = 1;
-          } else if (u < 0.4) {
-            const int times = rng.uniform() < 0.15 ? 2 : 1;
-            for (int k = 0; k < times; ++k) {
-              spec[f].cap = random_cap(inc.rate(ids[f]));
-              bound += spec[f].cap < inc.rate(ids[f]);
-              inc.set_rate_cap(ids[f], spec[f].cap);
-              ++recapped;
-            }
-          }
-        }
-        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
-        CHECK(bad == 0);
-        CHECK(badlist == 0);
-        for (size_t f = 0; f < ids.size(); ++f)
-          if (!gone[f]) CHECK(inc.rate_cap(ids[f]) == spec[f].cap);
+  random_edits_in_every_mode(rng, 5, 4, [&](MaxMinSolver& inc, FlowSpec& sp, int id) {
+    CHECK(inc.rate_cap(id) == sp.cap);  // as last set
+    const double u = rng.uniform();
+    if (u < 0.08) return true;
+    if (u < 0.4) {
+      const int times = rng.uniform() < 0.15 ? 2 : 1;
+      for (int k = 0; k < times; ++k) {
+        sp.cap = random_cap(inc.rate(id));
+        bound += sp.cap < inc.rate(id);
+        inc.set_rate_cap(id, sp.cap);
+        ++recapped;
       }
     }
-  }
+    return false;
+  });
   CHECK(recapped > 20000);
   CHECK(bound > 5000);
 }
