@@ -1,7 +1,8 @@
 // The flow-level network tier: every transfer of a running communication task is a flow over its
 // route (ECMP branches as consumption coefficients), and rates are max-min fair over all link
 // capacities, shared by every task in flight on every stream (solver/max_min_solver.hpp). Rates are
-// re-solved only when a flow starts or ends, on the component it touches. This is what sees NIC
+// re-solved only when a flow starts or ends (or a task's speed changes: see Speed below), on the
+// component it touches. This is what sees NIC
 // sharing, incast onto a hot GPU, and an all-to-all slowed by a concurrent sparse all-gather or
 // data-parallel all-reduce; the analytic tier cannot.
 //

@@ -20,7 +20,8 @@
 // layout, so none of this changes a bit (tests/unit/solver/component_solve_reference_test.cpp).
 //
 // Incremental: adding or removing a flow, or changing its weight (set_weight: a class losing a
-// member), marks its links dirty, and solve() does one of two things.
+// member) or its rate cap (set_rate_cap: a slowed task's flows), marks its links dirty, and solve()
+// does one of two things.
 // The lazy re-fill (max_min_refill.cpp) replays progressive filling from the changed links only,
 // joining a link when a flow crossing it gets a new rate, so its work follows the rates that
 // change; the component solve below re-solves the whole connected component (links and flows
