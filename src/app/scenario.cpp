@@ -1,7 +1,6 @@
 #include "app/scenario.hpp"
 
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "report/run_report.hpp"
 #include "topology/topology_loader.hpp"
@@ -34,15 +33,6 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
     if (!mismatch.empty()) s->warnings.warning({cal, 0, 0}, "topology_fnv1a64", mismatch);
     const topology::TopologyAdjust adj = calib::topology_adjust(calibration);
     s->topo = std::make_unique<topology::Topology>(topology::load_topology(s->topo_in.text, s->topo_in.source, &adj));
-    const auto& comm = calibration.interference.communication;
-    for (int k = 0; k < engine::kTrafficKinds; ++k) {
-      s->calibrated_communication_slowdown[k] = comm[k].value_or(0) > 0;
-      if (s->calibrated_communication_slowdown[k])
-        s->warnings.warning({cal, 0, 0}, fmt::format("gpu.overlap_slowdown.communication.{}", engine::traffic_key(k)),
-                            fmt::format("{} communication beside compute {:.3g}x slower: the analytic tier applies it; "
-                                        "the flow tier does not model it and runs without it",
-                                        engine::traffic_key(k), 1 + *comm[k]));
-    }
   }
   s->trace_file = a.trace;
   s->trace_text = read_file(a.trace);
@@ -65,15 +55,7 @@ std::unique_ptr<Scenario> load_scenario(const ScenarioArgs& a) {
 
 strategy::Context Scenario::context(bool flow_network, double flow_precision) const {
   strategy::Context ctx{*topo, *model, *compute, 1, flow_network, flow_precision};
-  ctx.interference = topo->gpu_model().interference;
-  // A measured slowdown from a calibration is kept for the analytic tier and left out of the flow
-  // tier (which cannot slow flows beside compute yet); one written in a topology by hand is refused.
-  for (int k = 0; k < engine::kTrafficKinds; ++k)
-    if (flow_network && calibrated_communication_slowdown[k]) ctx.interference.communication[k] = 0;
-  if (flow_network && ctx.interference.slows_communication())
-    throw InputError({topo_in.source, 0, 0}, "gpu.overlap_slowdown.communication",
-                     "slowing communication beside compute is modelled on the analytic tier only: set it to 0 or "
-                     "run with --network analytic");
+  ctx.interference = topo->gpu_model().interference;  // both tiers slow communication beside compute
   return ctx;
 }
 

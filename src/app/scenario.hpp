@@ -3,7 +3,6 @@
 // build one per (topology, trace, model) combination and share it read-only between threads.
 #pragma once
 
-#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +10,6 @@
 #include "calib/calibration.hpp"
 #include "app/presets.hpp"
 #include "cost/compute_cost.hpp"
-#include "engine/interference.hpp"
 #include "strategy/iteration_loads.hpp"
 #include "strategy/strategy.hpp"
 #include "topology/topology.hpp"
@@ -32,8 +30,6 @@ struct ScenarioArgs {
 struct Scenario {
   ResolvedInput topo_in, model_in;
   std::string calibration_file, calibration_text;  // the calibration applied ("" if none)
-  // Per traffic kind: the calibration sets a communication slowdown above 0 (gpu.overlap_slowdown).
-  std::array<bool, engine::kTrafficKinds> calibrated_communication_slowdown{};
   std::string trace_file, trace_text;
   std::unique_ptr<topology::Topology> topo;
   std::unique_ptr<workload::Trace> trace;

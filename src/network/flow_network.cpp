@@ -75,6 +75,9 @@ void FlowNetwork::reset(const engine::TaskGraph& g) {
   now_ = 0;
   dirty_ = false;
   cached_ = false;
+  speed_.clear();
+  tracking_ = false;
+  task_classes_.clear();
 }
 
 void FlowNetwork::start(engine::TaskId t, double now) {
@@ -169,6 +172,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
     const std::span<const solver::Element> el(plan.elems.data() + plan.ebegin[g], plan.ebegin[g + 1] - plan.ebegin[g]);
     stats_.elements += el.size();
     const int id = solver_.add_flow(el, static_cast<double>(e - b), plan.cap[g]);
+    if (tracking_) task_classes_[t].push_back({id, plan.cap[g]});
     make_class(id, t, co[plan.first[g]].src, co[plan.first[g]].dst, members_[b], b + 1, e, 0, now);
   }
   if (co.size() >= (1u << 16)) {
@@ -323,6 +327,7 @@ void FlowNetwork::start_direct(engine::TaskId t, double now, size_t classes, siz
     stats_.elements += el.size();
     const double cap = tr.rate_cap > 0 ? tr.rate_cap : solver::MaxMinSolver::kUnlimited;
     const int id = solver_.add_flow(el, 1.0, cap);
+    if (tracking_) task_classes_[t].push_back({id, cap});
     make_class(id, t, tr.src, tr.dst, tr.bytes, 0, 0, 0, now);  // its one member: nothing in members_
   }
   if (record) plan_.finish(alpha);
@@ -436,6 +441,7 @@ uint32_t FlowNetwork::drain(int id, double now) {
   if (pending_[f.task] == 0) {
     timers_.push_back({now + alpha_[f.task], f.task});
     std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+    if (tracking_) std::vector<std::pair<int, double>>().swap(task_classes_[f.task]);
   }
   return next;
 }
@@ -517,6 +523,49 @@ void FlowNetwork::advance_to(double now, std::vector<engine::TaskId>& finished) 
     finished.push_back(timers_.back().task);
     timers_.pop_back();
   }
+}
+
+void FlowNetwork::track_classes() {
+  // The first slowdown of the run: no cap was changed before it, so the solver's are the classes' own.
+  tracking_ = true;
+  task_classes_.assign(pending_.size(), {});
+  for (size_t id = 0; id < flow_.size(); ++id)
+    if (tag_[id] != 0) task_classes_[flow_[id].task].push_back({static_cast<int>(id), solver_.rate_cap(static_cast<int>(id))});
+}
+
+double FlowNetwork::solo_drain(engine::TaskId t) const {
+  double d = scale_[t];
+  for (const auto& tr : coflow_[t])
+    if (tr.src != tr.dst && tr.bytes > 0 && tr.rate_cap > 0) d = std::max(d, tr.bytes / tr.rate_cap);
+  return d;
+}
+
+bool FlowNetwork::set_speed(engine::TaskId t, double speed, double now) {
+  if (speed_.empty()) {
+    if (speed >= 1) return true;
+    speed_.assign(pending_.size(), 1.0);
+  }
+  const double before = speed_[t];
+  speed_[t] = speed;
+  // Nothing left to slow (drained, paying latency; or nothing sent), or no change.
+  if (speed == before || pending_[t] == 0) return true;
+  if (!tracking_) track_classes();
+  now_ = now;
+  const double drain = solo_drain(t);
+  for (const auto& [id, own] : task_classes_[t]) {
+    if (tag_[id] == 0 || flow_[id].task != t) continue;  // finished (its id maybe reused since)
+    double cap = own;
+    if (speed < 1 && drain > 0) {
+      const Flow& f = flow_[id];
+      const double largest = f.mend > f.mnext ? members_[f.mend - 1] : f.size;
+      cap = std::min(own, speed * largest / drain);
+    }
+    solver_.set_rate_cap(id, cap);
+  }
+  // Re-solved at the next settle(), at `now`: progress up to now at the old rates stays.
+  dirty_ = true;
+  cached_ = false;
+  return true;
 }
 
 }  // namespace hs::network

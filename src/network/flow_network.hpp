@@ -1,7 +1,8 @@
 // The flow-level network tier: every transfer of a running communication task is a flow over its
 // route (ECMP branches as consumption coefficients), and rates are max-min fair over all link
 // capacities, shared by every task in flight on every stream (solver/max_min_solver.hpp). Rates are
-// re-solved only when a flow starts or ends, on the component it touches. This is what sees NIC
+// re-solved only when a flow starts or ends (or a task's speed changes: see Speed below), on the
+// component it touches. This is what sees NIC
 // sharing, incast onto a hot GPU, and an all-to-all slowed by a concurrent sparse all-gather or
 // data-parallel all-reduce; the analytic tier cannot.
 //
@@ -50,6 +51,22 @@
 // the tier errs on the slow side, by about 2e of a collective's time (measured: network_bench).
 // e = 0 is exact (tests compare it with the analytic tier to 1e-9).
 //
+// Speed (engine interference, engine/interference.hpp): a communication task slowed to speed s < 1
+// by compute beside it (set_speed) gives each of its transfers i a rate cap of s x bytes_i / D, D
+// its solo drain (its most loaded link's bytes / capacity, or, if longer, its slowest transfer's
+// bytes / own rate cap: the analytic tier's D), combined by min with the transfer's own cap. Why:
+// the kernel that moves a collective's bytes, slowed by the SMs and HBM it shares with compute,
+// drains all its transfers evenly at s times its solo pace (the analytic tier's rigid coflow,
+// network/coflow_network.hpp); where the network is slower already (sharing) the cap does not
+// bind. Uncontended, every transfer then finishes at D / s and the task takes D / s + latency, the
+// analytic tier's slowed time. A class gets s x (its largest member's bytes) / D, so that its last
+// member finishes by D / s uncontended (exactly when its members are the same size, as an
+// all-to-all's behind a shared NIC; a class whose link is its limit while its small members are
+// left may end a little later). Progress made stays: only the rates change, from `now`
+// (MaxMinSolver::set_rate_cap, then one re-solve with whatever else happened at that instant); at
+// speed 1 the caps are the transfers' own again. Nothing of this runs, nor is kept, before a task
+// is first slowed in a run: from then on each running task's classes are listed (task_classes_).
+//
 // One coflow alone (the `collective` command) has a faster way to the same answer where every
 // transfer crosses at most four links that may bind: network/coflow_drain.hpp.
 #pragma once
@@ -97,6 +114,7 @@ class FlowNetwork final : public engine::ActivityModel {
   void start(engine::TaskId t, double now) override;
   double next_completion() override;
   void advance_to(double now, std::vector<engine::TaskId>& finished) override;
+  bool set_speed(engine::TaskId t, double speed, double now) override;
   const FlowStats& stats() const { return stats_; }
   const solver::SolverStats& solver_stats() const { return solver_.stats(); }
   double precision() const { return precision_; }
@@ -152,6 +170,10 @@ class FlowNetwork final : public engine::ActivityModel {
   uint32_t drain(int id, double now);
   void finish_class(int id, double now);
   double project(const Flow& f) const;  // finish of the next member at the current rate
+  // set_speed()'s: the running tasks' classes listed from the live records, and task t's solo drain
+  // (the analytic tier's D: scale_, or its slowest transfer's bytes / own cap if longer).
+  void track_classes();
+  double solo_drain(engine::TaskId t) const;
   void binding_elements(int src, int dst);  // scratch_ = the route's links that may bind
 
   const topology::Topology& topo_;
@@ -199,6 +221,12 @@ class FlowNetwork final : public engine::ActivityModel {
   bool cached_ = false;             // next_flow_ is current
   double next_flow_ = 0;
   std::vector<solver::Element> scratch_;
+  // Slowed tasks (set_speed), empty until a task is first slowed in a run: per task its speed, and
+  // while tracking_ its classes (solver id, the class's own rate cap), listed when made; an id that
+  // finished (or went to another task) is skipped, a task's list freed when its flows drain.
+  std::vector<double> speed_;
+  bool tracking_ = false;
+  std::vector<std::vector<std::pair<int, double>>> task_classes_;
   PairPlan plan_;  // the last direct task's pairs, elements and latency (network/pair_plan.hpp)
   GroupPlans group_plans_;  // recent grouped tasks' classes (network/group_plan.hpp)
   GroupPlan large_group_;   // the classes of a task too large to record, freed after its start

@@ -236,6 +236,11 @@ void MaxMinSolver::refill() {
   for (int f : added_ids_)
     if (rec_[f].alive && rec_[f].ecount > 0 && !touched(f)) touch(f), add_capped(f);
   added_ids_.clear();
+  // Re-capped flows join the filling unfrozen, like adds; their links are seeded where the
+  // filling starts to differ (set_rate_cap).
+  for (int f : recapped_ids_)
+    if (rec_[f].alive && rec_[f].ecount > 0 && !touched(f)) touch(f), add_capped(f);
+  recapped_ids_.clear();
   // Seeds, known up front, in a sorted list merged with the event heap (hundreds per solve: sorting
   // them once costs less than pushing and popping each).
   // A link that lost flows but bounds none of the others (no flow froze at it: all are held below

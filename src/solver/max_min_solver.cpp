@@ -214,6 +214,38 @@ void MaxMinSolver::set_weight(int flow, std::span<const Element> elements, doubl
   }
 }
 
+void MaxMinSolver::set_rate_cap(int flow, double rate_cap) {
+  Rec& r = rec_[flow];
+  if (rate_cap == r.cap) return;
+  r.cap = rate_cap;
+  state_[flow] = static_cast<uint8_t>((state_[flow] & ~kCapped) | (rate_cap < kUnlimited ? kCapped : 0));
+  if (r.ecount == 0) {  // crosses nothing: its cap is its rate (listed by the next solve)
+    if (hot_[flow].rate != rate_cap) hot_[flow].rate = rate_cap, added_free_.push_back(flow);
+    return;
+  }
+  const double rate = hot_[flow].rate;
+  const int32_t bott = hot_[flow].bott;
+  // Frozen at a link (its bottleneck) at a rate the new cap allows: that link freezes it there
+  // again, at the same level, and nothing else sees the cap. (A flow not solved yet, kBottNone, is
+  // re-filled below, from 0.)
+  if (bott >= 0 && rate_cap >= rate) return;
+  // Filling is unchanged below x: a removal's seed at x on its links (the component solve keeps
+  // the flows below x), forced even where the flow bounds no other (seed_added_), and the flow is
+  // touched by the re-fill from the start, so its new cap (or a link) freezes it again.
+  const double x = bott == kBottNone ? 0.0 : std::min(rate, rate_cap);
+  min_removed_rate_ = std::min(min_removed_rate_, x);
+  recapped_ids_.push_back(flow);
+  for (uint32_t i = r.ebegin; i < r.ebegin + r.ecount; ++i) {
+    const int l = link_of(elems_[i]);
+    seed_[l] = std::min(seed_[l], x);
+    seed_added_[l] = 1;
+    if (!link_dirty_[l]) {
+      link_dirty_[l] = 1;
+      dirty_links_.push_back(l);
+    }
+  }
+}
+
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
   for (const LinkRef& lr : link_flows_[link]) s += elems_[lr.eidx].wc * hot_[lr.flow].rate;
@@ -252,6 +284,7 @@ void MaxMinSolver::solve() {
   if (dirty_links_.empty()) {
     added_ = false;
     added_ids_.clear();
+    recapped_ids_.clear();
     return;
   }
   // The lazy re-fill's work follows the rates that change; a component solve's follows the
@@ -264,6 +297,7 @@ void MaxMinSolver::solve() {
   }
   const size_t added = added_ids_.size();
   added_ids_.clear();
+  recapped_ids_.clear();  // their links are dirty: re-solved with their components
   // Collect the component(s) of the dirty links (BFS over link -> flows -> links). Rates in other
   // components depend on nothing that changed, and are kept. With 1,024+ live flows the component's
   // flows are listed in id order; when the union-find says the dirty links' component(s) hold 90%

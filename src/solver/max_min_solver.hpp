@@ -20,7 +20,8 @@
 // layout, so none of this changes a bit (tests/unit/solver/component_solve_reference_test.cpp).
 //
 // Incremental: adding or removing a flow, or changing its weight (set_weight: a class losing a
-// member), marks its links dirty, and solve() does one of two things.
+// member) or its rate cap (set_rate_cap: a slowed task's flows), marks its links dirty, and solve()
+// does one of two things.
 // The lazy re-fill (max_min_refill.cpp) replays progressive filling from the changed links only,
 // joining a link when a flow crossing it gets a new rate, so its work follows the rates that
 // change; the component solve below re-solves the whole connected component (links and flows
@@ -103,6 +104,14 @@ class MaxMinSolver {
   // weight only raises a share) and a heavier one as an add, and re-solves it at the new weight.
   // Its rate stays until then, and is listed in changed() only if the solve moves it.
   void set_weight(int flow, std::span<const Element> elements, double weight);
+  // A live flow's rate cap changed (kUnlimited: none), in place: the flow tier's slowed tasks
+  // (network/flow_network.hpp). Progressive filling is the same as before below the lower of its
+  // rate and the new cap (below its rate the flow was unfrozen, below the new cap it still is), so
+  // the next solve seeds its links at that level (a removal's seed: slower flows keep their rates)
+  // and re-fills the flow from there; nothing is re-solved when the cap cannot move it (a cap at or
+  // above its rate that did not freeze it: a link did). Its rate stays until that solve, and is
+  // listed in changed() only if the solve moves it.
+  void set_rate_cap(int flow, double rate_cap);
   // remove_flow() on each, in order (same result), clearing the lists of links that lose all their
   // flows at once instead of one swap-with-last fix-up per element (a mass completion).
   void remove_flows(std::span<const int> flows);
@@ -242,10 +251,11 @@ class MaxMinSolver {
   bool wide_ = false;  // the next solve re-solves the component (see solve())
   std::vector<double> level_, seed_;
   std::vector<uint32_t> own_;     // per link: live flows that froze at it
-  std::vector<char> seed_added_;  // per link: a flow was added to it since the last solve
+  std::vector<char> seed_added_;  // per link: a flow was added to it (or re-capped) since the last solve
   // Per solve: flows touched (Hot::tstamp), their old rate and filling state (state_ bit 0: frozen).
   std::vector<double> old_rate_;  // a touched flow's rate before the re-fill
   std::vector<int> touched_, added_ids_;
+  std::vector<int> recapped_ids_;  // set_rate_cap() since the last solve: re-filled from their seed
   std::vector<Event> events_, seeds_;
   double cur_ = 0;  // level of the event being processed
   // Per link in the re-fill: flows still at their old rate counted as fixed consumption, which the

@@ -66,6 +66,14 @@ inline topology::Topology node8() {
   return make_cluster(c);
 }
 
+// Two nodes of g GPUs, one 10 GB/s NIC each (5 us): every cross-node transfer shares the NIC pair
+// (the network tests' contended node pair).
+inline topology::Topology two_nodes_one_nic(int g = 4) {
+  ClusterShape c;
+  c.nodes = 2, c.gpus_per_node = g, c.nics = 1, c.nic_bw = 10e9, c.nic_lat = 5e-6;
+  return make_cluster(c);
+}
+
 // loads[layer][gpu][expert] with every GPU routing `per_gpu` assignments evenly over the E experts.
 inline std::vector<double> uniform_loads(int L, int n, int E, double per_gpu) {
   return std::vector<double>(static_cast<size_t>(L) * n * E, per_gpu / E);

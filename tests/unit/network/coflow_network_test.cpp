@@ -9,16 +9,11 @@
 #include "support/test_platforms.hpp"
 #include "util/rng.hpp"
 #include "support/approx.hpp"
+#include "support/end_times.hpp"
 
 using namespace hs;
 
 namespace {
-topology::Topology two_nodes(int g = 4) {
-  test::ClusterShape c;
-  c.nodes = 2, c.gpus_per_node = g, c.nics = 1, c.nic_bw = 10e9, c.nic_lat = 5e-6;
-  return test::make_cluster(c);
-}
-
 // Coflows as tasks on separate resources, each starting at starts[i], on the analytic tier's
 // coflow sharing; returns end times.
 std::vector<double> run_coflows(const topology::Topology& t, const std::vector<collective::Coflow>& coflows,
@@ -40,15 +35,13 @@ std::vector<double> run_coflows(const topology::Topology& t, const std::vector<c
   engine::Simulation sim(g);
   sim.add_model(&net);
   sim.run();
-  std::vector<double> out;
-  for (auto id : ids) out.push_back(sim.end_time(id));
-  return out;
+  return test::end_times(sim, ids);
 }
 }  // namespace
 
 TEST_CASE("analytic tier: a coflow alone takes its closed-form time") {
   // 40 MB from GPU 0 to GPU 4 over 10 GB/s NICs: 4 ms + the route latency.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   collective::Coflow c{{0, 4, 40e6}};
   collective::AnalyticNetwork a(t);
   const double solo = a.coflow_time(c);
@@ -60,7 +53,7 @@ TEST_CASE("analytic tier: a coflow alone takes its closed-form time") {
 TEST_CASE("analytic tier: two collectives on one link take twice as long together as alone") {
   // Both send 40 MB across the same NIC pair: each alone drains in 4 ms; together the NIC is shared
   // half and half, both drain at 8 ms, then pay their latency.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   collective::Coflow a{{0, 4, 40e6}}, b{{1, 5, 40e6}};
   const double lat = t.route(0, 4).latency.value();
   auto alone = run_coflows(t, {a});
@@ -72,7 +65,7 @@ TEST_CASE("analytic tier: two collectives on one link take twice as long togethe
 
 TEST_CASE("analytic tier: coflows on disjoint links do not slow each other") {
   // Inside node 0 and inside node 1: no link in common, each keeps its solo time.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   collective::Coflow a{{0, 1, 40e6}}, b{{4, 5, 40e6}};
   auto alone_a = run_coflows(t, {a}), alone_b = run_coflows(t, {b});
   auto both = run_coflows(t, {a, b});
@@ -84,7 +77,7 @@ TEST_CASE("analytic tier: a shared link is split by the transfers each coflow ha
   // Coflow A: 3 transfers of 10 MB across the NIC (30 MB), coflow B: 1 transfer of 10 MB. As NCCL
   // connections share a link, A gets 3/4 of 10 GB/s and B 1/4: B drains 10 MB at 2.5 GB/s = 4 ms;
   // meanwhile A moved 30 MB x ... 7.5 GB/s x 4 ms = 30 MB: both drain at 4 ms.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   collective::Coflow a{{0, 4, 10e6}, {1, 5, 10e6}, {2, 6, 10e6}}, b{{3, 7, 10e6}};
   const double lat = t.route(0, 4).latency.value();
   auto both = run_coflows(t, {a, b});
@@ -96,7 +89,7 @@ TEST_CASE("analytic tier: a shared link is split by the transfers each coflow ha
 TEST_CASE("analytic tier: a late coflow slows one in flight only while they overlap") {
   // A (40 MB) starts at 0, B (10 MB) at 1 ms, one transfer each over the same NIC. A alone until 1 ms
   // (10 MB), then both at 5 GB/s: B drains its 10 MB by 3 ms, A has 20 MB left at 3 ms -> 5 ms.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   collective::Coflow a{{0, 4, 40e6}}, b{{1, 5, 10e6}};
   const double lat = t.route(0, 4).latency.value();
   auto end = run_coflows(t, {a, b}, {0.0, 1e-3});
@@ -108,7 +101,7 @@ TEST_CASE("analytic tier agrees with the flow tier on concurrent single-bottlene
   // Random coflows that all cross node 0's NIC (one transfer per GPU pair of node 0 -> node 1):
   // flows of one coflow share the bottleneck alike, so the per-transfer fair shares of the flow
   // tier equal the coflow shares here.
-  auto t = two_nodes();
+  auto t = test::two_nodes_one_nic();
   Rng rng(7);
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<collective::Coflow> cs(3);

@@ -20,6 +20,7 @@
 #include "topology/topology_loader.hpp"
 #include "util/rng.hpp"
 #include "support/approx.hpp"
+#include "support/end_times.hpp"
 
 using namespace hs;
 
@@ -43,10 +44,8 @@ std::vector<double> run_flow(const topology::Topology& t, const std::vector<coll
   engine::Simulation sim(g);
   sim.add_model(&net);
   sim.run();
-  std::vector<double> out;
-  for (auto id : ids) out.push_back(sim.end_time(id));
   if (stats) *stats = net.stats();
-  return out;
+  return test::end_times(sim, ids);
 }
 // Max-min rates of a skewed all-to-all over every GPU pair, solved with every hop and with only the
 // hops Topology::may_bind keeps: checks they agree flow by flow; returns the hops left out.

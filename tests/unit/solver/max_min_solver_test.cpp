@@ -330,6 +330,47 @@ std::pair<int, int> solve_and_compare(MaxMinSolver& inc, const std::vector<doubl
   }
   return {bad, badlist};
 }
+
+// Random problems in every mode (120 each): links of capacity 1-100 (some equal: ties), then 30
+// steps, each adding up to max_adds - 1 flows (none every third step) over 1-4 links with
+// coefficients 1 or 0.5, weights 1 to max_weight, some capped (2, 4 or 6), then offering every live
+// flow to `change(inc, spec, id)`, which may edit it (keeping `spec` its twin) and returns true to
+// have it removed; every step ends in solve_and_compare, which must find no difference.
+template <class Change>
+void random_edits_in_every_mode(hs::Rng& rng, uint64_t max_adds, uint64_t max_weight, Change change) {
+  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
+    for (int inst = 0; inst < 120; ++inst) {
+      const int nl = 2 + static_cast<int>(rng.below(14));
+      MaxMinSolver inc;
+      inc.set_mode(mode);
+      std::vector<double> caps;
+      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
+      std::vector<FlowSpec> spec;
+      std::vector<int> ids;
+      std::vector<char> gone;
+      for (int step = 0; step < 30; ++step) {
+        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(max_adds));
+        for (int k = 0; k < adds; ++k) {
+          FlowSpec sp;
+          sp.e = random_elements(rng, nl);
+          sp.w = 1 + static_cast<double>(rng.below(max_weight));
+          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
+          spec.push_back(sp);
+          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
+          gone.push_back(0);
+        }
+        for (size_t f = 0; f < ids.size(); ++f) {
+          if (gone[f] || !change(inc, spec[f], ids[f])) continue;
+          inc.remove_flow(ids[f]);
+          gone[f] = 1;
+        }
+        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
+        CHECK(bad == 0);
+        CHECK(badlist == 0);
+      }
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("1,024+ flows in two disjoint components: an event in one leaves the other's rates bit-identical") {
@@ -738,48 +779,101 @@ TEST_CASE("property: set_weight then solve equals a fresh solve of the same flow
   // a fresh component solve (solve_and_compare).
   hs::Rng rng(3303);
   long reweighted = 0;
-  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
-    for (int inst = 0; inst < 120; ++inst) {
-      const int nl = 2 + static_cast<int>(rng.below(14));
-      MaxMinSolver inc;
-      inc.set_mode(mode);
-      std::vector<double> caps;
-      for (int l = 0; l < nl; ++l) caps.push_back(rng.uniform() < 0.3 ? 50.0 : 1 + 99 * rng.uniform()), inc.add_link(caps.back());
-      std::vector<FlowSpec> spec;
-      std::vector<int> ids;
-      std::vector<char> gone;
-      for (int step = 0; step < 30; ++step) {
-        const int adds = step % 3 == 2 ? 0 : static_cast<int>(rng.below(6));
-        for (int k = 0; k < adds; ++k) {
-          FlowSpec sp;
-          sp.e = random_elements(rng, nl);
-          sp.w = 1 + static_cast<double>(rng.below(6));
-          sp.cap = rng.uniform() < 0.7 ? MaxMinSolver::kUnlimited : 2.0 * (1 + static_cast<double>(rng.below(3)));
-          spec.push_back(sp);
-          ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
-          gone.push_back(0);
-        }
-        for (size_t f = 0; f < ids.size(); ++f) {
-          if (gone[f]) continue;
-          const double u = rng.uniform();
-          if (u < 0.1) {
-            inc.remove_flow(ids[f]);
-            gone[f] = 1;
-          } else if (u < 0.35 && spec[f].w > 1) {
-            spec[f].w -= 1;  // a member finished
-            inc.set_weight(ids[f], spec[f].e, spec[f].w);
-            ++reweighted;
-          } else if (u < 0.4) {
-            spec[f].w += 1;
-            inc.set_weight(ids[f], spec[f].e, spec[f].w);
-            ++reweighted;
-          }
-        }
-        const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
-        CHECK(bad == 0);
-        CHECK(badlist == 0);
+  random_edits_in_every_mode(rng, 6, 6, [&](MaxMinSolver& inc, FlowSpec& sp, int id) {
+    const double u = rng.uniform();
+    if (u < 0.1) return true;
+    if (u < 0.35 && sp.w > 1) {
+      sp.w -= 1;  // a member finished
+      inc.set_weight(id, sp.e, sp.w);
+      ++reweighted;
+    } else if (u < 0.4) {
+      sp.w += 1;
+      inc.set_weight(id, sp.e, sp.w);
+      ++reweighted;
+    }
+    return false;
+  });
+  CHECK(reweighted > 10000);
+}
+
+TEST_CASE("property: set_rate_cap then solve equals a fresh solve of the same flows, in every mode") {
+  // MaxMinSolver::set_rate_cap: the flow tier caps a slowed task's flows (speed x bytes / its solo
+  // drain) and lifts the caps again, in place. Max-min rates depend only on the live flows and
+  // their caps, so after every solve each rate must equal a fresh solver's given the same flows at
+  // their current caps (solve_and_compare: to 1e-9 relative, and changed() lists exactly the flows
+  // whose rate moved), in every mode: the re-fill and the component solve both start filling at the
+  // lower of the flow's rate and its new cap (below that level nothing differs), and a cap that
+  // cannot bind (at or above the rate of a flow a link froze) changes nothing at all.
+  // Random links (capacity 1-100, some equal: ties), flows over 1-4 of them with coefficients 1 or
+  // 0.5, weights 1-4, some capped; each step adds and removes a few and re-caps about a third:
+  // lowered (often below its rate), raised, lifted (kUnlimited), or set twice before the solve.
+  hs::Rng rng(4409);
+  long recapped = 0, bound = 0;
+  const auto random_cap = [&](double rate) {
+    const double u = rng.uniform();
+    if (u < 0.2) return MaxMinSolver::kUnlimited;
+    if (u < 0.6 && rate > 0) return rate * (0.1 + 0.85 * rng.uniform());  // binds
+    if (u < 0.7) return 2.0 * (1 + static_cast<double>(rng.below(3)));    // a shared value (cap groups)
+    return 0.5 + 40 * rng.uniform();
+  };
+  random_edits_in_every_mode(rng, 5, 4, [&](MaxMinSolver& inc, FlowSpec& sp, int id) {
+    CHECK(inc.rate_cap(id) == sp.cap);  // as last set
+    const double u = rng.uniform();
+    if (u < 0.08) return true;
+    if (u < 0.4) {
+      const int times = rng.uniform() < 0.15 ? 2 : 1;
+      for (int k = 0; k < times; ++k) {
+        sp.cap = random_cap(inc.rate(id));
+        bound += sp.cap < inc.rate(id);
+        inc.set_rate_cap(id, sp.cap);
+        ++recapped;
       }
     }
+    return false;
+  });
+  CHECK(recapped > 20000);
+  CHECK(bound > 5000);
+}
+
+TEST_CASE("property: set_rate_cap with 1,024+ flows (id-ordered component solves, sweeps) equals a fresh solve") {
+  // The component solve lists a large problem's flows in id order (or sweeps them all); re-capped
+  // flows must come out as from scratch there too. Groups of links as in the tests above, 1,200+
+  // flows, a few percent re-capped per event (a slowed task's transfers), some removed.
+  hs::Rng rng(4411);
+  for (const auto mode : {MaxMinSolver::Mode::adaptive, MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component}) {
+    const int groups = 4, links = 10;
+    MaxMinSolver inc;
+    inc.set_mode(mode);
+    std::vector<double> caps;
+    for (int l = 0; l < groups * links; ++l) caps.push_back(1 + 99 * rng.uniform()), inc.add_link(caps.back());
+    std::vector<FlowSpec> spec;
+    std::vector<int> ids;
+    std::vector<char> gone;
+    for (int i = 0; i < 1200; ++i) {
+      FlowSpec sp;
+      sp.e = random_route(rng, static_cast<int>(rng.below(groups)), links);
+      sp.w = 1 + static_cast<double>(rng.below(3));
+      spec.push_back(sp);
+      ids.push_back(inc.add_flow(sp.e, sp.w, sp.cap));
+      gone.push_back(0);
+    }
+    inc.solve();
+    for (int ev = 0; ev < 12; ++ev) {
+      for (size_t f = 0; f < ids.size(); ++f) {
+        if (gone[f]) continue;
+        const double u = rng.uniform();
+        if (u < 0.02) {
+          inc.remove_flow(ids[f]);
+          gone[f] = 1;
+        } else if (u < 0.06) {
+          const double r = inc.rate(ids[f]);
+          spec[f].cap = rng.uniform() < 0.3 ? MaxMinSolver::kUnlimited : r * (0.2 + 1.2 * rng.uniform());
+          inc.set_rate_cap(ids[f], spec[f].cap);
+        }
+      }
+      const auto [bad, badlist] = solve_and_compare(inc, caps, spec, ids, gone);
+      CHECK(bad == 0);
+      CHECK(badlist == 0);
+    }
   }
-  CHECK(reweighted > 10000);
 }
