@@ -19,7 +19,9 @@ class DueHeap {
   struct Due {
     double time;
     int id;
-    bool operator<(const Due& o) const { return time != o.time ? time < o.time : id < o.id; }
+    // (time, id) order without a branch (sifts compare unpredictably); the same order as
+    // `time != o.time ? time < o.time : id < o.id`, NaN and signed zeros included.
+    bool operator<(const Due& o) const { return (time < o.time) | ((time == o.time) & (id < o.id)); }
     bool operator>(const Due& o) const { return o < *this; }
   };
   static constexpr uint32_t kNone = 0xffffffffu;

@@ -447,13 +447,22 @@ void MaxMinSolver::solve() {
   // from the records cost a cache miss per comparison).
   // Usually a few distinct caps (an NCCL connection's channels per locality) over flows listed in
   // id order: sorted by cap in one stable bucket pass, which is then the (cap, id) order.
-  if (!std::is_sorted(capped_.begin(), capped_.end())) sort_by_cap(capped_, capped_tmp_);
+  const auto cap_before = [](const std::pair<double, int>& a, const std::pair<double, int>& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  };
+  if (!std::is_sorted(capped_.begin(), capped_.end(), cap_before)) sort_by_cap(capped_, capped_tmp_);
   size_t next_cap = 0;
   // Links in a min-heap keyed by fair share. Freezing flows at level s only raises the shares of the
   // links they cross ((rem - w s) / (sumw - w) >= rem / sumw when s <= rem / sumw), so a popped key is
   // either current, and then the global minimum, or stale and too small: re-push it with its current
   // share. Pushes happen on pops only, not on every element update.
+  // (share, link) order without a branch (std::pair's synthesized three-way comparison of doubles
+  // branches several times per comparison): the same order, NaN and signed zeros included, so the
+  // same heap layouts.
   using Entry = std::pair<double, int>;
+  const auto later = [](const Entry& a, const Entry& b) {
+    return (a.first > b.first) | ((a.first == b.first) & (a.second > b.second));
+  };
   heap_.clear();
   // A link popped and then pushed back unchanged (a capped flow froze first) is the heap's least
   // entry again (one entry per link: the pop order is the entries' order, whatever the layout): it
@@ -462,12 +471,12 @@ void MaxMinSolver::solve() {
   Entry top{};
   for (int l : comp_links_)
     if (unfrozen_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  std::make_heap(heap_.begin(), heap_.end(), later);
   while (held || !heap_.empty()) {
     while (next_cap < capped_.size() && (state_[capped_[next_cap].second] & 3)) ++next_cap;
     const double cap_level = next_cap < capped_.size() ? capped_[next_cap].first : kUnlimited;
     if (!held) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      std::pop_heap(heap_.begin(), heap_.end(), later);
       top = heap_.back();
       heap_.pop_back();
     }
@@ -482,11 +491,11 @@ void MaxMinSolver::solve() {
     if (current > top.first * (1 + 1e-12)) {
       // Stale: back with its current share, in hand when it would be popped next anyway.
       top = {current, l};
-      if (heap_.empty() || !(heap_.front() < top)) {
+      if (heap_.empty() || !later(top, heap_.front())) {
         held = true;
       } else {
         heap_.push_back(top);
-        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        std::push_heap(heap_.begin(), heap_.end(), later);
       }
       continue;
     }

@@ -141,7 +141,10 @@ class MaxMinSolver {
   struct Event {
     double level;
     uint64_t key;  // kind << 32 | id: equal levels order seeds, links, caps, deadlines
-    bool operator>(const Event& o) const { return level != o.level ? level > o.level : key > o.key; }
+    // (level, key) order without a branch: the heap's sifts compare unpredictably, and a
+    // mispredicted branch per comparison was ~6% of a refill-bound run (the same order, NaN and
+    // signed zeros included, as `level != o.level ? level > o.level : key > o.key`).
+    bool operator>(const Event& o) const { return (level > o.level) | ((level == o.level) & (key > o.key)); }
   };
   enum EventKind : uint64_t { kSeed = 0, kLink = 1, kCapGroup = 2, kCapFlow = 3, kDeadline = 4 };
   void push_event(double level, EventKind kind, uint32_t id);
