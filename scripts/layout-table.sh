@@ -97,8 +97,8 @@ echo "| DeepSeek-V3 as trained, one effect taken away (EP, grad_accum 120; publi
 echo "|---|---|---|---|"
 arow "as trained: FP8, DualPipe, DeepEP, node-limited routing (M = 4), MLA, MTP" "${full_args[@]}"
 arow "no MTP module (\`mtp_layers=0\`)" "${full_args[@]}" --set mtp_layers=0
-arow "pieces balanced by hand (\`pipeline_layout=Etttt|(tttt|)*14tmL\`: 1 block + MTP on the last piece)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*14tmL" --set route_groups=8 --set max_nodes=4
-arow "same, 2 blocks + MTP on the last piece (\`pipeline_layout=Etttt|(tttt|)*13ttt|ttmL\`)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*13ttt|ttmL" --set route_groups=8 --set max_nodes=4
+arow "pieces balanced by hand (\`pipeline_layout=Etttt\\|(tttt\\|)*14tmL\`: 1 block + MTP on the last piece)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*14tmL" --set route_groups=8 --set max_nodes=4
+arow "same, 2 blocks + MTP on the last piece (\`pipeline_layout=Etttt\\|(tttt\\|)*13ttt\\|ttmL\`)" --layout "deepseek-v3,dispatcher=deepep,pipeline_layout=Etttt|(tttt|)*13ttt|ttmL" --set route_groups=8 --set max_nodes=4
 arow "bf16 instead of FP8 (\`precision.compute=bf16\`)" "${full_args[@]}" --set precision.compute=bf16
 arow "ZB-H1 instead of DualPipe (\`schedule=zb-h1\`)" --layout deepseek-v3,dispatcher=deepep,schedule=zb-h1 --set route_groups=8 --set max_nodes=4
 arow "1F1B instead of DualPipe (\`schedule=1f1b\`)" --layout deepseek-v3,dispatcher=deepep,schedule=1f1b --set route_groups=8 --set max_nodes=4
