@@ -18,7 +18,7 @@
 # values beside them where this project has them (scripts/paper_eval_report.py, PUBLISHED).
 #
 # Usage: scripts/paper-eval.sh [OUT_DIR]          (default paper-eval/; results and report.md there)
-# Environment: ITERATIONS (20), PRESET (concentrated), NETWORKS ("analytic flow"), SEED (1),
+# Environment: ITERATIONS (20), PRESET (concentrated), NETWORKS ("analytic flow"), SEED (1), FSSDP_KNOBS (""),
 #              CANDIDATES ("128 96 ... 2 1"), MODELS, PLATFORMS ("topology:gpus:experts ...").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,11 @@ seed="${SEED:-1}"
 candidates="${CANDIDATES:-128 96 64 48 32 24 16 12 8 6 4 3 2 1}"
 models="${MODELS:-gpt-moe-s gpt-moe-l bert-moe bert-moe-deep}"
 platforms="${PLATFORMS:-aws-p3dn-v100-2node:16:32 aws-p3dn-v100-4node:32:64 aws-p4d-a100-4node:32:64}"
-strategies="ep,oracle,fssdp,fssdp:rematerialize=true,smartmoe,flexmoe,fsdp,fastermoe,bound"
+# FSSDP_KNOBS (e.g. ":overlap_degree=best"): knobs for both FSSDP systems; the report names them
+# fssdp and fssdp+RM all the same.
+fk="${FSSDP_KNOBS:-}"
+export FSSDP_KNOBS="$fk"
+strategies="ep,oracle,fssdp$fk,fssdp$fk:rematerialize=true,smartmoe,flexmoe,fsdp,fastermoe,bound"
 
 sim=$(scripts/release-binary.sh)
 mkdir -p "$out/traces" "$out/runs" "$out/timelines"
@@ -68,11 +72,11 @@ for platform in $platforms; do
     printf '%s\t%s\t%s\t%s\t%s\n' "$topo" "$gpus" "$experts" "$model" "$batch" >> "$out/batches.tsv"
     # The batch-size side of re-materialization: the largest micro-batch at which FSSDP alone fits,
     # without and with RM (the same rule, one system at a time).
-    for fs in fssdp fssdp:rematerialize=true; do
+    for fs in "fssdp$fk" "fssdp$fk:rematerialize=true"; do
       b=$($sim run "$topo" "$trace" --model "$model" --set "experts=$experts" --batch max-fit \
           --batch-candidates "$(echo $candidates | tr ' ' ',')" --iterations 1 --strategy "$fs" \
           --format json 2>/dev/null | chosen_batch || echo -)
-      printf '%s\t%s\t%s\t%s\n' "$topo" "$model" "$fs" "$b" >> "$out/rm_batches.tsv"
+      printf '%s\t%s\t%s\t%s\n' "$topo" "$model" "${fs/fssdp$fk/fssdp}" "$b" >> "$out/rm_batches.tsv"
     done
     for net in $networks; do
       name="$topo--$model--$net"

@@ -184,7 +184,10 @@ def main():
             if os.path.exists(tl_path):
                 with open(tl_path) as f:
                     layers = layer_times(json.load(f))
-            results[(model, topo)] = ({s["name"]: s for s in run["strategies"]}, layers)
+            knobs = os.environ.get("FSSDP_KNOBS", "")  # paper-eval.sh's FSSDP knobs: named as plain fssdp here
+            plain = lambda n: n.replace("fssdp" + knobs, "fssdp", 1) if knobs and n.startswith("fssdp" + knobs) else n
+            layers = {plain(k): v for k, v in layers.items()}
+            results[(model, topo)] = ({plain(s["name"]): s for s in run["strategies"]}, layers)
         if not results:
             continue
         systems = [s for s in SYSTEMS_ORDER if any(s in r[0] for r in results.values())]
