@@ -30,13 +30,22 @@ struct NodeIndex {
   }
 };
 
-std::vector<int> chain_order(int owner, const std::vector<int>& holders, const NodeIndex& ix, int channel,
-                             std::vector<int>& slot) {
+// Scratch of chain_order, kept by a caller that orders many chains (no allocation per chain).
+struct ChainScratch {
+  std::vector<int> slot, rest, order;
+};
+
+// The chain into scratch.order (see the public chain_order).
+const std::vector<int>& chain_order(int owner, const std::vector<int>& holders, const NodeIndex& ix, int channel,
+                                    ChainScratch& scratch) {
   const std::vector<int>& node_of = *ix.node_of;
   const int nodes = ix.nodes;
   const int home = node_of.empty() ? 0 : node_of[owner];
-  std::vector<int> order{owner};
-  std::vector<int> rest;
+  std::vector<int>& order = scratch.order;
+  std::vector<int>& rest = scratch.rest;
+  std::vector<int>& slot = scratch.slot;
+  order.assign(1, owner);
+  rest.clear();
   for (int g : holders)
     if (g != owner) rest.push_back(g);
   // Owner's node first, then nodes cyclically after it. Within a node, GPUs in order of their local
@@ -77,8 +86,8 @@ std::vector<int> chain_order(int owner, const std::vector<int>& holders, const N
 
 std::vector<int> chain_order(int owner, const std::vector<int>& holders, const std::vector<int>& node_of,
                              int channel) {
-  std::vector<int> slot;
-  return chain_order(owner, holders, NodeIndex(node_of), channel, slot);
+  ChainScratch scratch;
+  return chain_order(owner, holders, NodeIndex(node_of), channel, scratch);
 }
 
 namespace {
@@ -108,7 +117,7 @@ Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std:
                         BroadcastAlgo algo, int channels) {
   Coflow c;
   const NodeIndex ix(node_of);
-  std::vector<int> slot;
+  ChainScratch scratch;
   for (std::size_t e = 0; e < p.owner.size(); ++e) {
     if (p.replicas[e].empty()) continue;
     if (algo == BroadcastAlgo::kDirect) {
@@ -118,7 +127,7 @@ Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std:
     }
     const int ch = chunk_channels(p, e, node_of, channels);
     for (int k = 0; k < ch; ++k) {
-      const auto order = chain_order(p.owner[e], p.replicas[e], ix, k, slot);
+      const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
       for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes / ch});
     }
   }
@@ -144,12 +153,12 @@ double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topolo
     for (auto& t : c) t.rate_cap = p2p.cap(t.src, t.dst);
   } else {
     const NodeIndex ix(node_of);
-    std::vector<int> slot;
+    ChainScratch scratch;
     for (std::size_t e = 0; e < p.owner.size(); ++e) {
       if (p.replicas[e].empty()) continue;
       const int ch = chunk_channels(p, e, node_of, channels);
       for (int k = 0; k < ch; ++k) {
-        const auto order = chain_order(p.owner[e], p.replicas[e], ix, k, slot);
+        const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
         double sum = 0;
         for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
         chain = std::max(chain, sum);
