@@ -170,6 +170,47 @@ double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topolo
   return chain - alpha;
 }
 
+SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, const topology::Topology& topo,
+                                  const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels) {
+  if (algo == BroadcastAlgo::kDirect) {
+    SparsePlanBuild b{reduce ? sparse_reduce_scatter(p, chunk_bytes, node_of, algo, channels)
+                             : sparse_allgather(p, chunk_bytes, node_of, algo, channels),
+                      0};
+    b.latency = sparse_finish(b.flows, p, topo, node_of, algo, reduce, channels);
+    return b;
+  }
+  // sparse_allgather's chains, each one's hop latencies summed as sparse_finish sums them (in the
+  // broadcast's direction, before a reduce reverses the transfers).
+  SparsePlanBuild b;
+  Coflow& c = b.flows;
+  const NodeIndex ix(node_of);
+  ChainScratch scratch;
+  double longest = 0;
+  for (std::size_t e = 0; e < p.owner.size(); ++e) {
+    if (p.replicas[e].empty()) continue;
+    const int ch = chunk_channels(p, e, node_of, channels);
+    for (int k = 0; k < ch; ++k) {
+      const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
+      double sum = 0;
+      for (std::size_t i = 0; i + 1 < order.size(); ++i) {
+        c.push_back({order[i], order[i + 1], chunk_bytes / ch});
+        sum += topo.route(order[i], order[i + 1]).latency.value();
+      }
+      longest = std::max(longest, sum);
+    }
+  }
+  if (c.empty()) return b;
+  if (reduce)
+    for (auto& t : c) std::swap(t.src, t.dst);
+  double alpha = 0;
+  for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
+  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
+  if (cap_reduce > 0)
+    for (auto& t : c) t.rate_cap = t.rate_cap > 0 ? std::min(t.rate_cap, cap_reduce) : cap_reduce;
+  b.latency = std::max(alpha, longest) - alpha;
+  return b;
+}
+
 GpuVolumes volumes(const Coflow& c, int gpus) {
   GpuVolumes v{std::vector<double>(gpus, 0.0), std::vector<double>(gpus, 0.0)};
   for (const auto& t : c) {

@@ -61,6 +61,16 @@ int chain_channels(const topology::Topology& topo);
 double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
                      const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels = 1);
 
+// sparse_allgather (or sparse_reduce_scatter when `reduce`) and sparse_finish in one pass, each
+// chain ordered once: the same transfers, caps and latency as the two calls (SparsePlanCache builds
+// its plans so; tests compare the two).
+struct SparsePlanBuild {
+  Coflow flows;
+  double latency = 0;
+};
+SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, const topology::Topology& topo,
+                                  const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels = 1);
+
 // The order in which a chunk's broadcast chain visits its holders, starting at the owner: the
 // owner's node first, then the nodes cyclically after it; inside a node, holders by local index
 // counted from the owner's plus `channel` (channel 0 enters a node on the owner's rail when that GPU

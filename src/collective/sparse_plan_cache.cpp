@@ -46,9 +46,9 @@ std::shared_ptr<SparsePlanCache::Plan> SparsePlanCache::entry(const SparsePlacem
   }
   ++misses_;
   auto plan = std::make_shared<Plan>();
-  plan->flows = reduce ? sparse_reduce_scatter(p, chunk_bytes, node_of_, algo_, channels_)
-                       : sparse_allgather(p, chunk_bytes, node_of_, algo_, channels_);
-  plan->latency = sparse_finish(plan->flows, p, topo_, node_of_, algo_, reduce, channels_);
+  auto built = build_sparse_plan(p, chunk_bytes, topo_, node_of_, algo_, reduce, channels_);
+  plan->flows = std::move(built.flows);
+  plan->latency = built.latency;
   if (held_ + plan->flows.size() > capacity_) {
     map_.clear();
     held_ = 0;

@@ -45,6 +45,7 @@ struct TwoNodes {
 
 }  // namespace
 
+// The cache builds its plans in one pass (build_sparse_plan); "fresh" is the two calls it replaces.
 TEST_CASE("SparsePlanCache: a reused plan equals a fresh one (random placements, both broadcasts, both directions)") {
   const TwoNodes two;
   const topology::Topology& topo = two.topo;
