@@ -10,7 +10,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
 . "$root/tests/support/expect.sh"
 
-# file | op | preset | nodes (- keeps the preset's) | more options. Keep in step with SOURCES.md.
+# file | op | preset (or a topology file, ending .yaml, relative to the source root) | nodes (- keeps
+# the preset's) | more options. Keep in step with SOURCES.md.
 cases="
 a100-1node-allreduce.log|all_reduce|dgx-a100-1node|-|
 h100-1node-nvls-allreduce.log|all_reduce|dgx-h100-1node|-|
@@ -22,6 +23,10 @@ v100-8node-ib100-alltoall-2021.log|all_to_all|aws-p3dn-v100-4node|8|--ranks 64
 v100-8node-ib100-allreduce-2021.log|all_reduce|aws-p3dn-v100-4node|8|--ranks 64
 h100-2node-p5-efa-allreduce.log|all_reduce|aws-p5-h100-4node|2|--ranks 16
 a100-2node-p4de-efa-allreduce.log|all_reduce|aws-p4d-a100-4node|2|--ranks 16
+gb300-1node-nvl-alltoall-oci.log|all_to_all|validation/public-logs/gb300-nvl-oci.yaml|-|
+gb300-2host-mnnvl-alltoall-oci.log|all_to_all|validation/public-logs/gb300-nvl-oci.yaml|-|
+gb300-16host-mnnvl-alltoall-oci.log|all_to_all|validation/public-logs/gb300-nvl-oci.yaml|-|
+gb300-32host-2rack-alltoall-oci.log|all_to_all|validation/public-logs/gb300-nvl-oci.yaml|-|
 "
 for f in "$logs"/*.log; do
   b=$(basename "$f")
@@ -31,9 +36,11 @@ while IFS='|' read -r file op preset nodes more; do
   [ -n "$file" ] || continue
   [ -f "$logs/$file" ] || { echo "FAIL: $file listed but not in validation/public-logs"; fails=$((fails+1)); continue; }
   topo="$preset"
+  case "$preset" in *.yaml) topo="$root/$preset" ;; esac
   if [ "$nodes" != "-" ]; then
-    topo="$tmp/$preset-$nodes.yaml"
-    sed "s/^nodes: [0-9]*/nodes: $nodes/" "$root/topologies/$preset.yaml" > "$topo"
+    src="$root/topologies/$preset.yaml"; case "$preset" in *.yaml) src="$root/$preset" ;; esac
+    topo="$tmp/$(basename "$preset" .yaml)-$nodes.yaml"
+    sed "s/^nodes: [0-9]*/nodes: $nodes/" "$src" > "$topo"
   fi
   # shellcheck disable=SC2086
   expect 0 -- timeout 60 "$sim" collective "$topo" --op "$op" --compare "$logs/$file" $more
