@@ -113,24 +113,53 @@ int chain_channels(const topology::Topology& topo) {
   return nics > 1 ? std::clamp(topo.gpus_in_node(0), 1, 8) : 1;
 }
 
-Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
-                        BroadcastAlgo algo, int channels) {
-  Coflow c;
+namespace {
+
+// f(order, ch) for every chain of p's chain broadcast: per chunk with copies, its chunk_channels
+// chains in channel order (the order sparse_allgather lists their transfers in).
+template <class F>
+void for_each_chain(const SparsePlacement& p, const std::vector<int>& node_of, int channels, F&& f) {
   const NodeIndex ix(node_of);
   ChainScratch scratch;
   for (std::size_t e = 0; e < p.owner.size(); ++e) {
     if (p.replicas[e].empty()) continue;
-    if (algo == BroadcastAlgo::kDirect) {
+    const int ch = chunk_channels(p, e, node_of, channels);
+    for (int k = 0; k < ch; ++k) f(chain_order(p.owner[e], p.replicas[e], ix, k, scratch), ch);
+  }
+}
+
+// The latency sum of a chain's hops, in the broadcast's direction.
+double chain_latency(const std::vector<int>& order, const topology::Topology& topo) {
+  double sum = 0;
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
+  return sum;
+}
+
+// sparse_finish's common end: the reduce's HBM cap on every transfer; returns the coflow's largest
+// route latency (alpha).
+double finish_caps(Coflow& c, const topology::Topology& topo, bool reduce) {
+  double alpha = 0;
+  for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
+  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
+  if (cap_reduce > 0)
+    for (auto& t : c) t.rate_cap = t.rate_cap > 0 ? std::min(t.rate_cap, cap_reduce) : cap_reduce;
+  return alpha;
+}
+
+}  // namespace
+
+Coflow sparse_allgather(const SparsePlacement& p, double chunk_bytes, const std::vector<int>& node_of,
+                        BroadcastAlgo algo, int channels) {
+  Coflow c;
+  if (algo == BroadcastAlgo::kDirect) {
+    for (std::size_t e = 0; e < p.owner.size(); ++e)
       for (int g : p.replicas[e])
         if (g != p.owner[e]) c.push_back({p.owner[e], g, chunk_bytes});
-      continue;
-    }
-    const int ch = chunk_channels(p, e, node_of, channels);
-    for (int k = 0; k < ch; ++k) {
-      const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
-      for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes / ch});
-    }
+    return c;
   }
+  for_each_chain(p, node_of, channels, [&](const std::vector<int>& order, int ch) {
+    for (std::size_t i = 0; i + 1 < order.size(); ++i) c.push_back({order[i], order[i + 1], chunk_bytes / ch});
+  });
   return c;
 }
 
@@ -144,30 +173,16 @@ Coflow sparse_reduce_scatter(const SparsePlacement& p, double chunk_bytes, const
 double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topology& topo,
                      const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels) {
   if (c.empty()) return 0.0;
-  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
-  double alpha = 0;
-  for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
-  double chain = alpha;
+  double longest = 0;
   if (algo == BroadcastAlgo::kDirect) {
     const P2pChannels p2p(topo);
     for (auto& t : c) t.rate_cap = p2p.cap(t.src, t.dst);
   } else {
-    const NodeIndex ix(node_of);
-    ChainScratch scratch;
-    for (std::size_t e = 0; e < p.owner.size(); ++e) {
-      if (p.replicas[e].empty()) continue;
-      const int ch = chunk_channels(p, e, node_of, channels);
-      for (int k = 0; k < ch; ++k) {
-        const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
-        double sum = 0;
-        for (std::size_t i = 0; i + 1 < order.size(); ++i) sum += topo.route(order[i], order[i + 1]).latency.value();
-        chain = std::max(chain, sum);
-      }
-    }
+    for_each_chain(p, node_of, channels,
+                   [&](const std::vector<int>& order, int) { longest = std::max(longest, chain_latency(order, topo)); });
   }
-  if (cap_reduce > 0)
-    for (auto& t : c) t.rate_cap = t.rate_cap > 0 ? std::min(t.rate_cap, cap_reduce) : cap_reduce;
-  return chain - alpha;
+  const double alpha = finish_caps(c, topo, reduce);
+  return std::max(alpha, longest) - alpha;
 }
 
 SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, const topology::Topology& topo,
@@ -182,31 +197,15 @@ SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, 
   // sparse_allgather's chains, each one's hop latencies summed as sparse_finish sums them (in the
   // broadcast's direction, before a reduce reverses the transfers).
   SparsePlanBuild b;
-  Coflow& c = b.flows;
-  const NodeIndex ix(node_of);
-  ChainScratch scratch;
   double longest = 0;
-  for (std::size_t e = 0; e < p.owner.size(); ++e) {
-    if (p.replicas[e].empty()) continue;
-    const int ch = chunk_channels(p, e, node_of, channels);
-    for (int k = 0; k < ch; ++k) {
-      const auto& order = chain_order(p.owner[e], p.replicas[e], ix, k, scratch);
-      double sum = 0;
-      for (std::size_t i = 0; i + 1 < order.size(); ++i) {
-        c.push_back({order[i], order[i + 1], chunk_bytes / ch});
-        sum += topo.route(order[i], order[i + 1]).latency.value();
-      }
-      longest = std::max(longest, sum);
-    }
-  }
-  if (c.empty()) return b;
+  for_each_chain(p, node_of, channels, [&](const std::vector<int>& order, int ch) {
+    for (std::size_t i = 0; i + 1 < order.size(); ++i) b.flows.push_back({order[i], order[i + 1], chunk_bytes / ch});
+    longest = std::max(longest, chain_latency(order, topo));
+  });
+  if (b.flows.empty()) return b;
   if (reduce)
-    for (auto& t : c) std::swap(t.src, t.dst);
-  double alpha = 0;
-  for (const auto& t : c) alpha = std::max(alpha, topo.route(t.src, t.dst).latency.value());
-  const double cap_reduce = reduce ? topo.gpu_model().hbm_bandwidth.value() / 3 : 0.0;
-  if (cap_reduce > 0)
-    for (auto& t : c) t.rate_cap = t.rate_cap > 0 ? std::min(t.rate_cap, cap_reduce) : cap_reduce;
+    for (auto& t : b.flows) std::swap(t.src, t.dst);
+  const double alpha = finish_caps(b.flows, topo, reduce);
   b.latency = std::max(alpha, longest) - alpha;
   return b;
 }
