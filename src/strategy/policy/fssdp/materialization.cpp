@@ -197,6 +197,13 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
       const double c = row[e];
       if (c == 0) continue;
       const auto& h = holders[e];
+      if (h.size() == 1) {  // no copy: every rule picks the owner (c / 1 is c exactly, as below)
+        const int g = h[0];
+        out.expert_tokens[g][slot_of[e][0]] += c;
+        out.received[g] += c;
+        out.bytes[static_cast<size_t>(s) * n + g] += c * token_bytes;
+        continue;
+      }
       chosen.clear();
       if (topo_rule) {  // the source itself, else its node's holders (in holder order), else all
         if (const int k = index_of[static_cast<size_t>(e) * n + s]; k >= 0) {
