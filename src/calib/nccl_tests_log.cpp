@@ -194,7 +194,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
       bool nccl_debug = false;  // "host:pid:tid [0] NCCL INFO ..."
       for (size_t i = 0; i + 1 < t.size(); ++i)
         nccl_debug |= t[i] == "NCCL" && (t[i + 1] == "INFO" || t[i + 1] == "WARN" || t[i + 1] == "TRACE");
-      count_kind(skipped[version ? "version" : nccl_debug ? "debug" : "other"], ln, excerpt(line));
+      // "..." (or "#  ...", "…"): where whoever posted the log left lines out (usually rank lines).
+      const bool elided = t.size() <= 2 && !t.empty() &&
+                          (t.back().find_first_not_of('.') == std::string::npos || t.back() == "\u2026") &&
+                          (t.size() == 1 || t[0] == "#");
+      count_kind(skipped[version ? "version" : nccl_debug ? "debug" : elided ? "elided" : "other"], ln, excerpt(line));
       continue;
     }
     if (columns.empty()) fail("", fmt::format("a data row before the column header ('#  size  count  type ...'): '{}'", excerpt(line)));
@@ -273,6 +277,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
                                     prefixes.first_line, prefixes.first));
   const std::pair<const char*, const char*> kinds[] = {{"version", "an 'NCCL version' line"},
                                                        {"debug", "NCCL INFO/WARN lines"},
+                                                       {"elided", "'...' lines (lines left out where the log was posted)"},
                                                        {"other", "not nccl-tests output (MPI or launcher messages?)"},
                                                        {"blank", "blank lines"}};
   for (const auto& [key, what] : kinds) {
