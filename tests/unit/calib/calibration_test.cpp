@@ -19,6 +19,19 @@ using namespace hs;
 
 namespace {
 const char* const kTopo = kTwoNodeTopo;
+
+// A calibration whose gpu.KEY is `text` (on line 3 of cal.yaml) is refused, naming the line and `field`.
+void expect_refused(const std::string& key, const std::string& text, const std::string& field) {
+  CAPTURE(text);
+  try {
+    calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  " + key + ": " + text + "\n", "cal.yaml");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("cal.yaml:3:") != std::string::npos);
+    CHECK(what.find(field) != std::string::npos);
+  }
+}
 }  // namespace
 
 TEST_CASE("calibrate recovers known link parameters from the simulator's own timings with noise") {
@@ -136,17 +149,8 @@ TEST_CASE("gemm_tiles in a calibration: written, read back, selects the tile mod
            {"{eta_tile: 0.7, k_fill: 1, call: 1s}", "gpu.gemm_tiles.call"},
            {"{eta_tile: 0.7, k_fill: 1, call: 1us, tile_m: 0}", "gpu.gemm_tiles.tile_m"},
            {"{eta_tile: 0.7, call: 1us}", "gpu.gemm_tiles.k_fill"},
-           {"{eta_tile: 0.7, k_fill: 1, call: 1us, tiles: 3}", "gpu.gemm_tiles.tiles"}}) {
-    CAPTURE(text);
-    try {
-      calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  gemm_tiles: " + text + "\n", "cal.yaml");
-      FAIL("accepted");
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      CHECK(what.find("cal.yaml:3:") != std::string::npos);
-      CHECK(what.find(field) != std::string::npos);
-    }
-  }
+           {"{eta_tile: 0.7, k_fill: 1, call: 1us, tiles: 3}", "gpu.gemm_tiles.tiles"}})
+    expect_refused("gemm_tiles", text, field);
 }
 
 TEST_CASE("overlap slowdowns in a calibration: old flat files keep their meaning, measured cells replace only themselves") {
@@ -181,17 +185,8 @@ TEST_CASE("overlap slowdowns in a calibration: old flat files keep their meaning
            {"{compute: {gemm: {network: -0.1}}}", "gpu.overlap_slowdown.compute.gemm.network"},
            {"{compute: {gemm: {network: 101}}}", "gpu.overlap_slowdown.compute.gemm.network"},
            {"{communication: {ib: 0.1}}", "gpu.overlap_slowdown.communication.ib"},
-           {"{compute: {gemm: [1]}}", "gpu.overlap_slowdown.compute.gemm"}}) {
-    CAPTURE(text);
-    try {
-      calib::parse_calibration("schema: hecate-sim/calibration@1\ngpu:\n  overlap_slowdown: " + text + "\n", "cal.yaml");
-      FAIL("accepted");
-    } catch (const InputError& e) {
-      const std::string what = e.what();
-      CHECK(what.find("cal.yaml:3:") != std::string::npos);
-      CHECK(what.find(field) != std::string::npos);
-    }
-  }
+           {"{compute: {gemm: [1]}}", "gpu.overlap_slowdown.compute.gemm"}})
+    expect_refused("overlap_slowdown", text, field);
 }
 
 namespace {

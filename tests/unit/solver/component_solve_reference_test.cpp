@@ -16,6 +16,7 @@
 
 #include "solver/max_min_solver.hpp"
 #include "util/rng.hpp"
+#include "support/random_elements.hpp"
 
 using hs::solver::Element;
 using hs::solver::MaxMinSolver;
@@ -228,14 +229,7 @@ TEST_CASE("property: the component solve equals the old one bit for bit (random 
       const int adds = step % 4 == 3 ? 0 : static_cast<int>(rng.below(12));
       const int removes = static_cast<int>(rng.below(8));
       for (int k = 0; k < adds && live.size() < 900; ++k) {
-        std::vector<Element> e;
-        const int n = 1 + static_cast<int>(rng.below(4));
-        for (int j = 0; j < n; ++j) {
-          const int l = static_cast<int>(rng.below(static_cast<uint64_t>(nl)));
-          bool dup = false;
-          for (const auto& x : e) dup |= x.link == l;
-          if (!dup) e.push_back({l, rng.uniform() < 0.3 ? 0.5 : 1.0});
-        }
+        std::vector<Element> e = hs::test::random_elements(rng, nl);  // the same draws as written out before
         const double w = 1 + static_cast<double>(rng.below(4));
         const double u = rng.uniform();
         const double cap = u < 0.4 ? kInf : (many_caps ? 0.5 + 20 * rng.uniform() : 2.0 * (1 + static_cast<double>(rng.below(3))));

@@ -7,6 +7,7 @@
 #include "solver/max_min_solver.hpp"
 #include "util/rng.hpp"
 #include "support/approx.hpp"
+#include "support/random_elements.hpp"
 
 using hs::solver::Element;
 using hs::solver::MaxMinSolver;
@@ -291,18 +292,7 @@ struct FlowSpec {
   double w = 1, cap = MaxMinSolver::kUnlimited;
 };
 
-// A random flow's elements: 1-4 draws of a link among nl (a repeat dropped), coefficient 1 or 0.5.
-std::vector<Element> random_elements(hs::Rng& rng, int nl) {
-  std::vector<Element> e;
-  const int n = 1 + static_cast<int>(rng.below(4));
-  for (int j = 0; j < n; ++j) {
-    const int l = static_cast<int>(rng.below(static_cast<uint64_t>(nl)));
-    bool dup = false;
-    for (const auto& x : e) dup |= x.link == l;
-    if (!dup) e.push_back({l, rng.uniform() < 0.3 ? 0.5 : 1.0});
-  }
-  return e;
-}
+using hs::test::random_elements;
 
 // Solves `inc` and compares it with a fresh component solve of its live flows (spec[k] added as
 // ids[k] unless gone[k]): returns the flows whose rate differs by more than 1e-9 (relative), and
