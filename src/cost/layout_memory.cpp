@@ -6,10 +6,22 @@
 
 namespace hs::cost {
 
+namespace {
+
+// Whether the stage holds the model's last piece (its loss): pp - 1, and under DualPipe stage 0 too.
+bool holds_loss(const workload::ParallelLayout& l, int stage) {
+  for (int k = 0; k < l.stage_chunks(); ++k)
+    if (l.piece_of(stage, k) == l.pieces() - 1) return true;
+  return false;
+}
+
+}  // namespace
+
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
   const double d = m.d_model, t = l.tp;
   StageParams p;
-  for (int b : l.stage_block_ids(stage, m.layers, m.mtp_layers)) {
+  const auto blocks = l.stage_block_ids(stage, m.layers, m.mtp_layers);
+  for (int b : blocks) {
     p.dense += (m.attention_proj_params() + m.attention_bias_params()) / t + 4 * d;  // QKV + out projections (with biases, sinks) / TP; two norms
     if (m.is_mtp(b)) p.dense += mtp_extra_params(m, l.tp);
     if (m.is_moe(b)) {
@@ -25,8 +37,7 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
   if (stage == l.pp - 1 && l.pp > 1) p.dense += word;  // the tied copy of the last stage
   // An MTP module on another stage than the loss's (a pipeline_layout may put it there) needs its own
   // copy of the shared head / embedding.
-  const auto holds = l.stage_block_ids(stage, m.layers, m.mtp_layers);
-  if (stage != l.pp - 1 && stage != 0 && !holds.empty() && m.is_mtp(holds.back())) p.dense += word;
+  if (stage != 0 && !holds_loss(l, stage) && !blocks.empty() && m.is_mtp(blocks.back())) p.dense += word;
   return p;
 }
 
@@ -92,8 +103,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
 
 double stage_logits_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
   const double one = static_cast<double>(m.seq_len) * m.micro_batch * static_cast<double>(m.vocab) * 4.0 / l.tp;
-  const bool last = stage == l.pp - 1 || (l.schedule == workload::Schedule::kDualPipe && stage == 0);
-  double losses = last ? 1.0 : 0.0;
+  double losses = holds_loss(l, stage) ? 1.0 : 0.0;
   for (int b : l.stage_block_ids(stage, m.layers, m.mtp_layers)) losses += m.is_mtp(b) ? 1.0 : 0.0;
   return losses * one;
 }
