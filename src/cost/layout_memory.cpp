@@ -8,12 +8,16 @@ namespace hs::cost {
 
 namespace {
 
-// Whether the stage holds the model's last piece (its loss): pp - 1, and under DualPipe stage 0 too.
-bool holds_loss(const workload::ParallelLayout& l, int stage) {
+// Whether the stage holds model piece `piece` (DualPipe: its own and its mirror's).
+bool holds_piece(const workload::ParallelLayout& l, int stage, int piece) {
   for (int k = 0; k < l.stage_chunks(); ++k)
-    if (l.piece_of(stage, k) == l.pieces() - 1) return true;
+    if (l.piece_of(stage, k) == piece) return true;
   return false;
 }
+// The model's last piece (its loss): pp - 1, and under DualPipe stage 0 too; its first (the
+// embeddings): stage 0, and under DualPipe pp - 1 too.
+bool holds_loss(const workload::ParallelLayout& l, int stage) { return holds_piece(l, stage, l.pieces() - 1); }
+bool holds_embedding(const workload::ParallelLayout& l, int stage) { return holds_piece(l, stage, 0); }
 
 }  // namespace
 
@@ -33,11 +37,15 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
     }
   }
   const double word = static_cast<double>(m.vocab) * d / t;
-  if (stage == 0) p.dense += word + static_cast<double>(m.seq_len) * d;
-  if (stage == l.pp - 1 && l.pp > 1) p.dense += word;  // the tied copy of the last stage
+  // The head shares the embedding's weights: a stage running the loss without the embeddings keeps
+  // a tied copy (Megatron's embedding group), one holding both (pp 1; DualPipe's stages 0 and pp - 1)
+  // the one tensor.
+  const bool embedding = holds_embedding(l, stage), loss = holds_loss(l, stage);
+  if (embedding) p.dense += word + static_cast<double>(m.seq_len) * d;
+  if (loss && !embedding) p.dense += word;
   // An MTP module on another stage than the loss's (a pipeline_layout may put it there) needs its own
   // copy of the shared head / embedding.
-  if (stage != 0 && !holds_loss(l, stage) && !blocks.empty() && m.is_mtp(blocks.back())) p.dense += word;
+  if (!embedding && !loss && !blocks.empty() && m.is_mtp(blocks.back())) p.dense += word;
   return p;
 }
 
@@ -139,7 +147,10 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   mem.params = p.total() * pr.param_bytes;
   mem.grads = p.total() * pr.grad_bytes;
   const double state = optimizer_state_bytes_per_param(m);
-  mem.optimizer = l.distributed_optimizer ? state * (p.dense / l.dp + p.experts / l.edp()) : state * p.total();
+  // The distributed optimizer shards the state over the ranks holding the same parameters
+  // (ParallelLayout::dp_groups: dp, under DualPipe also the mirror stage's, 2 dp).
+  const double shards = l.piece_copies();
+  mem.optimizer = l.distributed_optimizer ? state * (p.dense / (shards * l.dp) + p.experts / (shards * l.edp())) : state * p.total();
   // DualPipe: stage_activation_bytes counts both pieces the GPU holds (stage_block_ids), so its
   // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
   const double in_flight = l.schedule == workload::Schedule::kDualPipe

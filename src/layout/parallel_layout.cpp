@@ -39,11 +39,14 @@ std::vector<std::vector<int>> ParallelLayout::tp_groups() const {
 
 std::vector<std::vector<int>> ParallelLayout::dp_groups() const {
   std::vector<std::vector<int>> out;
-  for (int p = 0; p < pp; ++p)
+  for (int p = 0; p < pp; ++p) {
+    if (dp_owner_stage(p) != p) continue;  // listed with its mirror
     for (int t = 0; t < tp; ++t) {
       out.emplace_back();
-      for (int d = 0; d < dp; ++d) out.back().push_back(rank(t, d, p));
+      for (int q : copy_stages(p))
+        for (int d = 0; d < dp; ++d) out.back().push_back(rank(t, d, q));
     }
+  }
   return out;
 }
 
@@ -58,11 +61,14 @@ std::vector<std::vector<int>> ParallelLayout::ep_groups() const {
 
 std::vector<std::vector<int>> ParallelLayout::edp_groups() const {
   std::vector<std::vector<int>> out;
-  for (int p = 0; p < pp; ++p)
+  for (int p = 0; p < pp; ++p) {
+    if (dp_owner_stage(p) != p) continue;  // listed with its mirror
     for (int e = 0; e < ep; ++e) {
       out.emplace_back();
-      for (int k = 0; k < edp(); ++k) out.back().push_back(p * stage_size() + k * ep + e);
+      for (int q : copy_stages(p))
+        for (int k = 0; k < edp(); ++k) out.back().push_back(q * stage_size() + k * ep + e);
     }
+  }
   return out;
 }
 
@@ -332,9 +338,6 @@ void resolve_pipeline(ParallelLayout& l, const ModelSpec& m, const SourceLocatio
     if (l.pp < 2 || l.pp % 2 != 0)
       d.error(source, "layout.schedule", fmt::format("schedule=dualpipe needs an even pp >= 2 (stage s pairs with "
                                                      "stage pp - 1 - s), got pp {}", l.pp));
-    if (l.overlap_grad_reduce)
-      d.error(source, "layout.overlap_grad_reduce", "overlap_grad_reduce=on with schedule=dualpipe is not built (the two "
-                                                    "copies' gradients are summed after the last backward, then reduced)");
     if (m.grad_accum % 2 != 0 || m.grad_accum < 2 * l.pp)
       d.error(source, "layout.schedule", fmt::format("schedule=dualpipe needs an even number of micro-batches, at least "
                                                      "2 x pp = {} (DualPipe asserts it): grad_accum is {}",

@@ -26,6 +26,7 @@
 // the source ("--layout" or a sweep file) and the field ("layout.tp").
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -100,11 +101,24 @@ struct ParallelLayout {
   int dp_rank(int r) const { return (r / tp) % dp; }
   int pp_rank(int r) const { return r / (tp * dp); }
   int ep_rank(int r) const { return (r % stage_size()) % ep; }
-  // Groups, each a sorted list of ranks, in order of their lowest rank.
+  // Groups, each a sorted list of ranks, in order of their lowest rank. The (expert-)data-parallel
+  // groups are the ranks holding the same parameters, whose gradients are summed and over which
+  // the distributed optimizer shards its state: dp (edp) ranks of one stage, and under DualPipe
+  // those of the stage and of its mirror pp - 1 - s, which holds the same two pieces
+  // (piece_copies() x dp ranks, listed once, from the lower stage).
   std::vector<std::vector<int>> tp_groups() const;
   std::vector<std::vector<int>> dp_groups() const;
   std::vector<std::vector<int>> ep_groups() const;
   std::vector<std::vector<int>> edp_groups() const;
+  // Copies of each model piece along the pipeline: 1; DualPipe 2 (stage s and its mirror).
+  int piece_copies() const { return schedule == Schedule::kDualPipe ? 2 : 1; }
+  // The stage of a mirrored pair that lists their data-parallel groups (the lower one), and the
+  // stages holding the same pieces as `stage` (itself first; DualPipe: and its mirror).
+  int dp_owner_stage(int stage) const { return piece_copies() == 2 ? std::min(stage, pp - 1 - stage) : stage; }
+  std::vector<int> copy_stages(int stage) const {
+    if (piece_copies() == 2) return {stage, pp - 1 - stage};
+    return {stage};
+  }
   std::vector<int> stage_gpus(int stage) const;
   // Model pieces (virtual stages): pp x vpp; DualPipe: pp (every stage holds two of them).
   int pieces() const { return schedule == Schedule::kDualPipe ? pp : pp * vpp; }

@@ -57,7 +57,9 @@ ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::Paralle
   auto piece = [&](int block, Part part, bool expert, double params) {
     if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
   };
-  if (v == VS - 1 && L.pp > 1) piece(-1, Part::kHead, false, cost::embedding_params(m, L, true));
+  // The head's tied copy of the embedding (none under DualPipe: the stages running the head hold
+  // the embeddings too, one tensor whose gradient completes with the first piece's backward).
+  if (v == VS - 1 && L.pp > 1 && L.piece_copies() == 1) piece(-1, Part::kHead, false, cost::embedding_params(m, L, true));
   for (int b = last - 1; b >= first; --b) {
     const auto p = cost::block_params(m, L, b);
     piece(b, Part::kExperts, true, p.experts);
@@ -169,7 +171,7 @@ class LayoutIterationGraph::Builder {
     tp_res.assign(tp_groups.size(), {});
     for (size_t i = 0; i < tp_groups.size(); ++i) tp_res[i] = slice(compute, tp_groups[i]);
     stage_gpus.assign(P, {});
-    for (auto* r : {&st_a2a, &st_dp, &st_ppf, &st_ppb, &st_sparse}) r->assign(P, {});
+    for (auto* r : {&st_a2a, &st_dp, &st_ppf, &st_ppb, &st_sparse, &pair_dp}) r->assign(P, {});
     first_compute_.assign(P, 0);
     // Sends between slots (v = chunk x P + stage; without interleaving v is the stage): the forward
     // of v goes to the slot of the next piece in its micro-batches' direction (next_slot: v + 1,
@@ -186,6 +188,10 @@ class LayoutIterationGraph::Builder {
       st_sparse[s] = slice(sparse, stage_gpus[s]);
       first_compute_[s] = compute[stage_gpus[s].front()];
     }
+    // The DP streams of the stages holding the same pieces (DualPipe: the stage and its mirror),
+    // which their data-parallel collectives occupy together.
+    for (int s = 0; s < P; ++s)
+      for (int q : L.copy_stages(s)) pair_dp[s].insert(pair_dp[s].end(), st_dp[q].begin(), st_dp[q].end());
     for (int v = 0; v < VS; ++v) {
       const int s = v % P;
       collective::Coflow f, b;
@@ -222,10 +228,11 @@ class LayoutIterationGraph::Builder {
     also.assign(n, {});
   }
 
-    // Data parallelism: each stage's DP and expert-DP groups, and with overlap_grad_reduce the
-    // gradient buckets of every model chunk (virtual stage). Megatron-Core's DistributedDataParallel
-    // buckets only the first pipeline stage's first model chunk ("data-parallel communication on
-    // these stages is not on the critical path"); every other chunk is one bucket per buffer.
+    // Data parallelism: each stage's DP and expert-DP groups (DualPipe: listed with the lower stage
+    // of a mirrored pair, both copies' ranks in each), and with overlap_grad_reduce the gradient
+    // buckets of every model chunk (virtual stage). Megatron-Core's DistributedDataParallel buckets
+    // only the first model piece ("data-parallel communication on these stages is not on the
+    // critical path"); every other chunk is one bucket per buffer.
   void data_parallel() {
     og = L.overlap_grad_reduce, opg = og && L.overlap_param_gather && L.distributed_optimizer;
     reduce_op = L.distributed_optimizer ? collective::RingOp::kReduceScatter : collective::RingOp::kAllReduce;
@@ -234,7 +241,7 @@ class LayoutIterationGraph::Builder {
     for (const auto& grp : L.edp_groups()) egroups[L.pp_rank(grp.front())].push_back(grp);
     buckets.assign(og ? VS : 0, {});
     for (int v = 0; v < static_cast<int>(buckets.size()); ++v) {
-      const bool bucketed = v == 0;  // stage 0's first chunk
+      const bool bucketed = piece(v) == 0;  // stage 0's first chunk (DualPipe: and its mirror's copy)
       buckets[v] = chunk_buckets(m, L, piece(v), bucketed ? static_cast<double>(L.bucket_size) : 1e300);
     }
     dense_buckets_ = og ? static_cast<int>(buckets[0].dense.size()) : 1;
@@ -242,6 +249,7 @@ class LayoutIterationGraph::Builder {
     ag_d.assign(VS, {}), ag_e.assign(VS, {});  // [virtual stage][bucket] parameter all-gathers
     waited_d.assign(VS, {}), waited_e.assign(VS, {});
     stage_rs.assign(P, {}), sprs_of.assign(LM, {});
+    half_ready.clear();
     dp_tasks_.clear();
     step_.assign(P, 0.0);
     pending_spag.assign(LM, engine::kNoTask);
@@ -263,6 +271,13 @@ class LayoutIterationGraph::Builder {
           const int v = k * P + s;
           cur_v = v;
           const ChunkBuckets& cb = buckets[v];
+          // DualPipe: the mirror's copy of the piece (its other chunk) was gathered with it.
+          const int twin = (1 - k) * P + (P - 1 - s);
+          if (dual() && s > P - 1 - s) {
+            ag_d[v] = ag_d[twin], ag_e[v] = ag_e[twin];
+            waited_d[v].assign(cb.dense.size(), 0), waited_e[v].assign(cb.expert.size(), 0);
+            continue;
+          }
           ag_d[v].assign(cb.dense.size(), engine::kNoTask);
           ag_e[v].assign(cb.expert.size(), engine::kNoTask);
           waited_d[v].assign(cb.dense.size(), 0);
@@ -335,25 +350,14 @@ class LayoutIterationGraph::Builder {
     for (int s = 0; s < P; ++s)
       if (next[s] != ops[s].size()) throw std::logic_error("pipeline schedule did not complete");
     if (!dual()) return;
-    // DualPipe: stage s and its mirror pp - 1 - s hold the same two pieces; each copy's gradients
+    // DualPipe: stage s and its mirror pp - 1 - s hold the same two pieces, so each copy's gradients
     // must be the sum of both (deepseek-ai/DualPipe, examples/example_dualpipe.py adds the mirror's
-    // gradients to each copy before comparing with the reference). Every GPU sends its gradients to
-    // the GPU with the same coordinates on the mirror stage (on dp, after its stage's last op), and
-    // each stage's DP reduction waits for both directions.
-    std::vector<engine::TaskId> sent(P);
-    for (int s = 0; s < P; ++s) {
-      const auto params = cost::stage_params(m, L, s);
-      collective::Coflow flows;
-      for (int x : stage_gpus[s])
-        flows.push_back({x, x + (P - 1 - 2 * s) * S, (params.dense + params.experts) * pr.grad_bytes});
-      sent[s] = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kMirrorGradients);
-      bind(sent[s], Bind::kFixed, fixed(std::move(flows), 0.0));
-      dp_tasks_.push_back({sent[s], s});
-    }
-    for (int s = 0; s < P; ++s) {
-      mirror_sum = {sent[s], sent[P - 1 - s]};
-      dp_reduction(s);
-    }
+    // gradients to each copy). The two copies are two more data-parallel replicas of each piece:
+    // their DP groups hold both stages' ranks (ParallelLayout::dp_groups), and one reduction per
+    // pair sums and shards them, once both stages have finished (or, with overlap_grad_reduce,
+    // bucket by bucket as both copies complete it: ready()).
+    for (int s = 0; s < P; ++s)
+      if (L.dp_owner_stage(s) == s) dp_reduction(s);
   }
 
   bool dual() const { return L.schedule == workload::Schedule::kDualPipe; }
@@ -485,7 +489,12 @@ class LayoutIterationGraph::Builder {
   // DDP) runs the algorithm and protocol NCCL's tuner picks (collective/all_reduce.hpp: tree, ring,
   // NVLS...): a large group all-reduces by tree, not by a ring of thousands of steps. Several groups
   // at once keep rings (planning hundreds of groups costs more than the build: not built yet).
-  engine::TaskId dp_collective(int s, bool expert, double bytes, collective::RingOp op, bool after, int bucket) {
+  // Under DualPipe the groups span stage s and its mirror (ParallelLayout::dp_groups): the
+  // collective occupies both stages' DP streams and, `after` them, waits for both stages' GPUs (or
+  // for `preds` when given).
+  engine::TaskId dp_collective(int s, bool expert, double bytes, collective::RingOp op, bool after, int bucket,
+                               std::vector<engine::TaskId> preds = {}) {
+    s = L.dp_owner_stage(s);
     double extra = 0;
     const auto& groups = expert ? egroups[s] : dgroups[s];
     collective::Coflow flows;
@@ -502,11 +511,14 @@ class LayoutIterationGraph::Builder {
                                                               : Op::kDpAllReduce;
     const int outer = cur_block;
     cur_expert = expert, cur_bucket = bucket, cur_block = -1;
-    const engine::TaskId id = after ? collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, label)
-                                    : add(st_dp[s], 0.0, Component::kDenseAllReduce, kDp, true, label);
+    if (after && preds.empty())
+      for (int q : L.copy_stages(s))
+        for (int x : stage_gpus[q]) preds.push_back(last[x]);
+    const engine::TaskId id = after ? collective_after(s, pair_dp[s], Component::kDenseAllReduce, kDp, label, std::move(preds))
+                                    : add(pair_dp[s], 0.0, Component::kDenseAllReduce, kDp, true, label);
     cur_expert = false, cur_bucket = -1, cur_block = outer;
     bind(id, Bind::kFixed, fixed(std::move(flows), extra));
-    dp_tasks_.push_back({id, s});
+    for (int q : L.copy_stages(s)) dp_tasks_.push_back({id, q});
     return id;
   }
 
@@ -523,15 +535,26 @@ class LayoutIterationGraph::Builder {
   }
 
   // overlap_grad_reduce: when the last micro-batch's backward has produced a bucket's last
-  // gradients, the bucket's reduce-scatter starts (after the stage's GPUs got there, on dp).
+  // gradients, the bucket's reduce-scatter starts (after the stage's GPUs got there, on dp). Under
+  // DualPipe the bucket's two copies complete on two stages: the reduction waits for both.
   void ready(int block, Part part) {
     if (!og || !sync) return;
     const ChunkBuckets& cb = buckets[cur_v];
     const GradPiece* p = cb.find(block, part);
     if (p == nullptr || !p->closes) return;
-    const int s = cur_v % P;
+    int s = cur_v % P;
+    std::vector<engine::TaskId> preds;
+    for (int x : stage_gpus[s]) preds.push_back(last[x]);
+    if (dual()) {
+      const auto key = std::make_tuple(piece(cur_v), p->expert, p->bucket);
+      auto [it, first] = half_ready.try_emplace(key, preds);
+      if (first) return;  // the other copy's stage completes it
+      preds.insert(preds.end(), it->second.begin(), it->second.end());
+      half_ready.erase(it);
+      s = L.dp_owner_stage(s);
+    }
     const double params = (p->expert ? cb.expert : cb.dense)[p->bucket];
-    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true, p->bucket);
+    const engine::TaskId id = dp_collective(s, p->expert, params * pr.grad_bytes, reduce_op, true, p->bucket, std::move(preds));
     if (p->expert)  // FSSDP: the copies' gradients have reached their owners (spRS) first
       for (const GradPiece& q : cb.pieces)
         if (q.expert && q.bucket == p->bucket)
@@ -819,30 +842,35 @@ class LayoutIterationGraph::Builder {
     bind(sent, Bind::kFixed, forward ? send_fwd[v] : send_bwd[v]);
   }
 
-  // After stage s's last op: its gradients reduce-scattered (distributed optimizer) or all-reduced
-  // over (expert-)DP, all at the end without overlap_grad_reduce (with it, ready() issued them
-  // bucket by bucket), the optimizer step once every reduction has finished (finish_grad_sync), and
-  // the updated parameters all-gathered (or, with overlap_param_gather, at the next iteration's
-  // start, beside its forward).
+  // After stage s's last op (DualPipe: after both of a mirrored pair's, s the lower one): its
+  // gradients reduce-scattered (distributed optimizer) or all-reduced over (expert-)DP, all at the
+  // end without overlap_grad_reduce (with it, ready() issued them bucket by bucket), the optimizer
+  // step once every reduction has finished (finish_grad_sync), and the updated parameters
+  // all-gathered (or, with overlap_param_gather, at the next iteration's start, beside its forward).
   void dp_reduction(int s) {
     const auto params = cost::stage_params(m, L, s);
     if (!og) {
       const engine::TaskId rs_d = dp_collective(s, false, params.dense * pr.grad_bytes, reduce_op, true, -1);
       const engine::TaskId rs_e = dp_collective(s, true, params.experts * pr.grad_bytes, reduce_op, true, -1);
-      for (engine::TaskId r : stage_sprs[s]) g.add_dependency(r, rs_e);
-      for (engine::TaskId r : mirror_sum) g.add_dependency(r, rs_d), g.add_dependency(r, rs_e);
+      for (int q : L.copy_stages(s))
+        for (engine::TaskId r : stage_sprs[q]) g.add_dependency(r, rs_e);
       stage_rs[s] = {rs_e, rs_d};
     }
-    const double step = L.distributed_optimizer ? params.dense / L.dp + params.experts / L.edp() : params.total();
-    for (int x : stage_gpus[s]) {
-      if (!stage_rs[s].empty()) {
-        need[x] = stage_rs[s].front();
-        also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
+    // The optimizer updates the GPU's shard: 1 / (piece_copies x dp) of the dense parameters.
+    const double shards = L.piece_copies();
+    const double step =
+        L.distributed_optimizer ? params.dense / (shards * L.dp) + params.experts / (shards * L.edp()) : params.total();
+    for (int q : L.copy_stages(s)) {
+      for (int x : stage_gpus[q]) {
+        if (!stage_rs[s].empty()) {
+          need[x] = stage_rs[s].front();
+          also[x].assign(stage_rs[s].begin() + 1, stage_rs[s].end());
+        }
+        compute_task(x, 0.0, Component::kOptimizer, Op::kOptimizer, kOther);
+        vars_.push_back({last[x], Var::kOptimizer, q, x, cur_mb});  // + the GPU's extra instances (run)
       }
-      compute_task(x, 0.0, Component::kOptimizer, Op::kOptimizer, kOther);
-      vars_.push_back({last[x], Var::kOptimizer, s, x, cur_mb});  // + the GPU's extra instances (run)
+      step_[q] = step;
     }
-    step_[s] = step;
     if (L.distributed_optimizer && !opg) {
       dp_collective(s, false, params.dense * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
       dp_collective(s, true, params.experts * pr.param_bytes, collective::RingOp::kAllGather, true, -1);
@@ -889,6 +917,7 @@ class LayoutIterationGraph::Builder {
   std::vector<std::vector<engine::ResourceId>> tp_res;
   std::vector<std::vector<int>> stage_gpus;
   std::vector<std::vector<engine::ResourceId>> st_a2a, st_dp, st_ppf, st_ppb, st_sparse;  // [stage] streams
+  std::vector<std::vector<engine::ResourceId>> pair_dp;  // [stage] the DP streams of the stages holding its pieces
   std::vector<int> send_fwd, send_bwd;  // [virtual stage] FixedComm indices
   std::vector<int> moe_index;           // [block] -> MoE layer, -1
   std::vector<double> attn_f, attn_b;  // per block: a sliding window makes them differ
@@ -907,7 +936,9 @@ class LayoutIterationGraph::Builder {
   std::vector<std::vector<char>> waited_d, waited_e;
   std::vector<std::vector<engine::TaskId>> stage_rs, sprs_of;    // [stage] reductions; [MoE layer] spRS
   bool sync = false;  // the op is its chunk's last backward: gradients reduce as their buckets fill
-  std::vector<engine::TaskId> mirror_sum;  // DualPipe: the gradient exchanges the DP reduction waits for
+  // DualPipe with overlap_grad_reduce: (piece, expert buffer, bucket) -> the tasks the first of its
+  // two copies completed it after, until the other copy completes it too.
+  std::map<std::tuple<int, bool, int>, std::vector<engine::TaskId>> half_ready;
   // Sparse collectives: the spAG each MoE layer's next expert forward waits for, the stage's spRS
   // tasks (the expert-DP reduction waits for them).
   std::vector<engine::TaskId> pending_spag;

@@ -40,14 +40,16 @@
 // mirror of its stage (run() moves the plan's expert work and all-to-alls to the mirrored GPUs). Its
 // paired ops (a forward and the next backward) start once both inputs have arrived and are emitted as
 // two coroutines resumed in turn (iteration_builder.cpp, Steps), each up to its next all-to-all, so the
-// compute stream interleaves the two chunks and one's all-to-all runs while the other computes. After
-// the last op each stage sends its gradients to the mirror stage (the same two pieces) and reduces.
+// compute stream interleaves the two chunks and one's all-to-all runs while the other computes. Stage
+// s and its mirror pp - 1 - s hold the same two pieces: their DP groups span both (the copies are
+// two more data-parallel replicas), so one reduction per pair sums and shards the copies' gradients.
 // The blocks of a piece are ParallelLayout::chunk_blocks: the even split, or Megatron's
 // pipeline_layout / first and last stage layer counts.
 // Tasks are created in an order consistent with every dependency, stage by stage in rounds.
 // After its last backward each stage reduce-scatters the dense gradients over its DP groups and the
 // expert gradients over its expert-DP groups (one task each on dp, every group's ring at once),
-// steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters) and
+// steps the optimizer on its shard (1/dp of the dense, 1/edp of the expert parameters; DualPipe:
+// 1/(2 dp), 1/(2 edp)) and
 // all-gathers the updated parameters; without the distributed optimizer it all-reduces and steps
 // the whole state. The iteration ends when every stage has.
 // Overlap of the distributed optimizer's communication (Megatron-Core's DistributedDataParallel,
@@ -265,7 +267,7 @@ class LayoutIterationGraph {
     kAttention, kDenseFfn, kRouter, kUnpermute, kExperts, kShadowExperts, kCopyIn, kCopyOut, kHead,
     kOptimizer, kTpAllGather, kTpReduceScatter, kTpAllReduce, kDispatch, kCombine, kShadowBcast,
     kShadowReduce, kSpag, kSprs, kReplicaAllReduce, kPpSend, kDpReduceScatter, kDpAllReduce,
-    kDpAllGather, kMigration, kCalibration, kMirrorGradients, kMtpProjection
+    kDpAllGather, kMigration, kCalibration, kMtpProjection
   };
   enum class Pass : uint8_t { kNone, kForward, kBackward, kRecompute, kWeightGrad };  // kWeightGrad: a W op
   struct Label {

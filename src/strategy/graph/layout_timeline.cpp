@@ -74,7 +74,6 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
     case Op::kDpAllReduce: return dp("all-reduce");
     case Op::kDpAllGather: return dp("all-gather");
     case Op::kMigration: return "expert migration";
-    case Op::kMirrorGradients: return "gradients to the mirror stage";
     case Op::kCalibration: return fmt::format("calibration spAG block {}", l.block);
   }
   return "?";

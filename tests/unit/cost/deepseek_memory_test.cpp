@@ -138,6 +138,24 @@ TEST_CASE("pipeline schedules by name: 1F1B and ZB-H1 keep pp - s micro-batches,
   CHECK_THROWS_AS(cost::in_flight_micro_batches("gpipe", l, 0, 120), std::invalid_argument);
 }
 
+TEST_CASE("DualPipe: the optimizer state shards over the stage's and its mirror's 2 x dp ranks") {
+  // Stage 1 under DualPipe holds pieces 1 (blocks 4-7) and 14 (blocks 55-57): 7 MoE blocks of the
+  // first test's 233,011,200 dense and 176,160,768 expert parameters per GPU. Stage 14 holds the
+  // same two pieces, so the distributed optimizer shards over both stages' ranks: dense over
+  // 2 x 128 = 256, experts over 2 x 2 = 4 (ParallelLayout::dp_groups):
+  //   8 x (1,631,078,400 / 256 + 1,233,125,376 / 4) = 8 x (6,371,400 + 308,281,344) = 2,517,221,952 B.
+  const auto m = workload::load_model(kModel, "deepseek-v3.yaml");
+  auto l = workload::parse_parallel_layout("tp=1,pp=16,ep=64,dist_opt=on,schedule=dualpipe", kSrc);
+  workload::resolve_layout(l, 2048, 8, m, kSrc);
+  const auto p = cost::stage_params(m, l, 1);
+  REQUIRE(p.dense == 7 * 233011200.0);
+  REQUIRE(p.experts == 7 * 176160768.0);
+  CHECK(cost::layout_memory(m, l, 1, 0, 0).optimizer == hs::test::approx(2517221952.0));
+  CHECK(l.dp_groups().size() == 8);  // one per mirrored pair of stages (tp 1)
+  CHECK(l.dp_groups()[1].size() == 256);
+  CHECK(l.edp_groups()[0] == std::vector<int>{0, 64, 1920, 1984});  // stage 0's and stage 15's
+}
+
 TEST_CASE("the bundled deepseek-v3-like preset is the model of this test") {
   const char* root = std::getenv("HECATE_SOURCE_ROOT");
   if (!root) {

@@ -736,6 +736,19 @@ DpRun dp_run(const topology::Topology& topo, const workload::ModelSpec& model, c
   return {r.time, std::stod(test::resolved_json(*s, "dp_comm_on_path_ms")), std::stod(test::resolved_json(*s, "dp_comm_ms")),
           test::resolved_json(*s, "dp_buckets")};
 }
+// The DP hand cases' node: `gpus` GPUs at 50 GB/s each way, no latency; and their model: 4 MoE
+// blocks of 4 experts, d 512, d_ffn 1024, top-1, vocab 8, seq 4096, `micro_batches`.
+topology::Topology dp_node(int gpus) {
+  test::ClusterShape c;
+  c.gpus_per_node = gpus, c.intra_bw = 50e9, c.intra_lat = 0, c.peak_flops = 300e12, c.hbm = 2e12;
+  return test::make_cluster(c);
+}
+workload::ModelSpec dp_model(int micro_batches) {
+  auto model = test::small_moe_model("ov", 4, 1, 4096, 1, 4);
+  model.vocab = 8;
+  model.grad_accum = micro_batches;
+  return model;
+}
 }  // namespace
 
 TEST_CASE("overlap_grad_reduce: every bucket's reduce-scatter but the last ones hides behind the backward, hand-worked") {
@@ -760,12 +773,8 @@ TEST_CASE("overlap_grad_reduce: every bucket's reduce-scatter but the last ones 
   // bucket (issued before block 0's attention backward). Exposed: block 0's dense bucket and the
   // embeddings, (1,054,720 + 2,101,248) / 50e9 = 63.12 us, then the all-gathers, 461.95 us: 525.07 us.
   // The iteration is shorter by what hid: 3 x 21.09 + 4 x 83.89 = 398.83 us.
-  test::ClusterShape c;
-  c.gpus_per_node = 2, c.intra_bw = 50e9, c.intra_lat = 0, c.peak_flops = 300e12, c.hbm = 2e12;
-  const auto topo = test::make_cluster(c);
-  auto model = test::small_moe_model("ov", 4, 1, 4096, 1, 4);
-  model.vocab = 8;
-  model.grad_accum = 2;
+  const auto topo = dp_node(2);
+  const auto model = dp_model(2);
   const auto loads = test::uniform_loads(4, 2, 4, 4096.0 * 2);
   const auto off = dp_run(topo, model, "ep=1,bucket_size=1000000", "ep", loads);
   const auto on = dp_run(topo, model, "ep=1,overlap_grad_reduce=on,bucket_size=1000000", "ep", loads);
@@ -787,6 +796,53 @@ TEST_CASE("overlap_grad_reduce: every bucket's reduce-scatter but the last ones 
   const auto flow_off = dp_run(topo, model, "ep=1,bucket_size=1000000", "ep", loads, true);
   const auto flow_on = dp_run(topo, model, "ep=1,overlap_grad_reduce=on,bucket_size=1000000", "ep", loads, true);
   CHECK((flow_off.time - flow_on.time) * 1e3 == doctest::Approx(0.39883).epsilon(2e-2));
+}
+
+TEST_CASE("DualPipe: a stage and its mirror are one data-parallel group; their gradients reduce once, hand-worked") {
+  // 4 GPUs of one node (50 GB/s each way, no latency), tp 1, pp 2 under DualPipe, dp 2, ep 1: stage 0
+  // is GPUs 0, 1 and stage 1 GPUs 2, 3, and each holds both pieces (blocks 0-1 with the embeddings,
+  // blocks 2-3 with the head, which is the embedding's tensor: no tied copy), so the four GPUs hold
+  // the same parameters: one DP group {0, 1, 2, 3} (ParallelLayout::dp_groups), and the expert-DP
+  // group the same (ep 1). The model of the test above (bf16 gradients and parameters, 2 B), 4
+  // micro-batches. Per GPU, as there: dense 6,320,128, experts 16,777,216.
+  // A ring reduce-scatter or all-gather of P parameters over 4 GPUs sends 3/4 x 2P bytes each way:
+  //   dense  1.5 x 6,320,128 / 50e9 = 189.60 us; experts 1.5 x 16,777,216 / 50e9 = 503.32 us,
+  // reduce-scatters and all-gathers 2 x 692.92 = 1,385.84 us, all after the last op (overlap off),
+  // on both stages' DP streams at once (each stage counts it). Summing the copies first (each GPU's
+  // 2 x 23,101,440 B to its mirror: 924 us) and then reducing over each stage's dp 2 (another 924 us
+  // for both collectives) would cost 1,848 us. The distributed optimizer shards its state over the 4
+  // ranks: a quarter of (state bytes per parameter) x P per GPU, not a half.
+  const auto topo = dp_node(4);
+  const auto model = dp_model(4);
+  const auto l = layout("pp=2,ep=1,schedule=dualpipe", topo, model);
+  CHECK(l.dp_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3}});
+  CHECK(l.edp_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3}});
+  const auto params = cost::stage_params(model, l, 0);
+  CHECK(params.dense == 6320128.0);
+  CHECK(cost::stage_params(model, l, 1).dense == 6320128.0);
+  CHECK(params.experts == 16777216.0);
+  const double state = cost::optimizer_state_bytes_per_param(model);
+  CHECK(cost::layout_memory(model, l, 1, 0, 0).optimizer == hs::test::approx(state * (6320128.0 + 16777216.0) / 4));
+  const auto loads = test::uniform_loads(4, 4, 4, 4096.0 * 4);
+  const auto off = dp_run(topo, model, "pp=2,ep=1,schedule=dualpipe", "ep", loads);
+  CHECK(off.dp_ms == doctest::Approx(1.38584).epsilon(1e-3));
+  CHECK(off.dp_on_path_ms == doctest::Approx(1.38584).epsilon(1e-3));
+  // With overlap_grad_reduce a piece's buckets reduce once both copies have completed them. Each
+  // direction's backward starts with the piece of blocks 2-3 (on stage 1 for the micro-batches fed
+  // from stage 0, on stage 0 for those fed from stage 1), so that piece completes on both stages
+  // before the other and its reduction runs beside the other piece's backward. The same bytes move,
+  // that reduction a little slower than alone (it shares the GPUs' links with the backward's
+  // stage-to-stage sends).
+  const auto on = dp_run(topo, model, "pp=2,ep=1,schedule=dualpipe,overlap_grad_reduce=on", "ep", loads);
+  MESSAGE("DualPipe DP: ", off.time * 1e3, " ms without overlap (exposed ", off.dp_on_path_ms, " ms), ", on.time * 1e3,
+          " ms with overlap_grad_reduce (exposed ", on.dp_on_path_ms, " ms)");
+  CHECK(on.dp_ms >= off.dp_ms * (1 - 1e-6));
+  CHECK(on.dp_ms < off.dp_ms * 1.1);
+  CHECK(on.time < off.time);
+  CHECK(on.dp_on_path_ms < off.dp_on_path_ms);
+  // The flow tier: the same collectives, nothing else on the links after the last op.
+  const auto flow_off = dp_run(topo, model, "pp=2,ep=1,schedule=dualpipe", "ep", loads, true);
+  CHECK(flow_off.time == doctest::Approx(off.time).epsilon(1e-6));
 }
 
 TEST_CASE("overlap of the distributed optimizer's communication never makes an iteration slower") {

@@ -274,6 +274,18 @@ TEST_CASE("schedule key: defaults as before, combinations checked, DualPipe's tw
   CHECK(d.stage_block_ids(0, 16) == std::vector<int>{0, 1, 2, 3, 12, 13, 14, 15});
   CHECK(d.stage_block_ids(2, 16) == std::vector<int>{4, 5, 6, 7, 8, 9, 10, 11});
   CHECK(d.piece_of(2, 1) == 1);
+  // 16 GPUs, pp 4: dp 4 per stage (GPUs 4s .. 4s + 3). Stage s and its mirror 3 - s hold the same
+  // pieces, so their 2 x 4 ranks are one DP group, listed once from the lower stage; with ep 2 the
+  // expert-DP groups stride by 2 inside each of the two stages (edp 2 per stage, 4 per group).
+  CHECK(d.piece_copies() == 2);
+  CHECK(d.dp_owner_stage(3) == 0);
+  CHECK(d.copy_stages(2) == std::vector<int>{2, 1});
+  CHECK(d.dp_groups() == std::vector<std::vector<int>>{{0, 1, 2, 3, 12, 13, 14, 15}, {4, 5, 6, 7, 8, 9, 10, 11}});
+  auto de = resolved("pp=4,ep=2,schedule=dualpipe");
+  CHECK(de.edp_groups() ==
+        std::vector<std::vector<int>>{{0, 2, 12, 14}, {1, 3, 13, 15}, {4, 6, 8, 10}, {5, 7, 9, 11}});
+  CHECK(resolved("pp=4").dp_groups().size() == 4);  // one stage each without DualPipe
+  CHECK(resolved("pp=4").piece_copies() == 1);
   auto dl = resolved("pp=4,schedule=dualpipe,pipeline_layout=Ettt|t*5|t*5|tttL");
   CHECK(dl.chunk_blocks(1, 16) == std::pair{3, 8});
   CHECK(diagnostics("pp=4,schedule=dualpipe,pipeline_layout=Et|(tt|)*6,tL").front().find(
