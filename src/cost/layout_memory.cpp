@@ -37,15 +37,13 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
     }
   }
   const double word = static_cast<double>(m.vocab) * d / t;
-  // The head shares the embedding's weights: a stage running the loss without the embeddings keeps
-  // a tied copy (Megatron's embedding group), one holding both (pp 1; DualPipe's stages 0 and pp - 1)
-  // the one tensor.
   const bool embedding = holds_embedding(l, stage), loss = holds_loss(l, stage);
-  if (embedding) p.dense += word + static_cast<double>(m.seq_len) * d;
-  if (loss && !embedding) p.dense += word;
+  if (embedding) p.dense += embedding_params(m, l);
+  if (loss) p.dense += head_params(m, l, stage);
   // An MTP module on another stage than the loss's (a pipeline_layout may put it there) needs its own
-  // copy of the shared head / embedding.
-  if (!embedding && !loss && !blocks.empty() && m.is_mtp(blocks.back())) p.dense += word;
+  // copy of the shared head and of the shared embedding (one tensor when tied, held here or copied).
+  if (!loss && !blocks.empty() && m.is_mtp(blocks.back()))
+    p.dense += (m.tied_embeddings ? 0.0 : word) + (embedding ? 0.0 : word);
   return p;
 }
 
@@ -64,9 +62,15 @@ BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelL
   return p;
 }
 
-double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool tied_copy) {
+double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l) {
   const double word = static_cast<double>(m.vocab) * m.d_model / l.tp;
-  return tied_copy ? word : word + static_cast<double>(m.seq_len) * m.d_model;
+  return word + (m.learned_positions ? static_cast<double>(m.seq_len) * m.d_model : 0.0);
+}
+
+double head_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
+  const double word = static_cast<double>(m.vocab) * m.d_model / l.tp;
+  if (!m.tied_embeddings) return word;
+  return holds_embedding(l, stage) ? 0.0 : word;
 }
 
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,

@@ -3,14 +3,16 @@
 //
 // State. A GPU of pipeline stage s holds its stage's blocks only: attention projections, dense
 // FFNs and shared experts split over the TP group (column/row parallel linears; norms and the
-// router gate, small, replicated), the word embeddings on the first stage and, tied, again on the
-// last one when pp > 1 (Megatron keeps that copy and all-reduces its gradient in the embedding
-// group), vocab-parallel over TP; position embeddings on the first stage, replicated; E/ep whole
+// router gate, small, replicated), the word embeddings on the first stage and the output head on
+// the last (its own weights when untied; tied, a copy of the embedding when pp > 1: Megatron keeps
+// it and all-reduces its gradient in the embedding group), vocab-parallel over TP; a learned
+// position table on the first stage, replicated (none with rotary embeddings); E/ep whole
 // experts of each MoE block of the stage (etp = 1). Working-precision params and gradients are
 // whole on every GPU; with the distributed optimizer (Megatron's --use-distributed-optimizer,
 // ZeRO-1) the fp32 master weights and Adam moments are sharded over the data-parallel group for
 // dense parameters (dp ranks) and over the expert-data-parallel group for experts (edp = tp*dp/ep
-// ranks): optimizer bytes = (master + moments) x (dense / dp + experts / edp). Without it every
+// ranks; DualPipe: both copies' ranks, 2 dp and 2 edp): optimizer bytes = (master + moments) x
+// (dense / dp + experts / edp). Without it every
 // rank keeps the whole state.
 //
 // Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
@@ -47,16 +49,21 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
 // The same parameters by where their gradients come from, for the gradient buckets
 // (strategy/graph/layout_iteration.hpp): one block's attention (projections, its norm), its MLP side
 // (the other norm and the dense FFN, or the router gate and shared experts) and its E/ep routed
-// experts; embedding_params: the word (and position) embeddings of the first stage
-// (`tied_copy` false) or the tied copy of the last stage when pp > 1 (`tied_copy` true).
-// Per stage they add up to stage_params.
+// experts; embedding_params: the word embeddings (and the position table when learned) of the
+// stages holding the first piece; head_params: the output head of a stage holding the last piece,
+// its own weights when untied (ModelSpec::tied_embeddings), else nothing where the stage holds the
+// embeddings too (one tensor: pp 1, DualPipe's stages 0 and pp - 1) and a tied copy where it does
+// not (Megatron keeps it and all-reduces its gradient in the embedding group).
+// Per stage they add up to stage_params (but an MTP module's copies of the head and embedding on a
+// stage without the loss).
 struct BlockParams {
   double attention = 0;
   double mlp = 0;
   double experts = 0;
 };
 BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int block);
-double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, bool tied_copy);
+double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l);
+double head_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 
 // Activation bytes of one micro-batch of `stage` on one GPU; `received_tokens` = routed tokens the
 // GPU computes in one micro-batch, summed over the stage's MoE blocks. The fp32 logits are not in it

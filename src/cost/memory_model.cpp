@@ -48,7 +48,9 @@ ParamCounts count_params(const workload::ModelSpec& m) {
     blocks += p;
   }
   c.dense_per_block = blocks / m.blocks();
-  c.dense = blocks + static_cast<double>(m.vocab) * d + static_cast<double>(m.seq_len) * d;
+  // The word embedding, the output head when untied, the position table when learned.
+  c.dense = blocks + static_cast<double>(m.vocab) * d * (m.tied_embeddings ? 1 : 2) +
+            (m.learned_positions ? static_cast<double>(m.seq_len) * d : 0.0);
   return c;
 }
 

@@ -186,6 +186,8 @@ ModelSpec load_model(const std::string& text, const std::string& file, const std
   // what a pipeline schedule runs: 2^20 of them took 8 GiB and minutes before the first iteration.
   m.grad_accum = static_cast<int>(r.integer("grad_accum", false, 1, 4096).value_or(1));
   m.vocab = static_cast<int>(r.integer("vocab", false, 1, 1 << 24).value_or(50257));
+  m.tied_embeddings = r.boolean("tie_embeddings", false).value_or(true);
+  if (auto s = r.choice("position_embedding", {"learned", "rope"}, false)) m.learned_positions = *s == "learned";
   if (auto s = r.choice("attention", {"auto", "flash", "standard"}, false))
     m.attention = *s == "flash"      ? AttentionImpl::kFlash
                   : *s == "standard" ? AttentionImpl::kStandard

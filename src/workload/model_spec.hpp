@@ -151,6 +151,14 @@ struct ModelSpec {
   int micro_batch = 1;              // sequences per GPU per micro-batch
   int grad_accum = 1;               // micro-batches per iteration
   int vocab = 50257;
+  // The word embedding and the output head: one tensor (`tie_embeddings: true`, GPT-2, BERT,
+  // Megatron-LM's default) or two (`false`: Hugging Face `tie_word_embeddings: false`, Megatron's
+  // --untie-embeddings-and-output-weights; DeepSeek-V3, Mixtral, GPT-OSS).
+  bool tied_embeddings = true;
+  // A learned position-embedding table of seq_len x d_model beside the word embedding
+  // (`position_embedding: learned`, Megatron's learned_absolute, the default) or none (`rope`,
+  // rotary embeddings computed in the attention: DeepSeek-V3, Mixtral, GPT-OSS).
+  bool learned_positions = true;
   Precision precision;
   std::optional<double> capacity_factor;  // nullopt = dropless; else tokens beyond capacity dropped (strategy/capacity.hpp)
   // The caching allocator's fragmentation as a fraction of what it holds, (reserved - allocated) /

@@ -50,23 +50,23 @@ struct ChunkBuckets {
   }
 };
 
-ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, double cap) {
+ChunkBuckets chunk_buckets(const workload::ModelSpec& m, const workload::ParallelLayout& L, int v, int stage, double cap) {
   ChunkBuckets cb;
   const int VS = L.pieces();  // v: the model piece
   const auto [first, last] = L.chunk_blocks(v, m.layers, m.mtp_layers);
   auto piece = [&](int block, Part part, bool expert, double params) {
     if (params > 0) cb.pieces.push_back({block, part, expert, params, 0, false});
   };
-  // The head's tied copy of the embedding (none under DualPipe: the stages running the head hold
-  // the embeddings too, one tensor whose gradient completes with the first piece's backward).
-  if (v == VS - 1 && L.pp > 1 && L.piece_copies() == 1) piece(-1, Part::kHead, false, cost::embedding_params(m, L, true));
+  // The output head (untied), or the tied copy of the embedding on a stage without it (none where
+  // the stage holds the embeddings: one tensor whose gradient completes with the first piece's).
+  if (v == VS - 1) piece(-1, Part::kHead, false, cost::head_params(m, L, stage));
   for (int b = last - 1; b >= first; --b) {
     const auto p = cost::block_params(m, L, b);
     piece(b, Part::kExperts, true, p.experts);
     piece(b, Part::kMlp, false, p.mlp);
     piece(b, Part::kAttention, false, p.attention);
   }
-  if (v == 0) piece(-1, Part::kEmbedding, false, cost::embedding_params(m, L, false));
+  if (v == 0) piece(-1, Part::kEmbedding, false, cost::embedding_params(m, L));
   for (bool expert : {false, true}) {
     std::vector<double>& sizes = expert ? cb.expert : cb.dense;
     double open = 0;
@@ -242,7 +242,7 @@ class LayoutIterationGraph::Builder {
     buckets.assign(og ? VS : 0, {});
     for (int v = 0; v < static_cast<int>(buckets.size()); ++v) {
       const bool bucketed = piece(v) == 0;  // stage 0's first chunk (DualPipe: and its mirror's copy)
-      buckets[v] = chunk_buckets(m, L, piece(v), bucketed ? static_cast<double>(L.bucket_size) : 1e300);
+      buckets[v] = chunk_buckets(m, L, piece(v), v % P, bucketed ? static_cast<double>(L.bucket_size) : 1e300);
     }
     dense_buckets_ = og ? static_cast<int>(buckets[0].dense.size()) : 1;
     expert_buckets_ = og ? static_cast<int>(buckets[0].expert.size()) : 1;

@@ -32,6 +32,8 @@ seq_len: 4096
 micro_batch: 1
 grad_accum: 120
 vocab: 129280
+tie_embeddings: false
+position_embedding: rope
 precision: {params: bf16, grads: fp32, master: fp32, optimizer: adam, moments: bf16, activations: bf16, compute: fp8}
 recompute: [rmsnorm, attention_up_proj]
 mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128}
