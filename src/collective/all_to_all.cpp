@@ -30,10 +30,11 @@ Coflow alltoallv_flows(const topology::Topology& topo, std::span<const double> m
   // The largest route latency counts only with more than one scheduling batch (its table is one
   // read per pair, scattered).
   const bool batches = p2p.rounds() > 1;
-  double alpha = 0;
+  double alpha = 0, max_local = 0;
   const auto emit = [&](int s, int d, double b) {
     if (b <= 0 || s == d) return;
     out.push_back({s, d, b, p2p.cap(s, d)});
+    if (topo.node_of(s) == topo.node_of(d)) max_local = std::max(max_local, b);
     if (batches) alpha = std::max(alpha, topo.route_latency(s, d).value());
   };
   if (!transpose) {
@@ -54,7 +55,7 @@ Coflow alltoallv_flows(const topology::Topology& topo, std::span<const double> m
         for (int d = 0; d < n; ++d) emit(s, d, band[static_cast<size_t>(s - s0) * un + static_cast<size_t>(d)]);
     }
   }
-  extra_latency = alpha * (p2p.rounds() - 1);
+  extra_latency = out.empty() ? 0.0 : alpha * (p2p.rounds() - 1) + p2p.launch_latency(max_local, shape.multi_node);
   return out;
 }
 

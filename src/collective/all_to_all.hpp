@@ -1,7 +1,7 @@
 // All-to-all(-v) as NCCL runs it: grouped ncclSend/ncclRecv, one connection per peer pair, each
-// capped by its channels, in ceil((ranks - 1) / 4P) batches (collective/p2p_channels.hpp). Both
-// network tiers time it from the same description: the transfers (with their rate caps) and the
-// latency of the batches after the first.
+// capped by its channels, in batches per channel (collective/p2p_channels.hpp), one kernel launch.
+// Both network tiers time it from the same description: the transfers (with their rate caps) and the
+// extra latency: the batches after the first and the launch.
 #pragma once
 
 #include <span>
@@ -23,7 +23,8 @@ P2pGroupShape p2p_group_shape(const topology::Topology& topo, std::span<const do
 
 // The transfers of an all-to-all-v from a dense n x n byte matrix (`transpose`: column-wise, the
 // combine of a dispatch), each with its connection's rate cap; `extra_latency` = (batches - 1) x the
-// largest route latency among them.
+// largest route latency among them + the group's launch latency (P2pChannels::launch_latency; 0 when
+// there are no transfers).
 Coflow alltoallv_flows(const topology::Topology& topo, std::span<const double> matrix, bool transpose,
                        double& extra_latency);
 

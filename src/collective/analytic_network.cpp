@@ -65,7 +65,7 @@ double AnalyticNetwork::loads(std::span<const Transfer> transfers, double extra_
   return t > 0 ? t + extra_latency : 0.0;
 }
 
-// The same transfers, caps and batch latency as collective::alltoallv_flows, in one pass without
+// The same transfers, caps and extra latency as collective::alltoallv_flows, in one pass without
 // building them: a connection's cap is one of two values (local, network), so the slowest capped
 // transfer is the largest local or network transfer at its cap.
 double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose) {
@@ -297,7 +297,8 @@ double AnalyticNetwork::add_sums(bool transpose) {
   const P2pChannels p2p(topo_, shape.ranks, shape.multi_node);
   floor_ = std::max({floor_, scan_max_net_ > 0 ? scan_max_net_ / p2p.net_cap() : 0.0,
                      scan_max_local_ > 0 && p2p.local_cap() > 0 ? scan_max_local_ / p2p.local_cap() : 0.0});
-  return alpha_ * (p2p.rounds() - 1);
+  if (scan_max_local_ <= 0 && scan_max_net_ <= 0) return 0.0;
+  return alpha_ * (p2p.rounds() - 1) + p2p.launch_latency(scan_max_local_, scan_max_net_ > 0);
 }
 
 AnalyticNetwork::PairTimes AnalyticNetwork::alltoallv_loads_both(std::span<const double> m, CoflowLoads& fwd,

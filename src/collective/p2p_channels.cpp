@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 namespace hs::collective {
 
@@ -18,6 +20,32 @@ double nccl_nvlink_bandwidth(double cc) {
   if (cc >= 8.6 && cc < 8.7) return 12e9;
   if (cc >= 7.0) return 20e9;
   return 18e9;
+}
+
+int nccl_p2p_batches(int ranks, int channels, int parts, bool multi_node, int group) {
+  constexpr int kWorksPerBatch = 8;  // NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+  const unsigned p = std::bit_ceil(static_cast<unsigned>(std::max(channels, 1)));
+  const int bits = std::countr_zero(p);
+  group = std::max(group, 1);
+  // Rounds in order, so a channel's epochs come in order: count where its epoch changes.
+  std::vector<int> last(p, -1), batches(p, 0);
+  for (int r = 0; r < ranks; ++r) {
+    const int base = multi_node ? (r / group) * ((group + kWorksPerBatch - 1) / kWorksPerBatch) + (r % group) / kWorksPerBatch : r;
+    unsigned rev = 0;
+    for (int b = 0; b < bits; ++b) rev |= ((static_cast<unsigned>(base) >> b) & 1u) << (bits - 1 - b);
+    const int epoch = r / kWorksPerBatch;
+    for (int part = 0; part < std::max(parts, 1); ++part) {
+      const unsigned ch = (rev + static_cast<unsigned>(part)) & (p - 1);
+      if (last[ch] != epoch) last[ch] = epoch, ++batches[ch];
+    }
+  }
+  return std::max(1, *std::max_element(batches.begin(), batches.end()));
+}
+
+double P2pChannels::launch_latency(double max_local_bytes, bool any_network) const {
+  // src/graph/tuning.cc baseLatencies[NCCL_ALGO_RING]: { LL 6.6, LL128 14.0, Simple 8.4 } us.
+  constexpr double kBaseLl = 6.6e-6, kBaseSimple = 8.4e-6;
+  return !any_network && max_local_bytes <= ll_threshold() ? kBaseLl : kBaseSimple;
 }
 
 namespace {
@@ -78,7 +106,11 @@ P2pChannels::P2pChannels(const topology::Topology& topo, int ranks, bool multi_n
     smallest = std::min(smallest, net);
   }
   per_peer_ = std::min(channels_, pow2_up(smallest));
-  rounds_ = std::max(1, (ranks - 1 + 4 * channels_ - 1) / (4 * channels_));
+  parts_ = per_peer_;
+  while (parts_ * ranks > channels_ && parts_ > 1) parts_ /= 2;
+  // P2P_SCHEDULE_GROUP_SIZE: 8, or its gcd with the ranks per node (src/init.cc ncclP2pSchedule).
+  const int local = std::min(ranks, topo.gpus_in_node(0));
+  rounds_ = nccl_p2p_batches(ranks, channels_, parts_, multi_node, std::gcd(8, std::max(local, 1)));
   net_cap_ = per_peer_ * cfg.net_channel_bandwidth.value();
   local_cap_ = lp.nvlink ? per_peer_ * nvl_channel : 0.0;
 }
