@@ -870,11 +870,13 @@ TEST_CASE("overlap of the distributed optimizer's communication never makes an i
           // Interleaved with EP groups: each chunk's reduce-scatter starts when its last backward
           // ends (Megatron-Core too), beside the backward of the stage's other chunk, whose
           // all-to-alls are on the critical path and share the GPU's links with it: that contention
-          // can cost a little more than the reduce-scatter hid (here at most 0.1%; without EP
-          // traffic, pp=2,ep=1,vpp=2, it does not). Everywhere else overlap is never slower.
+          // can cost a little more than the reduce-scatter hid (here at most 0.23%, on one node
+          // with the all-to-alls' launch latency; with overlap_param_gather too at most 1e-5: the
+          // first forward's all-to-alls beside the all-gathers; without EP traffic,
+          // pp=2,ep=1,vpp=2, neither). Everywhere else overlap is never slower.
           const bool contended = std::string(text).find("vpp") != std::string::npos && std::string(text).find("ep=1") == std::string::npos;
-          CHECK(grad.time <= off.time * (1 + (contended ? 2e-3 : 1e-9)));
-          CHECK(both.time <= off.time * (1 + 1e-9));
+          CHECK(grad.time <= off.time * (1 + (contended ? 3e-3 : 1e-9)));
+          CHECK(both.time <= off.time * (1 + (contended ? 1e-4 : 1e-9)));
           ++compared;
         }
   }
