@@ -46,6 +46,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "collective/sparse_plan_cache.hpp"
+#include "collective/sparse_time_tracker.hpp"
 #include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
@@ -108,6 +109,8 @@ class LayoutFssdp final : public Strategy {
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     channels_ = collective::chain_channels(ctx.topo);
     sparse_plans_.emplace(ctx.topo, node_of_, k_.broadcast, channels_);
+    spag_times_.emplace(ctx.topo, node_of_, k_.broadcast, channels_, false);
+    sprs_times_.emplace(ctx.topo, node_of_, k_.broadcast, channels_, true);
     // Each MoE layer's attention (a sliding window makes blocks differ); the paper's formula for
     // the resolved settings from the first MoE layer's, as one figure.
     for (int l = 0; l < L_; ++l) {
@@ -408,9 +411,9 @@ class LayoutFssdp final : public Strategy {
     auto& net = graph_.network();
     const engine::Traffic kind = traffic(grp);
     const double slow = ctx_.interference.communication_slowdown(kind);
-    const double spag = sparse_plans_->time(on, expert_bytes_, false, net) * (1 + slow);
+    const double spag = spag_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
     if (spag == 0) return base;
-    const double sprs = sparse_plans_->time(on, expert_bytes_, true, net) * (1 + slow);
+    const double sprs = sprs_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
     const double window = window_[grp.layer], attention_backward = attention_backward_[grp.layer];
     const double fwd_window = window + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
     const double bwd = sprs + (k_.rematerialize ? spag : 0);
@@ -729,6 +732,9 @@ class LayoutFssdp final : public Strategy {
   std::vector<int> formula_t_;  // per MoE layer: the paper's floor(T_attn x bw / expert bytes)
   int channels_ = 1;
   std::optional<collective::SparsePlanCache> sparse_plans_;  // spAG / spRS plans by placement
+  // predicted_time's spAG / spRS times, updated from the last placement it timed (the search for t
+  // asks for placements a few experts apart): the cache's times, exactly.
+  std::optional<collective::SparseTimeTracker> spag_times_, sprs_times_;
   cost::CopyLifetime life_;
   std::vector<double> received_, largest_;  // [gpu] routed tokens per iteration: stage total, largest layer
   std::vector<std::vector<Group>> group_;   // [layer][group] this iteration's plan inputs
