@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <fmt/format.h>
@@ -378,7 +379,8 @@ class LayoutFssdp final : public Strategy {
       case OverlapMode::kFixed: return k_.overlap_degree;
       case OverlapMode::kFormula: return formula_t_[grp.layer];
       case OverlapMode::kBest:
-        return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
+        return best_overlap_degree(
+            E_, [&](int t, double beat) { return predicted_time(grp, predicted, owner, slots, t, true, beat); });
       case OverlapMode::kHidden: break;
     }
     const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown(traffic(grp)),
@@ -395,27 +397,33 @@ class LayoutFssdp final : public Strategy {
   // attention backward and router; the busiest GPU's copy-in and gradient copy-out; and the
   // attention slowed by the interference of the collectives beside it (engine::Interference: the
   // attention cell and the communication cell of the group's traffic kind, as the engine applies them).
+  // `beat` (the overlap-degree search's least time so far): when what the copies add already
+  // exceeds it, that lower bound is returned instead (the layer time is base + added with base >= 0,
+  // and floating-point rounding is monotone, so the time computed in full is at least the bound;
+  // with a separate queue the bound leaves out the spAG's exposure, which needs the dispatch).
   double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
-                        std::span<const int> slots, int t, bool sparse) {
+                        std::span<const int> slots, int t, bool sparse,
+                        double beat = std::numeric_limits<double>::infinity()) {
     const int ep = layout_.ep;
-    const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
-    std::vector<double> counts(static_cast<size_t>(ep) * E_);
-    for (int i = 0; i < ep; ++i)
-      for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
     const auto p = materialize(predicted, owners, grp.node_of, t, slots);
     DispatchResult d;
-    dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, d);
-    const double base = layer_estimate(grp, d);
-    if (!sparse) return base;
+    auto base = [&] {  // dispatches into d
+      const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
+      std::vector<double> counts(static_cast<size_t>(ep) * E_);
+      for (int i = 0; i < ep; ++i)
+        for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
+      dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, d);
+      return layer_estimate(grp, d);
+    };
+    if (!sparse) return base();
     const auto on = on_gpus(p, grp.gpus);
     auto& net = graph_.network();
     const engine::Traffic kind = traffic(grp);
     const double slow = ctx_.interference.communication_slowdown(kind);
     const double spag = spag_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
-    if (spag == 0) return base;
+    if (spag == 0) return base();
     const double sprs = sprs_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
     const double window = window_[grp.layer], attention_backward = attention_backward_[grp.layer];
-    const double fwd_window = window + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
     const double bwd = sprs + (k_.rematerialize ? spag : 0);
     double most = 0;  // the most copies on one GPU
     std::vector<double> held(ep, 0);
@@ -427,8 +435,15 @@ class LayoutFssdp final : public Strategy {
     const double interference = ctx_.interference.compute_slowdown(engine::KernelClass::kAttention, kind) *
                                 (std::min(spag, window) + std::min(bwd, attention_backward));
     const double times = k_.rematerialize ? ctx_.model.grad_accum : 1;
-    return base + times * (std::max(0.0, spag - fwd_window) +
-                           std::max(0.0, bwd - attention_backward - router_time_) + copies + interference);
+    auto added = [&](double fwd_window) {
+      return times * (std::max(0.0, spag - fwd_window) + std::max(0.0, bwd - attention_backward - router_time_) +
+                      copies + interference);
+    };
+    // The spAG's window: the attention forward and router, and on a stream of its own the dispatch.
+    const double bound = added(k_.single_queue ? window + router_time_ + 0 : std::numeric_limits<double>::infinity());
+    if (bound > beat) return bound;
+    const double b = base();
+    return b + (k_.single_queue ? bound : added(window + router_time_ + a2a_time(grp, d.bytes, false)));
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "strategy/policy/fssdp/materialization.hpp"
@@ -66,12 +67,12 @@ int formula_overlap_degree(double window, double bw, double expert_bytes, int ex
   return static_cast<int>(std::clamp(t, 0.0, static_cast<double>(experts)));
 }
 
-int best_overlap_degree(int experts, const std::function<double(int)>& layer_time) {
-  std::vector<double> seen(experts + 1, -1);
+int best_overlap_degree(int experts, const std::function<double(int, double)>& layer_time) {
+  std::vector<double> seen(experts + 1, -1);  // -1: not tried (times are not negative)
   int best = 0;
   auto visit = [&](int t) {
     if (t < 0 || t > experts || seen[t] >= 0) return;
-    seen[t] = layer_time(t);
+    seen[t] = layer_time(t, seen[best] >= 0 ? seen[best] : std::numeric_limits<double>::infinity());
     if (seen[t] < seen[best] || (seen[t] == seen[best] && t < best)) best = t;
   };
   visit(0);
