@@ -192,6 +192,7 @@ class LayoutFssdp final : public Strategy {
       gate_scaled.assign(loads.micro[0].begin(), loads.micro[0].end());
       for (double& c : gate_scaled) c *= static_cast<double>(loads.micro.size());
     }
+    best_searches_.clear();
     plan_copies();
     collective::Coflow migrations;
     if (k_.heterogeneous && iteration_ >= k_.window && (iteration_ - k_.window) % k_.reshard_every == 0)
@@ -378,9 +379,16 @@ class LayoutFssdp final : public Strategy {
     switch (k_.overlap_mode) {
       case OverlapMode::kFixed: return k_.overlap_degree;
       case OverlapMode::kFormula: return formula_t_[grp.layer];
-      case OverlapMode::kBest:
-        return best_overlap_degree(
+      case OverlapMode::kBest: {
+        for (const BestSearch& b : best_searches_)
+          if (b.layer == grp.layer && b.gpus == grp.gpus && b.predicted == predicted && b.owner == owner &&
+              std::equal(slots.begin(), slots.end(), b.slots.begin(), b.slots.end()))
+            return b.t;
+        const int t = best_overlap_degree(
             E_, [&](int t, double beat) { return predicted_time(grp, predicted, owner, slots, t, true, beat); });
+        best_searches_.push_back({grp.layer, grp.gpus, predicted, owner, {slots.begin(), slots.end()}, t});
+        return t;
+      }
       case OverlapMode::kHidden: break;
     }
     const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown(traffic(grp)),
@@ -756,6 +764,17 @@ class LayoutFssdp final : public Strategy {
   std::vector<int> level_;                  // [gpu] this iteration's cap level
   std::vector<int> t_max_, copies_, cut_;
   std::vector<std::vector<int>> wanted_t_;  // [layer][group] the last t wanted without a memory cut
+  // This iteration's searches for the best t (overlap_degree=best), by their inputs: a re-shard's
+  // gate asks for a layer's t under its current owners and the cap planned after it asks again (a
+  // search is a function of the layer, group, loads, owners and slots; cleared every iteration).
+  struct BestSearch {
+    int layer;
+    std::vector<int> gpus;
+    std::vector<double> predicted;
+    std::vector<int> owner, slots;
+    int t;
+  };
+  std::vector<BestSearch> best_searches_;
   int cap_min_ = 0;
   int iteration_ = 0, reshards_ = 0, moved_ = 0, reshards_skipped_ = 0, layers_kept_ = 0, calibrations_accepted_ = 0;
   double predicted_gain_ = 0;  // summed over re-shards: predicted MoE time saved per iteration
