@@ -354,11 +354,15 @@ class LayoutFssdp final : public Strategy {
   // Predicted time of one layer's MoE part under a dispatch in a group: slowest GPU's expert
   // forward+backward plus two all-to-alls each way.
   double layer_estimate(const Group& grp, const DispatchResult& d) {
+    return expert_worst(d) + 2 * a2a_time(grp, d.bytes, false) + 2 * a2a_time(grp, d.bytes, true);
+  }
+  // Its compute: the slowest GPU's expert forward + backward.
+  double expert_worst(const DispatchResult& d) const {
     double worst = 0;
     for (int i = 0; i < layout_.ep; ++i)
       worst = std::max(worst, ctx_.compute.expert_forward(d.expert_tokens[i]).value() +
                                   ctx_.compute.expert_backward(d.expert_tokens[i]).value());
-    return worst + 2 * a2a_time(grp, d.bytes, false) + 2 * a2a_time(grp, d.bytes, true);
+    return worst;
   }
 
   double copy_budget(int x) const {
@@ -405,24 +409,26 @@ class LayoutFssdp final : public Strategy {
   // attention backward and router; the busiest GPU's copy-in and gradient copy-out; and the
   // attention slowed by the interference of the collectives beside it (engine::Interference: the
   // attention cell and the communication cell of the group's traffic kind, as the engine applies them).
-  // `beat` (the overlap-degree search's least time so far): when what the copies add already
-  // exceeds it, that lower bound is returned instead (the layer time is base + added with base >= 0,
-  // and floating-point rounding is monotone, so the time computed in full is at least the bound;
-  // with a separate queue the bound leaves out the spAG's exposure, which needs the dispatch).
+  // `beat` (the overlap-degree search's least time so far): as soon as a lower bound of the time
+  // exceeds it, that bound is returned instead. The time is (compute + 2 x dispatch + 2 x combine)
+  // + added, all terms >= 0, and floating-point rounding is monotone, so it is at least `added`
+  // alone (before the dispatch; with a separate queue leaving out the spAG's exposure, which needs
+  // the dispatch's all-to-all), then at least (0 + 2 x dispatch + 2 x combine) + added (before the
+  // expert compute, the costliest part).
   double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
                         std::span<const int> slots, int t, bool sparse,
                         double beat = std::numeric_limits<double>::infinity()) {
     const int ep = layout_.ep;
     const auto p = materialize(predicted, owners, grp.node_of, t, slots);
     DispatchResult d;
-    auto base = [&] {  // dispatches into d
+    auto dispatch_predicted = [&](DispatchResult& into) {
       const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
       std::vector<double> counts(static_cast<size_t>(ep) * E_);
       for (int i = 0; i < ep; ++i)
         for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
-      dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, d);
-      return layer_estimate(grp, d);
+      dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, into);
     };
+    auto base = [&] { return dispatch_predicted(d), layer_estimate(grp, d); };
     if (!sparse) return base();
     const auto on = on_gpus(p, grp.gpus);
     auto& net = graph_.network();
@@ -450,8 +456,11 @@ class LayoutFssdp final : public Strategy {
     // The spAG's window: the attention forward and router, and on a stream of its own the dispatch.
     const double bound = added(k_.single_queue ? window + router_time_ + 0 : std::numeric_limits<double>::infinity());
     if (bound > beat) return bound;
-    const double b = base();
-    return b + (k_.single_queue ? bound : added(window + router_time_ + a2a_time(grp, d.bytes, false)));
+    dispatch_predicted(d);
+    const double a2a = a2a_time(grp, d.bytes, false), combine = a2a_time(grp, d.bytes, true);
+    const double copies_added = k_.single_queue ? bound : added(window + router_time_ + a2a);
+    if (const double comm = 0.0 + 2 * a2a + 2 * combine + copies_added; comm > beat) return comm;
+    return expert_worst(d) + 2 * a2a + 2 * combine + copies_added;  // layer_estimate + added
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,
