@@ -135,9 +135,11 @@ TEST_CASE("best overlap degree: the least layer time over every t, ladder and re
 
 // Pruning: a layer time answered by a lower bound whenever the bound is above `beat` (as
 // predicted_time does) picks the same t, after trying the same ts, as the times in full: a pruned t
-// has time >= bound > beat >= the least time, so it is neither the least nor tied with it. Random
-// layer times on a coarse grid (ties are frequent), bounds anywhere between 0 and the time.
-TEST_CASE("best overlap degree: pruning by a lower bound above the best so far changes neither the t nor the ts tried") {
+// has time >= bound > beat >= the least time, so it is neither the least nor tied with it. A guess
+// (the rung nearest it tried first) changes the order of the rungs only: the least (time, t) over
+// them is the same in any order. Random layer times on a coarse grid (ties are frequent), bounds
+// anywhere between 0 and the time, guesses anywhere or none.
+TEST_CASE("best overlap degree: pruning by a lower bound above the best so far, and a guess, change neither the t nor the ts tried") {
   Rng rng(31);
   int pruned = 0;
   for (int round = 0; round < 300; ++round) {
@@ -149,12 +151,19 @@ TEST_CASE("best overlap degree: pruning by a lower bound above the best so far c
     }
     std::vector<int> full_tried, tried;
     const int full = best_overlap_degree(experts, [&](int t, double) { return full_tried.push_back(t), time[t]; });
-    const int got = best_overlap_degree(experts, [&](int t, double beat) {
-      tried.push_back(t);
-      if (bound[t] > beat) return ++pruned, bound[t];
-      return time[t];
-    });
+    const int guess = static_cast<int>(rng.below(experts + 2)) - 1;  // -1: none
+    const int got = best_overlap_degree(
+        experts,
+        [&](int t, double beat) {
+          tried.push_back(t);
+          if (bound[t] > beat) return ++pruned, bound[t];
+          return time[t];
+        },
+        guess);
     CHECK(got == full);
+    if (guess < 0) CHECK(tried == full_tried);
+    std::sort(tried.begin(), tried.end());
+    std::sort(full_tried.begin(), full_tried.end());
     CHECK(tried == full_tried);
   }
   CHECK(pruned > 0);

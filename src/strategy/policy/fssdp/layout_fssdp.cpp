@@ -376,8 +376,8 @@ class LayoutFssdp final : public Strategy {
 
   // Layer's overlap degree in group `grp` for the predicted loads, its owners and per-GPU slots, as
   // `overlap_degree` asks (overlap_degree.hpp).
-  // `guess` (hidden mode): where the search for t starts (the same t for any guess; a near one is
-  // cheaper: util::largest_fitting_from).
+  // `guess` (hidden and best modes): where the search for t starts (the same t for any guess; a near
+  // one is cheaper: util::largest_fitting_from, best_overlap_degree's pruning).
   int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owner, const Group& grp,
                      std::span<const int> slots, int guess = -1) {
     switch (k_.overlap_mode) {
@@ -389,7 +389,7 @@ class LayoutFssdp final : public Strategy {
               std::equal(slots.begin(), slots.end(), b.slots.begin(), b.slots.end()))
             return b.t;
         const int t = best_overlap_degree(
-            E_, [&](int t, double beat) { return predicted_time(grp, predicted, owner, slots, t, true, beat); });
+            E_, [&](int t, double beat) { return predicted_time(grp, predicted, owner, slots, t, true, beat); }, guess);
         best_searches_.push_back({grp.layer, grp.gpus, predicted, owner, {slots.begin(), slots.end()}, t});
         return t;
       }

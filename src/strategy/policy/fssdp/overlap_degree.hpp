@@ -65,7 +65,8 @@ int formula_overlap_degree(double window, double bw, double expert_bytes, int ex
 // layer_time(t, beat): the layer time at t, or, when that time is above `beat` (the least time
 // found so far; infinite at first), any value above beat (a bound that prunes the prediction). Such
 // a t is neither the least time nor tied with it, so the t chosen and the ts tried are those of every
-// time in full.
-int best_overlap_degree(int experts, const std::function<double(int t, double beat)>& layer_time);
+// time in full. `guess` >= 0 (the t an earlier search chose): the rung nearest it is tried first,
+// which changes neither the ts tried nor the t chosen, only how many predictions are pruned.
+int best_overlap_degree(int experts, const std::function<double(int t, double beat)>& layer_time, int guess = -1);
 
 }  // namespace hs::strategy
