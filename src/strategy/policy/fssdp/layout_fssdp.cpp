@@ -359,10 +359,11 @@ class LayoutFssdp final : public Strategy {
   // Its compute: the slowest GPU's expert forward + backward.
   double expert_worst(const DispatchResult& d) const {
     double worst = 0;
-    for (int i = 0; i < layout_.ep; ++i)
-      worst = std::max(worst, ctx_.compute.expert_forward(d.expert_tokens[i]).value() +
-                                  ctx_.compute.expert_backward(d.expert_tokens[i]).value());
+    for (int i = 0; i < layout_.ep; ++i) worst = std::max(worst, expert_time(d, i));
     return worst;
+  }
+  double expert_time(const DispatchResult& d, int i) const {  // group GPU i's
+    return ctx_.compute.expert_forward(d.expert_tokens[i]).value() + ctx_.compute.expert_backward(d.expert_tokens[i]).value();
   }
 
   double copy_budget(int x) const {
@@ -413,8 +414,9 @@ class LayoutFssdp final : public Strategy {
   // exceeds it, that bound is returned instead. The time is (compute + 2 x dispatch + 2 x combine)
   // + added, all terms >= 0, and floating-point rounding is monotone, so it is at least `added`
   // alone (before the dispatch; with a separate queue leaving out the spAG's exposure, which needs
-  // the dispatch's all-to-all), then at least (0 + 2 x dispatch + 2 x combine) + added (before the
-  // expert compute, the costliest part).
+  // the dispatch's all-to-all), then at least (w + 2 x dispatch + 2 x combine) + added with w the
+  // slowest expert compute among the GPUs timed so far (0 before the first; the GPUs that receive
+  // the most tokens first, the max being the same in any order).
   double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
                         std::span<const int> slots, int t, bool sparse,
                         double beat = std::numeric_limits<double>::infinity()) {
@@ -430,7 +432,12 @@ class LayoutFssdp final : public Strategy {
     };
     auto base = [&] { return dispatch_predicted(d), layer_estimate(grp, d); };
     if (!sparse) return base();
-    const auto on = on_gpus(p, grp.gpus);
+    // On the topology's GPUs (a group of GPUs 0..ep-1 keeps its ids: replicas are sorted already).
+    bool same_ids = true;
+    for (int i = 0; i < ep; ++i) same_ids = same_ids && grp.gpus[i] == i;
+    collective::SparsePlacement moved;
+    if (!same_ids) moved = on_gpus(p, grp.gpus);
+    const collective::SparsePlacement& on = same_ids ? p : moved;
     auto& net = graph_.network();
     const engine::Traffic kind = traffic(grp);
     const double slow = ctx_.interference.communication_slowdown(kind);
@@ -459,8 +466,15 @@ class LayoutFssdp final : public Strategy {
     dispatch_predicted(d);
     const double a2a = a2a_time(grp, d.bytes, false), combine = a2a_time(grp, d.bytes, true);
     const double copies_added = k_.single_queue ? bound : added(window + router_time_ + a2a);
-    if (const double comm = 0.0 + 2 * a2a + 2 * combine + copies_added; comm > beat) return comm;
-    return expert_worst(d) + 2 * a2a + 2 * combine + copies_added;  // layer_estimate + added
+    std::vector<int> order(ep);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return d.received[i] > d.received[j]; });
+    double worst = 0;
+    for (int timed = 0;; ++timed) {
+      const double time = worst + 2 * a2a + 2 * combine + copies_added;  // layer_estimate + added once all are timed
+      if (timed == ep || time > beat) return time;
+      worst = std::max(worst, expert_time(d, order[timed]));
+    }
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,
