@@ -192,21 +192,21 @@ SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, 
                              : sparse_allgather(p, chunk_bytes, node_of, algo, channels),
                       0};
     b.latency = sparse_finish(b.flows, p, topo, node_of, algo, reduce, channels);
+    for (const auto& t : b.flows) b.alpha = std::max(b.alpha, topo.route(t.src, t.dst).latency.value());
     return b;
   }
   // sparse_allgather's chains, each one's hop latencies summed as sparse_finish sums them (in the
   // broadcast's direction, before a reduce reverses the transfers).
   SparsePlanBuild b;
-  double longest = 0;
   for_each_chain(p, node_of, channels, [&](const std::vector<int>& order, int ch) {
     for (std::size_t i = 0; i + 1 < order.size(); ++i) b.flows.push_back({order[i], order[i + 1], chunk_bytes / ch});
-    longest = std::max(longest, chain_latency(order, topo));
+    b.longest = std::max(b.longest, chain_latency(order, topo));
   });
   if (b.flows.empty()) return b;
   if (reduce)
     for (auto& t : b.flows) std::swap(t.src, t.dst);
-  const double alpha = finish_caps(b.flows, topo, reduce);
-  b.latency = std::max(alpha, longest) - alpha;
+  b.alpha = finish_caps(b.flows, topo, reduce);
+  b.latency = std::max(b.alpha, b.longest) - b.alpha;
   return b;
 }
 

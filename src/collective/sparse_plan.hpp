@@ -63,10 +63,14 @@ double sparse_finish(Coflow& c, const SparsePlacement& p, const topology::Topolo
 
 // sparse_allgather (or sparse_reduce_scatter when `reduce`) and sparse_finish in one pass, each
 // chain ordered once: the same transfers, caps and latency as the two calls (SparsePlanCache builds
-// its plans so; tests compare the two).
+// its plans so; tests compare the two). The latency's two terms come with it: latency =
+// max(alpha, longest) - alpha, alpha the transfers' largest route latency, longest the longest
+// chain's summed hop latencies (0 with kDirect, which has no chain); a plan of several chunks takes
+// the largest of its chunks' (collective/sparse_time_tracker.hpp adds chunks' plans up so).
 struct SparsePlanBuild {
   Coflow flows;
   double latency = 0;
+  double alpha = 0, longest = 0;
 };
 SparsePlanBuild build_sparse_plan(const SparsePlacement& p, double chunk_bytes, const topology::Topology& topo,
                                   const std::vector<int>& node_of, BroadcastAlgo algo, bool reduce, int channels = 1);

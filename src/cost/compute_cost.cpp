@@ -63,9 +63,10 @@ Seconds ComputeCost::tiled_call(std::span<const double> rows, double n, double k
   std::vector<TileGroup> groups;
   groups.reserve(rows.size());
   double problems = 0, all_rows = 0;
+  const double weight_tiles = weight_grad ? gemm_tile_count(k, n, p_.tiles) : 0;  // a k x n output per expert
   for (double t : rows) {
     if (!(t > 0)) continue;
-    groups.push_back(weight_grad ? TileGroup{gemm_tile_count(k, n, p_.tiles), t} : TileGroup{gemm_tile_count(t, n, p_.tiles), k});
+    groups.push_back(weight_grad ? TileGroup{weight_tiles, t} : TileGroup{gemm_tile_count(t, n, p_.tiles), k});
     problems += 1, all_rows += t;
   }
   if (groups.empty()) return Seconds(0);

@@ -5,11 +5,6 @@
 
 namespace hs::cost {
 
-double gemm_tile_count(double m, double n, const GemmTileParams& p) {
-  if (!(m > 0) || !(n > 0)) return 0;
-  return std::ceil(m / p.tile_m) * std::ceil(n / p.tile_n);
-}
-
 WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms) {
   std::vector<TileGroup> g;
   g.reserve(groups.size());
@@ -18,13 +13,16 @@ WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms) {
   std::sort(g.begin(), g.end(), [](const TileGroup& a, const TileGroup& b) { return a.k > b.k; });
   // Tiles at positions 0, sms, 2 sms, ... (longest first) start the waves; a group holding positions
   // [c, c + tiles) starts ceil((c + tiles) / sms) - ceil(c / sms) of them.
+  // ceil(c / sms) is the previous group's ceil((c + tiles) / sms): the same quotient, divided once.
   WaveSums w;
-  double c = 0;
+  double c = 0, before = 0;  // before = ceil(c / sms)
   for (const auto& x : g) {
-    const double starts = std::ceil((c + x.tiles) / sms) - std::ceil(c / sms);
+    const double through = std::ceil((c + x.tiles) / sms);
+    const double starts = through - before;
     w.starts += starts;
     w.k_sum += starts * x.k;
     c += x.tiles;
+    before = through;
   }
   return w;
 }

@@ -32,6 +32,7 @@
 // bound_test.cpp) rather than prove it.
 #pragma once
 
+#include <cmath>
 #include <span>
 #include <vector>
 
@@ -54,7 +55,11 @@ struct TileGroup {
 };
 
 // Output tiles of an m x n problem: ceil(m / tile_m) x ceil(n / tile_n); 0 when m or n <= 0.
-double gemm_tile_count(double m, double n, const GemmTileParams& p);
+// Inline: grouped launches count one problem per expert.
+inline double gemm_tile_count(double m, double n, const GemmTileParams& p) {
+  if (!(m > 0) || !(n > 0)) return 0;
+  return std::ceil(m / p.tile_m) * std::ceil(n / p.tile_n);
+}
 
 // The waves of one launch over `groups` (any order) on `sms` SMs: how many (starts) and the sum of
 // their longest tiles' k (k_sum); the waves take (k_sum + k_fill x starts) x 2 tile_m tile_n sms /

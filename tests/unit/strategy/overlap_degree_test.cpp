@@ -124,13 +124,49 @@ TEST_CASE("best overlap degree: the least layer time over every t, ladder and re
   // A convex layer time (t - 37)^2 over E = 64: rungs 0..16, 18..32 by 2, 36..64 by 4; the best
   // rung 36 is refined over 33..39: 37.
   int calls = 0;
-  auto f = [&](int t) { return ++calls, (t - 37.0) * (t - 37.0); };
+  auto f = [&](int t, double) { return ++calls, (t - 37.0) * (t - 37.0); };
   CHECK(best_overlap_degree(64, f) == 37);
   CHECK(calls < 45);  // fewer predictions than the 65 values of t
   // A flat layer time: the smallest t (fewest copies) wins the tie.
-  CHECK(best_overlap_degree(64, [](int) { return 1.0; }) == 0);
+  CHECK(best_overlap_degree(64, [](int, double) { return 1.0; }) == 0);
   // Every t below 17 is tried: a minimum at 11 is found exactly.
-  CHECK(best_overlap_degree(16, [](int t) { return std::abs(t - 11.0); }) == 11);
+  CHECK(best_overlap_degree(16, [](int t, double) { return std::abs(t - 11.0); }) == 11);
+}
+
+// Pruning: a layer time answered by a lower bound whenever the bound is above `beat` (as
+// predicted_time does) picks the same t, after trying the same ts, as the times in full: a pruned t
+// has time >= bound > beat >= the least time, so it is neither the least nor tied with it. A guess
+// (the rung nearest it tried first) changes the order of the rungs only: the least (time, t) over
+// them is the same in any order. Random layer times on a coarse grid (ties are frequent), bounds
+// anywhere between 0 and the time, guesses anywhere or none.
+TEST_CASE("best overlap degree: pruning by a lower bound above the best so far, and a guess, change neither the t nor the ts tried") {
+  Rng rng(31);
+  int pruned = 0;
+  for (int round = 0; round < 300; ++round) {
+    const int experts = 1 + static_cast<int>(rng.below(96));
+    std::vector<double> time(experts + 1), bound(experts + 1);
+    for (int t = 0; t <= experts; ++t) {
+      time[t] = std::floor(rng.uniform() * 8) / 4;  // 0, 0.25, ..., 1.75
+      bound[t] = rng.uniform() < 0.3 ? time[t] : time[t] * rng.uniform();
+    }
+    std::vector<int> full_tried, tried;
+    const int full = best_overlap_degree(experts, [&](int t, double) { return full_tried.push_back(t), time[t]; });
+    const int guess = static_cast<int>(rng.below(experts + 2)) - 1;  // -1: none
+    const int got = best_overlap_degree(
+        experts,
+        [&](int t, double beat) {
+          tried.push_back(t);
+          if (bound[t] > beat) return ++pruned, bound[t];
+          return time[t];
+        },
+        guess);
+    CHECK(got == full);
+    if (guess < 0) CHECK(tried == full_tried);
+    std::sort(tried.begin(), tried.end());
+    std::sort(full_tried.begin(), full_tried.end());
+    CHECK(tried == full_tried);
+  }
+  CHECK(pruned > 0);
 }
 
 TEST_CASE("bundled presets: the automatic t (hidden) never schedules a spAG longer than the attention forward") {

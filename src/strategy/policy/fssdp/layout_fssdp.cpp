@@ -40,12 +40,14 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <fmt/format.h>
 
 #include "collective/sparse_plan.hpp"
 #include "collective/sparse_plan_cache.hpp"
+#include "collective/sparse_time_tracker.hpp"
 #include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
@@ -108,6 +110,8 @@ class LayoutFssdp final : public Strategy {
     state_bytes_ = params.per_expert * (m.precision.param_bytes + m.precision.master_bytes + m.precision.optimizer_bytes());
     channels_ = collective::chain_channels(ctx.topo);
     sparse_plans_.emplace(ctx.topo, node_of_, k_.broadcast, channels_);
+    spag_times_.emplace(ctx.topo, node_of_, k_.broadcast, channels_, false);
+    sprs_times_.emplace(ctx.topo, node_of_, k_.broadcast, channels_, true);
     // Each MoE layer's attention (a sliding window makes blocks differ); the paper's formula for
     // the resolved settings from the first MoE layer's, as one figure.
     for (int l = 0; l < L_; ++l) {
@@ -188,6 +192,7 @@ class LayoutFssdp final : public Strategy {
       gate_scaled.assign(loads.micro[0].begin(), loads.micro[0].end());
       for (double& c : gate_scaled) c *= static_cast<double>(loads.micro.size());
     }
+    best_searches_.clear();
     plan_copies();
     collective::Coflow migrations;
     if (k_.heterogeneous && iteration_ >= k_.window && (iteration_ - k_.window) % k_.reshard_every == 0)
@@ -349,11 +354,16 @@ class LayoutFssdp final : public Strategy {
   // Predicted time of one layer's MoE part under a dispatch in a group: slowest GPU's expert
   // forward+backward plus two all-to-alls each way.
   double layer_estimate(const Group& grp, const DispatchResult& d) {
+    return expert_worst(d) + 2 * a2a_time(grp, d.bytes, false) + 2 * a2a_time(grp, d.bytes, true);
+  }
+  // Its compute: the slowest GPU's expert forward + backward.
+  double expert_worst(const DispatchResult& d) const {
     double worst = 0;
-    for (int i = 0; i < layout_.ep; ++i)
-      worst = std::max(worst, ctx_.compute.expert_forward(d.expert_tokens[i]).value() +
-                                  ctx_.compute.expert_backward(d.expert_tokens[i]).value());
-    return worst + 2 * a2a_time(grp, d.bytes, false) + 2 * a2a_time(grp, d.bytes, true);
+    for (int i = 0; i < layout_.ep; ++i) worst = std::max(worst, expert_time(d, i));
+    return worst;
+  }
+  double expert_time(const DispatchResult& d, int i) const {  // group GPU i's
+    return ctx_.compute.expert_forward(d.expert_tokens[i]).value() + ctx_.compute.expert_backward(d.expert_tokens[i]).value();
   }
 
   double copy_budget(int x) const {
@@ -367,15 +377,23 @@ class LayoutFssdp final : public Strategy {
 
   // Layer's overlap degree in group `grp` for the predicted loads, its owners and per-GPU slots, as
   // `overlap_degree` asks (overlap_degree.hpp).
-  // `guess` (hidden mode): where the search for t starts (the same t for any guess; a near one is
-  // cheaper: util::largest_fitting_from).
+  // `guess` (hidden and best modes): where the search for t starts (the same t for any guess; a near
+  // one is cheaper: util::largest_fitting_from, best_overlap_degree's pruning).
   int overlap_degree(const std::vector<double>& predicted, const std::vector<int>& owner, const Group& grp,
                      std::span<const int> slots, int guess = -1) {
     switch (k_.overlap_mode) {
       case OverlapMode::kFixed: return k_.overlap_degree;
       case OverlapMode::kFormula: return formula_t_[grp.layer];
-      case OverlapMode::kBest:
-        return best_overlap_degree(E_, [&](int t) { return predicted_time(grp, predicted, owner, slots, t, true); });
+      case OverlapMode::kBest: {
+        for (const BestSearch& b : best_searches_)
+          if (b.layer == grp.layer && b.gpus == grp.gpus && b.predicted == predicted && b.owner == owner &&
+              std::equal(slots.begin(), slots.end(), b.slots.begin(), b.slots.end()))
+            return b.t;
+        const int t = best_overlap_degree(
+            E_, [&](int t, double beat) { return predicted_time(grp, predicted, owner, slots, t, true, beat); }, guess);
+        best_searches_.push_back({grp.layer, grp.gpus, predicted, owner, {slots.begin(), slots.end()}, t});
+        return t;
+      }
       case OverlapMode::kHidden: break;
     }
     const SpagSetting s{grp.gpus, slots, expert_bytes_, k_.broadcast, ctx_.interference.communication_slowdown(traffic(grp)),
@@ -392,27 +410,41 @@ class LayoutFssdp final : public Strategy {
   // attention backward and router; the busiest GPU's copy-in and gradient copy-out; and the
   // attention slowed by the interference of the collectives beside it (engine::Interference: the
   // attention cell and the communication cell of the group's traffic kind, as the engine applies them).
+  // `beat` (the overlap-degree search's least time so far): as soon as a lower bound of the time
+  // exceeds it, that bound is returned instead. The time is (compute + 2 x dispatch + 2 x combine)
+  // + added, all terms >= 0, and floating-point rounding is monotone, so it is at least `added`
+  // alone (before the dispatch; with a separate queue leaving out the spAG's exposure, which needs
+  // the dispatch's all-to-all), then at least (w + 2 x dispatch + 2 x combine) + added with w the
+  // slowest expert compute among the GPUs timed so far (0 before the first; the GPUs that receive
+  // the most tokens first, the max being the same in any order).
   double predicted_time(const Group& grp, const std::vector<double>& predicted, const std::vector<int>& owners,
-                        std::span<const int> slots, int t, bool sparse) {
+                        std::span<const int> slots, int t, bool sparse,
+                        double beat = std::numeric_limits<double>::infinity()) {
     const int ep = layout_.ep;
-    const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
-    std::vector<double> counts(static_cast<size_t>(ep) * E_);
-    for (int i = 0; i < ep; ++i)
-      for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
     const auto p = materialize(predicted, owners, grp.node_of, t, slots);
     DispatchResult d;
-    dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, d);
-    const double base = layer_estimate(grp, d);
-    if (!sparse) return base;
-    const auto on = on_gpus(p, grp.gpus);
+    auto dispatch_predicted = [&](DispatchResult& into) {
+      const double token_bytes = ctx_.model.d_model * ctx_.model.precision.activation_bytes;
+      std::vector<double> counts(static_cast<size_t>(ep) * E_);
+      for (int i = 0; i < ep; ++i)
+        for (int e = 0; e < E_; ++e) counts[static_cast<size_t>(i) * E_ + e] = predicted[e] / ep;
+      dispatch(counts, ep, p, grp.node_of, k_.dispatch, token_bytes, into);
+    };
+    auto base = [&] { return dispatch_predicted(d), layer_estimate(grp, d); };
+    if (!sparse) return base();
+    // On the topology's GPUs (a group of GPUs 0..ep-1 keeps its ids: replicas are sorted already).
+    bool same_ids = true;
+    for (int i = 0; i < ep; ++i) same_ids = same_ids && grp.gpus[i] == i;
+    collective::SparsePlacement moved;
+    if (!same_ids) moved = on_gpus(p, grp.gpus);
+    const collective::SparsePlacement& on = same_ids ? p : moved;
     auto& net = graph_.network();
     const engine::Traffic kind = traffic(grp);
     const double slow = ctx_.interference.communication_slowdown(kind);
-    const double spag = sparse_plans_->time(on, expert_bytes_, false, net) * (1 + slow);
-    if (spag == 0) return base;
-    const double sprs = sparse_plans_->time(on, expert_bytes_, true, net) * (1 + slow);
+    const double spag = spag_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
+    if (spag == 0) return base();
+    const double sprs = sprs_times_->time(on, expert_bytes_, *sparse_plans_, net) * (1 + slow);
     const double window = window_[grp.layer], attention_backward = attention_backward_[grp.layer];
-    const double fwd_window = window + router_time_ + (k_.single_queue ? 0 : a2a_time(grp, d.bytes, false));
     const double bwd = sprs + (k_.rematerialize ? spag : 0);
     double most = 0;  // the most copies on one GPU
     std::vector<double> held(ep, 0);
@@ -424,8 +456,25 @@ class LayoutFssdp final : public Strategy {
     const double interference = ctx_.interference.compute_slowdown(engine::KernelClass::kAttention, kind) *
                                 (std::min(spag, window) + std::min(bwd, attention_backward));
     const double times = k_.rematerialize ? ctx_.model.grad_accum : 1;
-    return base + times * (std::max(0.0, spag - fwd_window) +
-                           std::max(0.0, bwd - attention_backward - router_time_) + copies + interference);
+    auto added = [&](double fwd_window) {
+      return times * (std::max(0.0, spag - fwd_window) + std::max(0.0, bwd - attention_backward - router_time_) +
+                      copies + interference);
+    };
+    // The spAG's window: the attention forward and router, and on a stream of its own the dispatch.
+    const double bound = added(k_.single_queue ? window + router_time_ + 0 : std::numeric_limits<double>::infinity());
+    if (bound > beat) return bound;
+    dispatch_predicted(d);
+    const double a2a = a2a_time(grp, d.bytes, false), combine = a2a_time(grp, d.bytes, true);
+    const double copies_added = k_.single_queue ? bound : added(window + router_time_ + a2a);
+    std::vector<int> order(ep);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int i, int j) { return d.received[i] > d.received[j]; });
+    double worst = 0;
+    for (int timed = 0;; ++timed) {
+      const double time = worst + 2 * a2a + 2 * combine + copies_added;  // layer_estimate + added once all are timed
+      if (timed == ep || time > beat) return time;
+      worst = std::max(worst, expert_time(d, order[timed]));
+    }
   }
 
   // FSSDP's memory cap inside each group: the overlap degree each layer wants with no memory limit,
@@ -729,12 +778,26 @@ class LayoutFssdp final : public Strategy {
   std::vector<int> formula_t_;  // per MoE layer: the paper's floor(T_attn x bw / expert bytes)
   int channels_ = 1;
   std::optional<collective::SparsePlanCache> sparse_plans_;  // spAG / spRS plans by placement
+  // predicted_time's spAG / spRS times, updated from the last placement it timed (the search for t
+  // asks for placements a few experts apart): the cache's times, exactly.
+  std::optional<collective::SparseTimeTracker> spag_times_, sprs_times_;
   cost::CopyLifetime life_;
   std::vector<double> received_, largest_;  // [gpu] routed tokens per iteration: stage total, largest layer
   std::vector<std::vector<Group>> group_;   // [layer][group] this iteration's plan inputs
   std::vector<int> level_;                  // [gpu] this iteration's cap level
   std::vector<int> t_max_, copies_, cut_;
   std::vector<std::vector<int>> wanted_t_;  // [layer][group] the last t wanted without a memory cut
+  // This iteration's searches for the best t (overlap_degree=best), by their inputs: a re-shard's
+  // gate asks for a layer's t under its current owners and the cap planned after it asks again (a
+  // search is a function of the layer, group, loads, owners and slots; cleared every iteration).
+  struct BestSearch {
+    int layer;
+    std::vector<int> gpus;
+    std::vector<double> predicted;
+    std::vector<int> owner, slots;
+    int t;
+  };
+  std::vector<BestSearch> best_searches_;
   int cap_min_ = 0;
   int iteration_ = 0, reshards_ = 0, moved_ = 0, reshards_skipped_ = 0, layers_kept_ = 0, calibrations_accepted_ = 0;
   double predicted_gain_ = 0;  // summed over re-shards: predicted MoE time saved per iteration

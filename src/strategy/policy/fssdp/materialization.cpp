@@ -144,18 +144,20 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
               const std::vector<int>& node_of, DispatchRule rule, double token_bytes, DispatchResult& out,
               double cap) {
   const int E = static_cast<int>(p.owner.size());
-  // Instance slots: per GPU, one per expert it holds (owned or copy), in expert order.
-  std::vector<std::vector<int>> slot_of(E);  // [e] -> slot index on each holder, parallel to holders
-  std::vector<std::vector<int>> holders(E);
-  std::vector<int> per_gpu(n, 0);
+  // Each expert's holders (owner and copies) in GPU order, in CSR form (hold[at[e] .. at[e + 1])),
+  // and each one's instance slot on its GPU (slot, parallel to hold): per GPU, one slot per expert
+  // it holds, in expert order.
+  std::vector<int> at(E + 1, 0), hold, slot, per_gpu(n, 0);
   for (int e = 0; e < E; ++e) {
-    holders[e].push_back(p.owner[e]);
+    const auto first = static_cast<std::ptrdiff_t>(hold.size());
+    hold.push_back(p.owner[e]);
     for (int g : p.replicas[e])
-      if (g != p.owner[e]) holders[e].push_back(g);
-    std::sort(holders[e].begin(), holders[e].end());
-    for (int g : holders[e]) slot_of[e].push_back(per_gpu[g]++);
+      if (g != p.owner[e]) hold.push_back(g);
+    std::sort(hold.begin() + first, hold.end());
+    for (auto k = static_cast<size_t>(first); k < hold.size(); ++k) slot.push_back(per_gpu[hold[k]]++);
+    at[e + 1] = static_cast<int>(hold.size());
   }
-  out.expert_tokens.assign(n, {});
+  out.expert_tokens.resize(n);
   for (int g = 0; g < n; ++g) out.expert_tokens[g].assign(per_gpu[g], 0.0);
   out.bytes.assign(static_cast<size_t>(n) * n, 0.0);
   out.received.assign(n, 0.0);
@@ -163,7 +165,7 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   std::vector<double> kept;
   if (cap < std::numeric_limits<double>::infinity()) {  // the replica group's capacity, then route what is kept
     std::vector<int> instances(E);
-    for (int e = 0; e < E; ++e) instances[e] = static_cast<int>(holders[e].size());
+    for (int e = 0; e < E; ++e) instances[e] = at[e + 1] - at[e];
     kept.assign(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(n) * E);
     const CapacityTally t = cut_to_capacity(kept, E, cap, instances);
     out.routed = t.routed, out.dropped = t.dropped;
@@ -179,16 +181,15 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
     index_of.assign(static_cast<size_t>(E) * n, -1);
     first.assign(static_cast<size_t>(E) * nodes + 1, 0);
     for (int e = 0; e < E; ++e)
-      for (size_t k = 0; k < holders[e].size(); ++k) {
-        index_of[static_cast<size_t>(e) * n + holders[e][k]] = static_cast<int>(k);
-        ++first[static_cast<size_t>(e) * nodes + node_of[holders[e][k]] + 1];
+      for (int k = 0; k < at[e + 1] - at[e]; ++k) {
+        index_of[static_cast<size_t>(e) * n + hold[at[e] + k]] = k;
+        ++first[static_cast<size_t>(e) * nodes + node_of[hold[at[e] + k]] + 1];
       }
     for (size_t i = 1; i < first.size(); ++i) first[i] += first[i - 1];
     local.resize(first.back());
     std::vector<int> fill(first.begin(), first.end() - 1);
     for (int e = 0; e < E; ++e)
-      for (size_t k = 0; k < holders[e].size(); ++k)
-        local[fill[static_cast<size_t>(e) * nodes + node_of[holders[e][k]]]++] = static_cast<int>(k);
+      for (int k = 0; k < at[e + 1] - at[e]; ++k) local[fill[static_cast<size_t>(e) * nodes + node_of[hold[at[e] + k]]]++] = k;
   }
   std::vector<int> chosen;
   for (int s = 0; s < n; ++s) {
@@ -196,10 +197,12 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
     for (int e = 0; e < E; ++e) {
       const double c = row[e];
       if (c == 0) continue;
-      const auto& h = holders[e];
-      if (h.size() == 1) {  // no copy: every rule picks the owner (c / 1 is c exactly, as below)
+      const int* h = hold.data() + at[e];  // e's holders, and their slots:
+      const int* h_slot = slot.data() + at[e];
+      const int holders = at[e + 1] - at[e];
+      if (holders == 1) {  // no copy: every rule picks the owner (c / 1 is c exactly, as below)
         const int g = h[0];
-        out.expert_tokens[g][slot_of[e][0]] += c;
+        out.expert_tokens[g][h_slot[0]] += c;
         out.received[g] += c;
         out.bytes[static_cast<size_t>(s) * n + g] += c * token_bytes;
         continue;
@@ -214,11 +217,11 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
         }
       }
       if (chosen.empty())
-        for (size_t k = 0; k < h.size(); ++k) chosen.push_back(static_cast<int>(k));
+        for (int k = 0; k < holders; ++k) chosen.push_back(k);
       const double share = c / static_cast<double>(chosen.size());
       for (int k : chosen) {
         const int g = h[k];
-        out.expert_tokens[g][slot_of[e][k]] += share;
+        out.expert_tokens[g][h_slot[k]] += share;
         out.received[g] += share;
         out.bytes[static_cast<size_t>(s) * n + g] += share * token_bytes;
       }

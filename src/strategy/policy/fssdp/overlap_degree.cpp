@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <optional>
 
 #include "strategy/policy/fssdp/materialization.hpp"
@@ -66,23 +68,29 @@ int formula_overlap_degree(double window, double bw, double expert_bytes, int ex
   return static_cast<int>(std::clamp(t, 0.0, static_cast<double>(experts)));
 }
 
-int best_overlap_degree(int experts, const std::function<double(int)>& layer_time) {
-  std::vector<double> seen(experts + 1, -1);
-  int best = 0;
+int best_overlap_degree(int experts, const std::function<double(int, double)>& layer_time, int guess) {
+  std::vector<double> seen(experts + 1, -1);  // -1: not tried (times are not negative)
+  int best = -1;
   auto visit = [&](int t) {
     if (t < 0 || t > experts || seen[t] >= 0) return;
-    seen[t] = layer_time(t);
-    if (seen[t] < seen[best] || (seen[t] == seen[best] && t < best)) best = t;
+    seen[t] = layer_time(t, best < 0 ? std::numeric_limits<double>::infinity() : seen[best]);
+    if (best < 0 || seen[t] < seen[best] || (seen[t] == seen[best] && t < best)) best = t;
   };
-  visit(0);
   // Rungs: 0..16 one by one, then the step doubles every 8 rungs (16, 18, ..., 32, 36, ..., 64,
   // 72, ...); E itself is a rung.
-  int step = 1, rungs = 0;
+  std::vector<int> rungs{0};
+  int step = 1, count = 0;
   for (int t = 1; t <= experts; t += step) {
-    visit(t);
-    if (t >= 16 && rungs++ % 8 == 0) step *= 2;
+    rungs.push_back(t);
+    if (t >= 16 && count++ % 8 == 0) step *= 2;
   }
-  visit(experts);
+  rungs.push_back(experts);
+  // The rung nearest the guess first: the least time over the rungs (ties to the smaller t) is the
+  // same in any order, and an early good time prunes more of the others.
+  if (guess >= 0)
+    visit(*std::min_element(rungs.begin(), rungs.end(),
+                            [&](int a, int b) { return std::abs(a - guess) < std::abs(b - guess); }));
+  for (int t : rungs) visit(t);
   // Refine between the best rung's neighbours.
   int below = best, above = best;
   while (below > 0 && seen[below - 1] < 0) --below;

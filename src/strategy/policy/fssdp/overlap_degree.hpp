@@ -59,9 +59,14 @@ double paper_bandwidth(const topology::Topology& t);
 // formula: floor(window x bw / expert_bytes), clamped to [0, experts].
 int formula_overlap_degree(double window, double bw, double expert_bytes, int experts);
 
-// best: the t in [0, E] of least layer_time(t); ties go to the smaller t (fewer copies). Every t up
+// best: the t in [0, E] of least layer time; ties go to the smaller t (fewer copies). Every t up
 // to 16, then a ladder whose step doubles every 8 rungs, refined around the best rung, so a layer of
 // E experts costs O(16 + 8 log2(E / 16)) predictions.
-int best_overlap_degree(int experts, const std::function<double(int)>& layer_time);
+// layer_time(t, beat): the layer time at t, or, when that time is above `beat` (the least time
+// found so far; infinite at first), any value above beat (a bound that prunes the prediction). Such
+// a t is neither the least time nor tied with it, so the t chosen and the ts tried are those of every
+// time in full. `guess` >= 0 (the t an earlier search chose): the rung nearest it is tried first,
+// which changes neither the ts tried nor the t chosen, only how many predictions are pruned.
+int best_overlap_degree(int experts, const std::function<double(int t, double beat)>& layer_time, int guess = -1);
 
 }  // namespace hs::strategy
