@@ -47,11 +47,18 @@ FlowNetwork::FlowNetwork(const topology::Topology& topo, double precision, bool 
 }
 
 void FlowNetwork::assign(engine::TaskId t, Coflow transfers, double extra_latency) {
+  if (static_cast<size_t>(t) >= owned_.size()) owned_.resize(t + 1);
+  owned_[t] = std::move(transfers);  // a vector's move keeps its buffer: the view stays valid
+  assign_view(t, owned_[t], extra_latency);
+}
+
+void FlowNetwork::assign_view(engine::TaskId t, std::span<const Transfer> transfers, double extra_latency) {
   if (static_cast<size_t>(t) >= coflow_.size()) {
     coflow_.resize(t + 1);
     extra_.resize(t + 1, 0.0);
   }
-  coflow_[t] = std::move(transfers);
+  if (static_cast<size_t>(t) < owned_.size() && transfers.data() != owned_[t].data()) Coflow().swap(owned_[t]);
+  coflow_[t] = transfers;
   extra_[t] = extra_latency;
 }
 
@@ -186,7 +193,7 @@ void FlowNetwork::start(engine::TaskId t, double now) {
 
 // Groups the transfers of `co` into classes, written to `p` (all but its key), adding their bytes to
 // link_bytes_ and stats.
-void FlowNetwork::group(const Coflow& co, GroupPlan& p) {
+void FlowNetwork::group(std::span<const Transfer> co, GroupPlan& p) {
   p.alpha = 0;
   p.flows = 0;
   p.gid.assign(co.size(), -1);

@@ -72,6 +72,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "network/transfer.hpp"
@@ -109,6 +110,10 @@ class FlowNetwork final : public engine::ActivityModel {
   // The transfers task `t` carries when it starts (replaces any previous assignment) and latency
   // added on top of its route latencies.
   void assign(engine::TaskId t, Coflow transfers, double extra_latency = 0);
+  // The same, without a copy: the caller keeps `transfers` alive and unchanged until the run ends
+  // or t is assigned again (an iteration's bytes, held by its plans: a DeepSeek-V3 step's
+  // all-to-alls are 50M transfers, 1.2 GB a copy).
+  void assign_view(engine::TaskId t, std::span<const Transfer> transfers, double extra_latency = 0);
 
   void reset(const engine::TaskGraph& g) override;
   void start(engine::TaskId t, double now) override;
@@ -155,7 +160,7 @@ class FlowNetwork final : public engine::ActivityModel {
   void start_direct(engine::TaskId t, double now, size_t classes, size_t elements, bool planned);
   // start() when transfers may share a class, and no recent task had the same transfers: groups
   // them into `p` (classes, latency, count; not its key) and adds their bytes.
-  void group(const Coflow& co, GroupPlan& p);
+  void group(std::span<const Transfer> co, GroupPlan& p);
   static constexpr size_t kPlanMaxPairs = size_t{1} << 19;  // ~23 MB at two elements a pair
   // The record of solver flow `id`: a live class of task t, members of sizes `size` then
   // members_[mnext, mend), each having carried `progress` bytes by `now`, rate to be solved.
@@ -184,7 +189,8 @@ class FlowNetwork final : public engine::ActivityModel {
   // GPU's egress (ingress) hops hold (one NIC per GPU), so equal binding elements mean equal pairs.
   bool pair_identified_ = false;
   solver::MaxMinSolver solver_;
-  std::vector<Coflow> coflow_;
+  std::vector<std::span<const Transfer>> coflow_;  // per task: its transfers (owned_'s, or the caller's)
+  std::vector<Coflow> owned_;                       // per task: the transfers assign() was given
   std::vector<double> extra_;
   std::vector<double> alpha_;       // per task, at start
   std::vector<double> scale_;       // per task: max over links of its bytes / capacity

@@ -14,6 +14,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "network/transfer.hpp"
@@ -41,7 +42,7 @@ struct GroupPlan {
     if (tr.src == tr.dst || tr.bytes <= 0) return {tr.src, tr.dst, ~uint64_t{0}};
     return {tr.src, tr.dst, tr.rate_cap > 0 ? std::bit_cast<uint64_t>(tr.rate_cap) : 0};
   }
-  bool matches(const Coflow& co) const {
+  bool matches(std::span<const Transfer> co) const {
     if (co.size() != key.size()) return false;
     for (size_t i = 0; i < co.size(); ++i)
       if (!(key_of(co[i]) == key[i])) return false;
@@ -56,7 +57,7 @@ class GroupPlans {
   static constexpr size_t kMaxTransfers = size_t{1} << 16;
   static constexpr size_t kPlans = 4;
 
-  const GroupPlan* find(const Coflow& co) {
+  const GroupPlan* find(std::span<const Transfer> co) {
     for (auto& p : plans_)
       if (p.matches(co)) {
         p.used = ++clock_;

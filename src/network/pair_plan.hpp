@@ -33,7 +33,7 @@ struct PairPlan {
     return (static_cast<uint64_t>(static_cast<uint32_t>(src)) << 32) | static_cast<uint32_t>(dst);
   }
   // Whether `co`'s flow-making transfers list exactly `pairs`, in order.
-  bool matches(const Coflow& co) const {
+  bool matches(std::span<const Transfer> co) const {
     if (!ready) return false;
     size_t k = 0;
     for (const auto& tr : co) {

@@ -5,16 +5,20 @@
 
 namespace hs::strategy {
 
-DeepEpMatrix::DeepEpMatrix(const topology::Topology& topo) : topo_(topo), n_(topo.num_gpus()), local_(n_, 0) {
+DeepEpMatrix::DeepEpMatrix(const topology::Topology& topo)
+    : topo_(topo), n_(topo.num_gpus()), local_(n_, 0), m_(static_cast<size_t>(n_) * n_, 0.0), used_(n_, 0) {
   for (int node = 0; node < topo.num_nodes(); ++node) {
     const auto gpus = topo.node_gpus(node);
     for (size_t i = 0; i < gpus.size(); ++i) local_[gpus[i]] = static_cast<int>(i);
   }
-  reset();
 }
 
 void DeepEpMatrix::reset() {
-  m_.assign(static_cast<size_t>(n_) * n_, 0.0);
+  for (int a = 0; a < n_; ++a)
+    if (used_[a]) {
+      std::fill_n(m_.begin() + static_cast<ptrdiff_t>(a) * n_, n_, 0.0);
+      used_[a] = 0;
+    }
   forwarded_ = false;
 }
 
@@ -24,7 +28,9 @@ int DeepEpMatrix::rail_gpu(int src, int node) const {
 }
 
 void DeepEpMatrix::add_node(int src, int node, double bytes) {
-  if (bytes > 0) m_[static_cast<size_t>(src) * n_ + rail_gpu(src, node)] += bytes;
+  if (bytes <= 0) return;
+  m_[static_cast<size_t>(src) * n_ + rail_gpu(src, node)] += bytes;
+  used_[src] = 1;
 }
 
 void DeepEpMatrix::add_gpu(int src, int gpu, double bytes) {
@@ -34,13 +40,14 @@ void DeepEpMatrix::add_gpu(int src, int gpu, double bytes) {
   if (from == gpu) return;  // the rail GPU itself holds the experts: nothing to forward
   forwarded_ = forwarded_ || from != src;
   m_[static_cast<size_t>(from) * n_ + gpu] += bytes;
+  used_[from] = 1;
 }
 
 collective::Coflow DeepEpMatrix::flows(bool combine, double& extra_latency) const {
   collective::Coflow out;
   double nvlink_latency = 0;
   for (int a = 0; a < n_; ++a)
-    for (int b = 0; b < n_; ++b) {
+    for (int b = 0; b < n_ && used_[a]; ++b) {
       const double v = m_[static_cast<size_t>(a) * n_ + b];
       if (v <= 0 || a == b) continue;
       out.push_back(combine ? collective::Transfer{b, a, v} : collective::Transfer{a, b, v});
@@ -54,7 +61,7 @@ collective::Coflow DeepEpMatrix::flows(bool combine, double& extra_latency) cons
 double DeepEpMatrix::network_bytes() const {
   double sum = 0;
   for (int a = 0; a < n_; ++a)
-    for (int b = 0; b < n_; ++b)
+    for (int b = 0; b < n_ && used_[a]; ++b)
       if (topo_.node_of(a) != topo_.node_of(b)) sum += m_[static_cast<size_t>(a) * n_ + b];
   return sum;
 }

@@ -68,7 +68,10 @@ class DeepEpMatrix {
   const topology::Topology& topo_;
   int n_;
   std::vector<int> local_;  // [gpu] its index in its node
+  // [src * n + dst] bytes; only the rows flagged in used_ hold any (an EP group's sources: 64 of
+  // 2,048 GPUs' rows), so reset() clears and flows() reads those rows alone.
   std::vector<double> m_;
+  std::vector<char> used_;
   bool forwarded_ = false;
 };
 

@@ -199,7 +199,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     }
     g.set_duration(v.task, Seconds(d));
   }
-  // Bind every communication task to this iteration's bytes, in the order the build met them.
+  // Bind every communication task to this iteration's bytes, in the order the build met them. The
+  // flow tier reads them in place (assign_view): the plans, the taken variants and fixed_ hold
+  // them through sim.run() below, and every binding is bound again before the next run.
   std::vector<int> fixed_id(fixed_.size(), -1);
   for (const Binding& b : bindings_) {
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr
@@ -210,7 +212,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       const TakenVariant& k = variant(b.index, b.mb);
       const A2aPair& a = dual && b.mb >= M / 2 ? k.mirror : k.a2a;
       g.set_traffic(b.task, a.traffic);
-      if (flow) flow->assign(b.task, a.flows[c], a.extra[c]);
+      if (flow) flow->assign_view(b.task, a.flows[c], a.extra[c]);
       else coflow->assign(b.task, c ? a.combine_id : a.dispatch_id);
       continue;
     }
@@ -219,7 +221,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       if (!d.traffic_known) d.traffic = traffic_of(topo, d.flows), d.traffic_known = true;
       g.set_traffic(b.task, d.traffic);
       if (flow) {
-        flow->assign(b.task, d.flows, d.extra);
+        flow->assign_view(b.task, d.flows, d.extra);
         continue;
       }
       if (fixed_id[b.index] < 0) {
@@ -241,7 +243,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
                                                         : 0.0;
     g.set_traffic(b.task, traffic_of(topo, flows));
     if (flow) {
-      flow->assign(b.task, flows, extra);
+      flow->assign_view(b.task, flows, extra);
       continue;
     }
     // Loaded once per iteration, and not at all when the same transfers come back (SparseLoads).

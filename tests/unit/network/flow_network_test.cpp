@@ -99,6 +99,33 @@ TEST_CASE("flow tier equals analytic tier for one uncontended collective") {
   CHECK(run_flow(big, {one})[0] == doctest::Approx(ab.coflow_time(one)).epsilon(1e-9));
 }
 
+TEST_CASE("assign_view runs the caller's transfers as assign runs its copy") {
+  const auto t = cluster(2, 4, 4, 25e9);
+  hs::Rng rng(5);
+  std::vector<collective::Coflow> coflows(3);
+  for (auto& c : coflows)
+    for (int s = 0; s < t.num_gpus(); ++s)
+      for (int d = 0; d < t.num_gpus(); ++d)
+        if (s != d && rng.uniform() < 0.5) c.push_back({s, d, 1e5 * (1 + static_cast<int>(rng.below(20)))});
+  std::vector<double> ends[2];
+  for (int view = 0; view < 2; ++view) {
+    engine::TaskGraph g;
+    network::FlowNetwork net(t, network::kDefaultFlowPrecision);
+    std::vector<engine::TaskId> ids;
+    for (size_t i = 0; i < coflows.size(); ++i) ids.push_back(g.add_task(g.add_resource("r"), Seconds(0), 0, 1));
+    for (size_t i = 0; i < coflows.size(); ++i) {
+      if (view) net.assign(ids[i], {{0, 1, 1.0}});  // replaced by the view below (its copy freed)
+      if (view) net.assign_view(ids[i], coflows[i], 1e-6);
+      else net.assign(ids[i], coflows[i], 1e-6);
+    }
+    engine::Simulation sim(g);
+    sim.add_model(&net);
+    sim.run();
+    ends[view] = test::end_times(sim, ids);
+  }
+  CHECK(ends[0] == ends[1]);
+}
+
 TEST_CASE("eight GPUs behind one NIC each get an eighth of it") {
   // 2 nodes x 8 GPUs, one 12.5 GB/s NIC per node; 8 transfers of 100 MB across: 800 MB / 12.5 GB/s.
   auto t = cluster(2, 8, 1, 12.5e9);

@@ -3,6 +3,7 @@
 // through the iteration graph.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -83,6 +84,33 @@ TEST_CASE("DeepEP dispatch by hand: each token crosses the network once per dest
     CHECK(fwd[i].bytes == tr[i].bytes);
   }
   CHECK(extra == test::approx(topo.route_latency(4, 5).value()));  // forwarded: the NVLink hop's latency
+}
+
+TEST_CASE("DeepEP matrix reused after reset() gives a fresh matrix's bytes and flows") {
+  // reset() clears only the rows filled since the last one: a matrix filled, reset and filled again
+  // (other sources, other nodes) must hold and list exactly what a new matrix filled once does.
+  const auto topo = cluster(4, 4);
+  hs::Rng rng(7);
+  DeepEpMatrix reused(topo);
+  for (int round = 0; round < 4; ++round) {
+    reused.reset();
+    DeepEpMatrix fresh(topo);
+    for (int s = 0; s < topo.num_gpus(); ++s) {
+      if (rng.uniform() < 0.5) continue;
+      for (int k = 0; k < 3; ++k) {
+        const int a = static_cast<int>(rng.below(topo.num_gpus())), b = static_cast<int>(rng.below(topo.num_gpus()));
+        for (DeepEpMatrix* m : {&reused, &fresh}) add_tokens(*m, s, {{a, b}}, 1, 1.0 + round);
+      }
+    }
+    const auto rb = reused.bytes(), fb = fresh.bytes();
+    CHECK(std::equal(rb.begin(), rb.end(), fb.begin(), fb.end()));
+    CHECK(reused.network_bytes() == fresh.network_bytes());
+    for (bool combine : {false, true}) {
+      double er = -1, ef = -1;
+      CHECK(reused.flows(combine, er) == fresh.flows(combine, ef));
+      CHECK(er == ef);
+    }
+  }
 }
 
 TEST_CASE("DeepEP estimate by hand: distinct tokens per node, with and without the node limit") {
