@@ -19,6 +19,11 @@ bool holds_piece(const workload::ParallelLayout& l, int stage, int piece) {
 bool holds_loss(const workload::ParallelLayout& l, int stage) { return holds_piece(l, stage, l.pieces() - 1); }
 bool holds_embedding(const workload::ParallelLayout& l, int stage) { return holds_piece(l, stage, 0); }
 
+// The word embedding (or an output head of the same shape), vocab-parallel over TP.
+double word_params(const workload::ModelSpec& m, const workload::ParallelLayout& l) {
+  return static_cast<double>(m.vocab) * m.d_model / l.tp;
+}
+
 }  // namespace
 
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
@@ -36,7 +41,7 @@ StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelL
       p.dense += (2 * d * m.d_ffn_dense + m.d_ffn_dense) / t + d;
     }
   }
-  const double word = static_cast<double>(m.vocab) * d / t;
+  const double word = word_params(m, l);
   const bool embedding = holds_embedding(l, stage), loss = holds_loss(l, stage);
   if (embedding) p.dense += embedding_params(m, l);
   if (loss) p.dense += head_params(m, l, stage);
@@ -63,14 +68,18 @@ BlockParams block_params(const workload::ModelSpec& m, const workload::ParallelL
 }
 
 double embedding_params(const workload::ModelSpec& m, const workload::ParallelLayout& l) {
-  const double word = static_cast<double>(m.vocab) * m.d_model / l.tp;
-  return word + (m.learned_positions ? static_cast<double>(m.seq_len) * m.d_model : 0.0);
+  return word_params(m, l) + (m.learned_positions ? static_cast<double>(m.seq_len) * m.d_model : 0.0);
 }
 
 double head_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
-  const double word = static_cast<double>(m.vocab) * m.d_model / l.tp;
-  if (!m.tied_embeddings) return word;
-  return holds_embedding(l, stage) ? 0.0 : word;
+  if (!m.tied_embeddings) return word_params(m, l);
+  return holds_embedding(l, stage) ? 0.0 : word_params(m, l);
+}
+
+double optimizer_shard_params(const workload::ParallelLayout& l, const StageParams& p) {
+  if (!l.distributed_optimizer) return p.total();
+  const double copies = l.piece_copies();
+  return p.dense / (copies * l.dp) + p.experts / (copies * l.edp());
 }
 
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
@@ -151,10 +160,7 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   mem.params = p.total() * pr.param_bytes;
   mem.grads = p.total() * pr.grad_bytes;
   const double state = optimizer_state_bytes_per_param(m);
-  // The distributed optimizer shards the state over the ranks holding the same parameters
-  // (ParallelLayout::dp_groups: dp, under DualPipe also the mirror stage's, 2 dp).
-  const double shards = l.piece_copies();
-  mem.optimizer = l.distributed_optimizer ? state * (p.dense / (shards * l.dp) + p.experts / (shards * l.edp())) : state * p.total();
+  mem.optimizer = state * optimizer_shard_params(l, p);
   // DualPipe: stage_activation_bytes counts both pieces the GPU holds (stage_block_ids), so its
   // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
   const double in_flight = l.schedule == workload::Schedule::kDualPipe

@@ -45,6 +45,10 @@ struct StageParams {
   double total() const { return dense + experts; }
 };
 StageParams stage_params(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
+// The parameters whose optimizer state one GPU of the stage keeps and steps: with the distributed
+// optimizer its shard over the ranks holding the same parameters (ParallelLayout::dp_groups),
+// dense / dp + experts / edp, under DualPipe over both copies' 2 dp and 2 edp; else all of them.
+double optimizer_shard_params(const workload::ParallelLayout& l, const StageParams& p);
 
 // The same parameters by where their gradients come from, for the gradient buckets
 // (strategy/graph/layout_iteration.hpp): one block's attention (projections, its norm), its MLP side

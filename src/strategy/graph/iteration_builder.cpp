@@ -856,10 +856,7 @@ class LayoutIterationGraph::Builder {
         for (engine::TaskId r : stage_sprs[q]) g.add_dependency(r, rs_e);
       stage_rs[s] = {rs_e, rs_d};
     }
-    // The optimizer updates the GPU's shard: 1 / (piece_copies x dp) of the dense parameters.
-    const double shards = L.piece_copies();
-    const double step =
-        L.distributed_optimizer ? params.dense / (shards * L.dp) + params.experts / (shards * L.edp()) : params.total();
+    const double step = cost::optimizer_shard_params(L, params);  // the GPU's shard
     for (int q : L.copy_stages(s)) {
       for (int x : stage_gpus[q]) {
         if (!stage_rs[s].empty()) {
