@@ -130,6 +130,8 @@ double stage_logits_bytes(const workload::ModelSpec& m, const workload::Parallel
 }
 
 double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  if (l.schedule == workload::Schedule::kDualPipe)
+    return in_flight_micro_batches(kScheduleDualPipe, l, stage, micro_batches);
   if (l.vpp == 1) return std::max(1, std::min(l.pp - stage, micro_batches));
   // Interleaved: Megatron's warm-up of (pp - s - 1) x 2 + (vpp - 1) x pp chunk forwards, then one more
   // before the first backward frees one; a chunk holds 1/vpp of the stage's blocks.
@@ -163,9 +165,7 @@ MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::Para
   mem.optimizer = state * optimizer_shard_params(l, p);
   // DualPipe: stage_activation_bytes counts both pieces the GPU holds (stage_block_ids), so its
   // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
-  const double in_flight = l.schedule == workload::Schedule::kDualPipe
-                               ? in_flight_micro_batches(kScheduleDualPipe, l, stage, m.grad_accum)
-                               : in_flight_micro_batches(l, stage, m.grad_accum);
+  const double in_flight = in_flight_micro_batches(l, stage, m.grad_accum);
   mem.activations = in_flight * stage_activation_bytes(m, l, stage, received_tokens) + stage_logits_bytes(m, l, stage);
   const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;
   if (m.moe_layers() > 0) mem.comm_buffers = (tokens * m.top_k + received_max_layer) * m.d_model * pr.activation_bytes;

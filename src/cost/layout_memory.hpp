@@ -87,6 +87,7 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
 // interleaving (vpp > 1) chunks in flight / vpp, each chunk holding 1/vpp of the stage's blocks
 // (stage 0: (2(pp - 1) + (vpp - 1) pp + 1) / vpp = pp + (pp - 1) / vpp = pp (1 + (pp - 1) / (pp vpp)),
 // Korthikanti et al. 2022's figure for the interleaved schedule's first stage).
+// Under schedule=dualpipe: the "dualpipe" count below.
 double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches);
 
 // Pipeline schedules by name, for what a GPU keeps in flight and which stages it holds:

@@ -120,6 +120,11 @@ struct ParallelLayout {
     return {stage};
   }
   std::vector<int> stage_gpus(int stage) const;
+  // The GPU holding the other copy of rank r's pieces: DualPipe's GPU at r's (tp, dp) coordinates on
+  // the mirrored stage pp - 1 - s (the same experts in the same places); r itself otherwise.
+  int mirror_rank(int r) const {
+    return piece_copies() == 2 ? r + (pp - 1 - 2 * pp_rank(r)) * stage_size() : r;
+  }
   // Model pieces (virtual stages): pp x vpp; DualPipe: pp (every stage holds two of them).
   int pieces() const { return schedule == Schedule::kDualPipe ? pp : pp * vpp; }
   // Model chunks a stage holds: vpp; DualPipe: 2 (its own piece and its mirror's, 2x parameters).

@@ -95,6 +95,17 @@ std::span<const double> stage_rows(const workload::ParallelLayout& layout, int s
   return rows;
 }
 
+std::vector<HeldLayer> held_layers(const workload::ParallelLayout& layout, std::span<const int> stage, int x) {
+  const int s = layout.pp_rank(x), mirror = layout.pp - 1 - s;
+  const bool dual = layout.piece_copies() == 2 && mirror != s;
+  std::vector<HeldLayer> held;
+  for (int l = 0; l < static_cast<int>(stage.size()); ++l) {
+    if (stage[l] == s) held.push_back({l, x});
+    else if (dual && stage[l] == mirror) held.push_back({l, layout.mirror_rank(x)});
+  }
+  return held;
+}
+
 void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& layout,
                        const std::vector<int>& stage, std::span<const LayerPlan> plans, std::span<const double> nccl,
                        IterationResult& r, int reserve_slots,
@@ -110,12 +121,11 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
     for (int x : layout.stage_gpus(s)) {
       double received = 0, largest = 0, extra = 0;
       bool a2a = false;  // some layer of the stage issues an all-to-all
-      for (size_t l = 0; l < plans.size(); ++l)
-        if (stage[l] == s) {
-          extra += reserve_slots;
-          received += plans[l].received_tokens[x] / M;
-          if (moves[l]) largest = std::max(largest, plans[l].received_tokens[x] / M), a2a = true;
-        }
+      for (const auto [l, y] : held_layers(layout, stage, x)) {
+        extra += reserve_slots;
+        received += plans[l].received_tokens[y] / M;
+        if (moves[l]) largest = std::max(largest, plans[l].received_tokens[y] / M), a2a = true;
+      }
       auto mem = cost::layout_memory(m, layout, s, received, largest, extra);
       if (!a2a) mem.comm_buffers = 0;
       mem.nccl = nccl[x];

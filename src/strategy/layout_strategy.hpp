@@ -84,7 +84,17 @@ std::span<const double> stage_rows(const workload::ParallelLayout& layout, int s
 std::unique_ptr<Strategy> make_layout_bound(const StrategySpec& spec, const Context& ctx,
                                             const workload::ParallelLayout& layout);
 
-// The worst GPU's memory under the layout, routed tokens per micro-batch over its stage's MoE layers
+// The MoE layers GPU x holds, in model order, each with the GPU whose entries of the layer's plan
+// it runs: the layers of its stage (x itself) and, under DualPipe, those of its mirrored stage, whose
+// second copy it holds in the place of its mirror (ParallelLayout::mirror_rank). `stage`: the stage
+// holding each MoE layer (its plan's GPUs).
+struct HeldLayer {
+  int layer, gpu;
+};
+std::vector<HeldLayer> held_layers(const workload::ParallelLayout& layout, std::span<const int> stage, int x);
+
+// The worst GPU's memory under the layout, routed tokens per micro-batch over its held MoE layers
+// (held_layers: under DualPipe its mirrored stage's too)
 // (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
 // every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
 // given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).

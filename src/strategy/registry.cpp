@@ -159,13 +159,6 @@ workload::ParallelLayout default_layout(const StrategySpec& spec, const Context&
 
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec, const Context& ctx,
                                         const workload::ParallelLayout& layout) {
-  // DualPipe runs the second direction's micro-batches on the mirrored stage: the plan's expert
-  // work and all-to-alls move there (LayoutIterationGraph::run); copies, shadows, replicas and
-  // migrations of experts would have to be gathered there too, which is not built.
-  if (layout.schedule == workload::Schedule::kDualPipe && spec.name != "ep" && spec.name != "oracle")
-    throw InputError({"--strategy", 0, 0}, spec.full,
-                     fmt::format("{} under schedule=dualpipe is not built (its copies, shadows, replicas or migrations "
-                                 "of experts on the mirrored stage): run --strategy ep or oracle with it", spec.name));
   return check_strategy_spec(spec).make(spec, ctx, layout);
 }
 

@@ -252,7 +252,7 @@ class LayoutIterationGraph::Builder {
     half_ready.clear();
     dp_tasks_.clear();
     step_.assign(P, 0.0);
-    pending_spag.assign(LM, engine::kNoTask);
+    pending_spag.assign(2 * LM, engine::kNoTask);
     stage_sprs.assign(P, {});
     sent_f.assign(VS, std::vector<engine::TaskId>(M, engine::kNoTask));
     sent_b = sent_f;
@@ -361,6 +361,12 @@ class LayoutIterationGraph::Builder {
   }
 
   bool dual() const { return L.schedule == workload::Schedule::kDualPipe; }
+  // A layer's copies live on each stage holding its piece (DualPipe: the layer's stage for micro-batches
+  // 0 .. M/2 - 1, its mirror for M/2 .. M - 1): the first and last micro-batch of mb's copy, and where
+  // that copy's pending spAG is kept.
+  int copy_first_mb(int mb) const { return dual() && mb >= M / 2 ? M / 2 : 0; }
+  bool copy_last_mb(int mb) const { return mb + 1 == (dual() && mb < M / 2 ? M / 2 : M); }
+  engine::TaskId& pending(int l) { return pending_spag[dual() && cur_mb >= M / 2 ? LM + l : l]; }
 
   // Slots (v = chunk x P + stage): the model piece each runs and its neighbours along its
   // micro-batches' path (-1 at the ends: LayoutIterationGraph::prev_slot / next_slot).
@@ -568,7 +574,7 @@ class LayoutIterationGraph::Builder {
     // FSSDP's calibration stage: the extra copies it settled after the gate of the first micro-batch
     // (on the sparse stream: before the dispatch with one queue); the expert GEMMs wait for them.
     engine::TaskId calib = engine::kNoTask;
-    if (forward && cur_mb == 0 && shape[2 * LM + 1 + l]) {
+    if (forward && cur_pass == Pass::kForward && cur_mb == copy_first_mb(cur_mb) && shape[2 * LM + 1 + l]) {
       calib = collective_after(s, st_sparse[s], Component::kCalibrationSpag, kSparse, Op::kCalibration);
       bind(calib, Bind::kCalibration, l);
     }
@@ -593,9 +599,10 @@ class LayoutIterationGraph::Builder {
       bind(reduce, Bind::kSprs, l);
     }
     // Copies gathered for this pass (forward, or the backward's re-gathered ones) are copied in first.
-    const engine::TaskId gathered = pending_spag[l];
-    const bool returns = !forward && shape[l] && (sparse_.rematerialize || cur_mb + 1 == M);
-    const bool replicas = !forward && shape[LM + 1 + l] && cur_mb + 1 == M;
+    // A split backward (B) leaves the experts' weight gradients to its W op, which returns them.
+    const engine::TaskId gathered = pending(l);
+    const bool returns = !forward && part == BwdPart::kFull && returns_copies(l);
+    const bool replicas = !forward && part == BwdPart::kFull && reduces_replicas(l);
     if (forward) use(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       if (gathered != engine::kNoTask || calib != engine::kNoTask) {
@@ -610,7 +617,7 @@ class LayoutIterationGraph::Builder {
                Component::kExpertCompute);
       if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
     }
-    pending_spag[l] = engine::kNoTask;
+    pending(l) = engine::kNoTask;
     std::vector<engine::TaskId> experts_done;  // what the combine waits for (the regular experts)
     if (bcast != engine::kNoTask) {
       for (int x : stage_gpus[s]) experts_done.push_back(last[x]);
@@ -620,13 +627,7 @@ class LayoutIterationGraph::Builder {
         var_task(x, Var::kShadowFwd, l, Component::kExpertCompute);
       }
     }
-    if (replicas) {  // FlexMoE: the replicated experts' gradients, all-reduced among their holders
-      const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kReplicaAllReduce);
-      bind(r, Bind::kReplica, l);
-      dp_tasks_.push_back({r, s});
-      stage_sprs[s].push_back(r);
-      sprs_of[l].push_back(r);
-    }
+    if (replicas) reduce_replicas(s, l);
     const engine::TaskId c = collective_after(s, st_a2a[s], Component::kAllToAll, kA2a, forward ? Op::kCombine : Op::kDispatch,
                                               std::move(experts_done));
     bind(c, Bind::kCombine, l);
@@ -635,17 +636,35 @@ class LayoutIterationGraph::Builder {
     // copy-out, issued after the layer's backward all-to-all, as the Hecate runtime orders its one
     // queue (arXiv 2502.02581, Fig. 6: spRS hides behind the attention backward that follows): with
     // comm_queue=single the all-to-all never waits for the spRS.
-    if (returns) {
-      const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
-      bind(r, Bind::kSprs, l);
-      stage_sprs[s].push_back(r);
-      sprs_of[l].push_back(r);
-    }
+    if (returns) sparse_reduce(s, l);
     if (!forward && part == BwdPart::kFull) ready(m.moe_layer_ids[l], Part::kExperts);
     for (int x : stage_gpus[s]) {
       need[x] = c;
       compute_task(x, forward ? unperm : router, Component::kRouting, forward ? Op::kUnpermute : Op::kRouter);
     }
+  }
+
+  // Whether this backward of layer l (micro-batch cur_mb) returns its copies' gradients (each
+  // micro-batch's with re-materialization, else its copy's last micro-batch's) and all-reduces
+  // FlexMoE's replicas (its copy's last).
+  bool returns_copies(int l) const { return shape[l] && (sparse_.rematerialize || copy_last_mb(cur_mb)); }
+  bool reduces_replicas(int l) const { return shape[LM + 1 + l] && copy_last_mb(cur_mb); }
+
+  // The copies' gradients back to their owners (spRS), after the stage's GPUs copied them out.
+  void sparse_reduce(int s, int l) {
+    const engine::TaskId r = collective_after(s, st_sparse[s], Component::kExposedSprs, kSparse, Op::kSprs);
+    bind(r, Bind::kSprs, l);
+    stage_sprs[s].push_back(r);
+    sprs_of[l].push_back(r);
+  }
+
+  // FlexMoE: the replicated experts' gradients, all-reduced among their holders.
+  void reduce_replicas(int s, int l) {
+    const engine::TaskId r = collective_after(s, st_dp[s], Component::kDenseAllReduce, kDp, Op::kReplicaAllReduce);
+    bind(r, Bind::kReplica, l);
+    dp_tasks_.push_back({r, s});
+    stage_sprs[s].push_back(r);
+    sprs_of[l].push_back(r);
   }
 
   // The spAG of block b's copies, issued when the stage's GPUs reach it (the attention before the
@@ -661,7 +680,7 @@ class LayoutIterationGraph::Builder {
       if (const GradPiece* p = buckets[cur_v].find(b, Part::kExperts)) preds.push_back(ag_e[cur_v][p->bucket]);
     depend(preds, id);
     bind(id, Bind::kSpag, moe_index[b]);
-    pending_spag[moe_index[b]] = id;
+    pending(moe_index[b]) = id;
   }
 
   bool gathers(int b) { return moe_index[b] >= 0 && shape[moe_index[b]]; }
@@ -747,7 +766,7 @@ class LayoutIterationGraph::Builder {
       // The layer's copies are gathered once per iteration (every micro-batch with
       // re-materialization), from when the attention before its forward starts (and its input
       // has arrived).
-      if ((mb == 0 || sparse_.rematerialize) && gathers(b)) sparse_gather(s, b);
+      if ((mb == copy_first_mb(mb) || sparse_.rematerialize) && gathers(b)) sparse_gather(s, b);
       cur_block = b;
       use(b, Part::kAttention);
       // An MTP module: its norms and projection before its block, its pass through the shared head
@@ -779,8 +798,16 @@ class LayoutIterationGraph::Builder {
       for (int b = lastb - 1; b >= first; --b) {
         cur_block = b;
         if (m.is_mtp(b)) for (int x : stage_gpus[s]) compute_task(x, head_w, Component::kAttention, Op::kHead);
-        if (moe_index[b] >= 0) {
-          for (int x : stage_gpus[s]) var_task(x, Var::kExpertW, moe_index[b], Component::kExpertCompute);
+        if (const int l = moe_index[b]; l >= 0) {
+          // The experts' weight gradients, then (as a whole backward does) the copies' returned and
+          // the replicas' reduced.
+          const bool returns = returns_copies(l);
+          for (int x : stage_gpus[s]) {
+            var_task(x, Var::kExpertW, l, Component::kExpertCompute);
+            if (returns) var_task(x, Var::kCopyOut, l, Component::kMaterializeCopy);
+          }
+          if (reduces_replicas(l)) reduce_replicas(s, l);
+          if (returns) sparse_reduce(s, l);
           ready(b, Part::kExperts);
         } else {
           for (int x : stage_gpus[s]) compute_task(x, ffn_w, Component::kAttention, Op::kDenseFfn);

@@ -87,9 +87,8 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   // iteration's counts / grad_accum).
   const int V = mbs == 0 ? 1 : M;
   const double div = mbs == 0 ? static_cast<double>(M) : 1.0;
-  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers), P = layout_.pp;
+  const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers);
   const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
-  std::vector<int> mirror_of(dual ? n : 0, -1);  // DualPipe: GPU x of stage s -> its mirror on P - 1 - s
   std::vector<double> scratch, scaled, mirrored;
   taken_[l].resize(V);
   for (int k = 0; k < V; ++k) {
@@ -101,7 +100,6 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     t.sb.assign(sparse_.shadow ? n : 0, 0.0);
     t.ef_mean = t.eb_mean = 0;
     for (int x : layout_.stage_gpus(s)) {
-      if (dual) mirror_of[x] = x + (P - 1 - 2 * s) * S;
       if (!p.expert_fwd_seconds.empty()) {  // the bound's per-micro-batch floor, not the cost model
         t.ef[x] = p.expert_fwd_seconds[x];
         t.eb[x] = p.expert_bwd_seconds[x];
@@ -123,7 +121,11 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     // DualPipe: the mirror stage's GPUs hold the same experts in the same places and run the
     // micro-batches fed from stage P - 1 (the graph's tasks there read these entries).
     if (dual)
-      for (int x : layout_.stage_gpus(s)) t.ef[mirror_of[x]] = t.ef[x], t.eb[mirror_of[x]] = t.eb[x];
+      for (int x : layout_.stage_gpus(s)) {
+        const int y = layout_.mirror_rank(x);
+        t.ef[y] = t.ef[x], t.eb[y] = t.eb[x];
+        if (!t.sf.empty()) t.sf[y] = t.sf[x], t.sb[y] = t.sb[x];  // FasterMoE's shadows there too
+      }
     // The dispatch's bytes for one micro-batch (the plan's own, or / grad_accum).
     const std::vector<double>* bytes = &p.dispatch_bytes;
     if (div != 1.0) {
@@ -137,7 +139,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       mirrored.assign(bytes->size(), 0.0);
       for (int x : layout_.stage_gpus(s))
         for (int y : layout_.stage_gpus(s))
-          mirrored[static_cast<size_t>(mirror_of[x]) * n + mirror_of[y]] = (*bytes)[static_cast<size_t>(x) * n + y];
+          mirrored[static_cast<size_t>(layout_.mirror_rank(x)) * n + layout_.mirror_rank(y)] = (*bytes)[static_cast<size_t>(x) * n + y];
       define_a2a(mirrored, p, t.mirror);
     }
     const auto times = define_a2a(*bytes, p, t.a2a);
@@ -163,7 +165,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     if (div != 1.0)
       for (int x = 0; x < n; ++x) t.sent[x] /= div, t.received[x] /= div;
     if (dual)  // the mirrored all-to-alls move the same bytes between the mirrors
-      for (int x : layout_.stage_gpus(s)) t.sent[mirror_of[x]] = t.sent[x], t.received[mirror_of[x]] = t.received[x];
+      for (int x : layout_.stage_gpus(s)) t.sent[layout_.mirror_rank(x)] = t.sent[x], t.received[layout_.mirror_rank(x)] = t.received[x];
   }
 }
 

@@ -157,10 +157,6 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   for (int l = 0; l < LM; ++l) shape[2 * LM + 1 + l] = !plans[l].calibration_flows.empty();
-  if (dual && (sparse_.shadow || std::any_of(shape.begin(), shape.end(), [](char c) { return c != 0; })))
-    throw InputError(SourceLocation{"--layout", 0, 0}, "layout.schedule",
-                     "schedule=dualpipe runs expert parallelism as planned; copies, shadows, replicas or migrations "
-                     "of experts (FSSDP, FasterMoE, FlexMoE, SmartMoE) on the mirrored stage are not built");
   if (builds_ == 0 || shape != shape_) {
     build(shape);
     shape_ = std::move(shape);
@@ -195,7 +191,9 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     } else {
       const auto& cb = (sparse_.shadow ? plan_of(v.layer, v.mb) : plans[v.layer]).copy_bytes;
       const double ratio = v.what == Var::kCopyIn ? 1.0 : grad_ratio;
-      if (!cb.empty() && cb[v.gpu] > 0) d = cc.memory_copy(Bytes(cb[v.gpu] * ratio)).value();
+      // DualPipe's second direction copies on the mirror what its counterpart copies on the layer's stage.
+      const int x = dual && v.mb >= M / 2 ? L.mirror_rank(v.gpu) : v.gpu;
+      if (!cb.empty() && cb[x] > 0) d = cc.memory_copy(Bytes(cb[x] * ratio)).value();
     }
     g.set_duration(v.task, Seconds(d));
   }
@@ -203,7 +201,27 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   // flow tier reads them in place (assign_view): the plans, the taken variants and fixed_ hold
   // them through sim.run() below, and every binding is bound again before the next run.
   std::vector<int> fixed_id(fixed_.size(), -1);
-  for (const Binding& b : bindings_) {
+  // DualPipe: the micro-batches fed from stage P - 1 run a layer's sparse collectives between the
+  // mirrors of the plan's GPUs (the mirrored stage holds the same experts and copies), and
+  // migrations move both copies of the experts.
+  mirrored_.clear();
+  auto mirror = [&](const collective::Coflow& flows, std::tuple<int, int, int> key) -> const collective::Coflow& {
+    auto [it, fresh] = mirrored_.try_emplace(key);
+    if (fresh) {
+      it->second.reserve(flows.size());
+      for (const auto& f : flows) it->second.push_back({L.mirror_rank(f.src), L.mirror_rank(f.dst), f.bytes});
+    }
+    return it->second;
+  };
+  const collective::Coflow* moved = &migrations;
+  if (dual && !migrations.empty()) {
+    collective::Coflow both = mirror(migrations, {static_cast<int>(Bind::kMigration), -1, -1});
+    both.insert(both.begin(), migrations.begin(), migrations.end());
+    moved = &(mirrored_[{static_cast<int>(Bind::kMigration), -1, -1}] = std::move(both));
+  }
+  bound_.assign(bindings_.size(), nullptr);
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    const Binding& b = bindings_[i];
     const LayerPlan* p = b.what == Bind::kFixed || b.what == Bind::kMigration ? nullptr
                          : sparse_.shadow                                    ? &plan_of(b.index, b.mb)
                                                                              : &plans[b.index];
@@ -231,11 +249,15 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       coflow->assign(b.task, fixed_id[b.index]);
       continue;
     }
-    const collective::Coflow& flows = b.what == Bind::kSpag          ? p->spag_flows
-                                      : b.what == Bind::kSprs         ? p->sprs_flows
-                                      : b.what == Bind::kReplica      ? p->replica_grad_flows
-                                      : b.what == Bind::kCalibration  ? p->calibration_flows
-                                                                      : migrations;
+    const collective::Coflow& planned = b.what == Bind::kSpag          ? p->spag_flows
+                                        : b.what == Bind::kSprs         ? p->sprs_flows
+                                        : b.what == Bind::kReplica      ? p->replica_grad_flows
+                                        : b.what == Bind::kCalibration  ? p->calibration_flows
+                                                                        : *moved;
+    const bool mirrored = dual && p && b.mb >= M / 2;
+    const collective::Coflow& flows =
+        mirrored ? mirror(planned, {static_cast<int>(b.what), b.index, sparse_.shadow ? b.mb : -1}) : planned;
+    bound_[i] = &flows;
     const double extra = b.what == Bind::kSpag         ? p->spag_latency
                          : b.what == Bind::kSprs        ? p->sprs_latency
                          : b.what == Bind::kReplica     ? p->replica_grad_latency
@@ -247,7 +269,8 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
       continue;
     }
     // Loaded once per iteration, and not at all when the same transfers come back (SparseLoads).
-    SparseLoads& memo = sparse_loads_[{static_cast<int>(b.what), p ? b.index : -1, sparse_.shadow ? b.mb : -1}];
+    SparseLoads& memo = sparse_loads_[{static_cast<int>(b.what), p ? b.index : -1,
+                                       sparse_.shadow ? b.mb : mirrored ? -2 : -1}];
     if (memo.run != runs_) {
       if (!memo.kept || memo.extra != extra || memo.flows != flows) {
         memo.kept = flows.size() <= SparseLoads::kKeep;
@@ -383,7 +406,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
         res.routed_tokens[l] += p.routed_tokens, res.dropped_tokens[l] += p.dropped_tokens;
     }
   }
-  if (timeline) emit_timeline(sim, plans, migrations, *timeline);
+  if (timeline) emit_timeline(sim, plans, *timeline);
   return res;
 }
 

@@ -37,7 +37,10 @@
 // gradient buckets fill there). DualPipe (dualpipe) runs slots v = chunk x pp + s whose pieces are
 // ParallelLayout::piece_of (chunk 0: piece s, chunk 1: piece pp - 1 - s); micro-batches m/2 .. m - 1
 // travel chunk 1 from stage pp - 1 to stage 0 (prev_slot / next_slot) and run every MoE layer on the
-// mirror of its stage (run() moves the plan's expert work and all-to-alls to the mirrored GPUs). Its
+// mirror of its stage (run() moves the plan's expert work and all-to-alls to the mirrored GPUs,
+// ParallelLayout::mirror_rank, and so the plan's sparse collectives, shadows, replica all-reduces and
+// migrations: the mirrored stage holds the same experts and copies in the same places, gathers its
+// copies for its direction's first micro-batch, m/2, and returns them after its last, m - 1). Its
 // paired ops (a forward and the next backward) start once both inputs have arrived and are emitted as
 // two coroutines resumed in turn (iteration_builder.cpp, Steps), each up to its next all-to-all, so the
 // compute stream interleaves the two chunks and one's all-to-all runs while the other computes. Stage
@@ -74,6 +77,8 @@
 // forward; the dispatch does not wait for them). After the last micro-batch's expert backward each
 // GPU copies its copies' gradients out and the stage's spRS returns them to the owners (same
 // stream), which the expert-DP reduction of the stage waits for.
+// A split backward (ZB-H1, DualPipe) leaves the experts' weight gradients to its W op: the copies'
+// gradient copy-out and spRS (and FlexMoE's replica all-reduce) follow that W, not the B.
 // With re-materialization (LayoutSparse::rematerialize, as FSSDP's without a layout) every
 // micro-batch's forward gathers the layer's copies again (spAG from when the attention before the
 // layer starts), its backward gathers them once more (issued when the op starts for the chunk's
@@ -305,8 +310,7 @@ class LayoutIterationGraph {
   // Starts the iteration's intake (networks, taken_) unless it is open.
   void open_iteration();
   // Reports the simulated iteration's tasks (layout_timeline.cpp).
-  void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
-                     const collective::Coflow& migrations, TimelineSink& sink) const;
+  void emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans, TimelineSink& sink) const;
   std::string task_name(const Label& l) const;
 
   const Context& ctx_;
@@ -342,6 +346,10 @@ class LayoutIterationGraph {
   std::map<std::tuple<int, int, int>, SparseLoads> sparse_loads_;
   long runs_ = 0;  // run() calls so far
   std::vector<Binding> bindings_;
+  // This run's transfers of each sparse collective or migration binding (null: the others), for the
+  // timeline; DualPipe's mirrored copies of a plan's transfers, keyed (bind kind, layer, micro-batch).
+  std::vector<const collective::Coflow*> bound_;
+  std::map<std::tuple<int, int, int>, collective::Coflow> mirrored_;
   std::vector<VarTask> vars_;
   StreamPredecessors prev_;  // of the built graph, for the breakdown walk
   std::vector<engine::ResourceId> first_compute_;  // [stage] its first GPU's compute stream

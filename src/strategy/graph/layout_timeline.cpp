@@ -80,7 +80,7 @@ std::string LayoutIterationGraph::task_name(const Label& l) const {
 }
 
 void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::span<const LayerPlan> plans,
-                                         const collective::Coflow& migrations, TimelineSink& sink) const {
+                                         TimelineSink& sink) const {
   const auto& L = layout_;
   const int n = ctx_.topo.num_gpus(), P = L.pp;
   std::vector<char> shown(n, n <= kAllGpus);
@@ -91,20 +91,12 @@ void LayoutIterationGraph::emit_timeline(const engine::Simulation& sim, std::spa
   auto bytes = [&](engine::TaskId t, int x) {
     const Binding& b = bindings_[binding[t]];
     if (b.what == Bind::kFixed) return sent(fixed_[b.index].flows, x);
-    if (b.what == Bind::kMigration) return sent(migrations, x);
-    const bool own = !plans[b.index].micro.empty();
-    const LayerPlan& p = own ? plans[b.index].micro[b.mb] : plans[b.index];
     if (b.what == Bind::kDispatch || b.what == Bind::kCombine) {  // the combine runs the matrix transposed
-      const TakenVariant& v = taken_[b.index][own ? b.mb : 0];
+      const TakenVariant& v = taken_[b.index][plans[b.index].micro.empty() ? 0 : b.mb];
       if (v.sent.empty()) throw std::logic_error("timeline asked of a MoE layer taken without its bytes");
       return b.what == Bind::kDispatch ? v.sent[x] : v.received[x];
     }
-    const LayerPlan& q = sparse_.shadow ? p : plans[b.index];  // FasterMoE's shadows come per micro-batch
-    return sent(b.what == Bind::kSpag          ? q.spag_flows
-                : b.what == Bind::kSprs        ? q.sprs_flows
-                : b.what == Bind::kCalibration ? q.calibration_flows
-                                               : q.replica_grad_flows,
-                x);
+    return sent(*bound_[binding[t]], x);  // sparse collectives and migrations, as run() bound them
   };
   for (engine::TaskId t = 0; t < g_.num_tasks(); ++t) {
     const uint32_t tag = g_.tag(t);

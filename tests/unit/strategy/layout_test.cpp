@@ -164,16 +164,20 @@ TEST_CASE("under a layout EP and FSSDP are built; unbuilt strategies and FSSDP's
 namespace {
 // 8 GPUs in one node, pp 2 stages of 4 GPUs, EP groups of 2 (two per stage): {0,1} {2,3} | {4,5} {6,7}.
 // 4 MoE blocks (2 per stage), 4 experts: a group's first GPU owns experts 0 and 1, its second 2 and 3.
+// (DualPipe tests: 4 micro-batches, schedule=dualpipe.)
 struct Fixture {
+  explicit Fixture(int grad_accum = 2, const std::string& text = "pp=2,ep=2")
+      : model([&] {
+          auto m = test::small_moe_model("fs", 4, 1, 1024, 1, 4);
+          m.grad_accum = grad_accum;
+          return m;
+        }()),
+        l(layout(text, topo, model)) {}
   topology::Topology topo = test::node8();
-  workload::ModelSpec model = [] {
-    auto m = test::small_moe_model("fs", 4, 1, 1024, 1, 4);
-    m.grad_accum = 2;
-    return m;
-  }();
+  workload::ModelSpec model;
   cost::ComputeCost cc{topo.gpu_model(), model};
   strategy::Context ctx{topo, model, cc, 1};
-  workload::ParallelLayout l = layout("pp=2,ep=2", topo, model);
+  workload::ParallelLayout l;
   std::unique_ptr<strategy::Strategy> make(const std::string& spec) {
     return strategy::make_layout_strategy(strategy::parse_strategy_spec(spec), ctx, l);
   }
@@ -1337,4 +1341,141 @@ TEST_CASE("DualPipe's overlapped pairs hide all-to-alls behind the other chunk's
   CHECK(a2a_zb > 0.1 * t_zb);
   CHECK(a2a_dp < 0.6 * a2a_zb);
   CHECK(t_dp < t_zb);
+}
+
+namespace {
+// The fixture under DualPipe (Fixture(4, "pp=2,ep=2,schedule=dualpipe")): pp 2, so each stage holds
+// both pieces (stage 0 pieces 0 and 1, stage 1 pieces 1 and 0) and all 4 MoE layers; 4
+// micro-batches, 0 and 1 fed from stage 0, 2 and 3 from stage 1, which runs them on its copy of each
+// piece (GPU x + 4 mirrors x).
+struct Recorded : strategy::TimelineSink {
+  std::vector<strategy::TimelineEvent> all;
+  void event(const strategy::TimelineEvent& e) override { all.push_back(e); }
+};
+double arg(const strategy::TimelineEvent& e, const std::string& key) {
+  for (const auto& [k, v] : e.args)
+    if (k == key) return v;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("DualPipe: FSSDP's copies are gathered, used and returned on both copies of each piece") {
+  Fixture f(4, "pp=2,ep=2,schedule=dualpipe");
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  // mirror_rank: the GPU at the same place of the other stage.
+  CHECK(f.l.mirror_rank(1) == 5);
+  CHECK(f.l.mirror_rank(6) == 2);
+  // held_layers: every GPU holds all 4 MoE layers, its stage's as planned for itself and the
+  // mirrored stage's as planned for its mirror (layers 0, 1 on stage 0; 2, 3 on stage 1).
+  const std::vector<int> stage_of = {0, 0, 1, 1};
+  const auto held = strategy::held_layers(f.l, stage_of, 1);
+  REQUIRE(held.size() == 4u);
+  CHECK((held[0].layer == 0 && held[0].gpu == 1 && held[2].layer == 2 && held[2].gpu == 5));
+  // No copies (t = 0): EP's graph and memory exactly, under DualPipe too.
+  {
+    auto ep = f.make("ep");
+    auto fs = f.make("fssdp:overlap_degree=0");
+    for (int it = 0; it < 2; ++it) {
+      const auto a = ep->simulate(loads), b = fs->simulate(loads);
+      CHECK(b.time == hs::test::approx(a.time));
+      CHECK(b.memory.total() == hs::test::approx(a.memory.total()));
+    }
+  }
+  // t = 1, expert 0 hot: each group's second GPU holds a copy of expert 0 in every layer. Layer 0
+  // (stage 0) gathers it from GPU 0 to 1 and 2 to 3 for micro-batches 0, 1, and from 4 to 5 and 6
+  // to 7 (the mirrors) for 2, 3; layer 2 (stage 1) the other way round. Without re-materialization
+  // and with 4 micro-batches every copy a GPU holds is resident at once: 4 layers' copies, 4 P + 4 G
+  // (P, G: one expert's parameter and gradient bytes), on every copy holder of either stage.
+  auto ep = f.make("ep");
+  auto fs = f.make("fssdp:overlap_degree=1:memory_budget=1GiB");
+  strategy::IterationResult a, b;
+  for (int it = 0; it < 2; ++it) a = ep->simulate(loads), b = fs->simulate(loads);
+  Recorded tl;
+  fs->record_next(&tl);
+  b = fs->simulate(loads);
+  const auto params = cost::count_params(f.model);
+  const double P = params.per_expert * f.model.precision.param_bytes, G = params.per_expert * f.model.precision.grad_bytes;
+  CHECK(b.memory_gpu % 2 == 1);
+  CHECK(b.memory.copy_params == hs::test::approx(4 * P));
+  CHECK(b.memory.copy_grads == hs::test::approx(4 * G));
+  CHECK(b.breakdown[static_cast<int>(strategy::Component::kStragglerWait)] <
+        a.breakdown[static_cast<int>(strategy::Component::kStragglerWait)]);
+  // The timeline: per block, one spAG and one spRS on each stage (one per copy), every owner
+  // sending P and every holder copying in before its experts; the gradients returned before the
+  // holder's optimizer step.
+  std::map<std::pair<int, int>, int> spag, sprs, copy_in;  // (block, stage) -> events on GPU 0 / 1 + 4 s
+  std::map<int, double> optimizer_start;
+  for (const auto& e : tl.all)
+    if (e.name == "optimizer step") optimizer_start[e.gpu] = e.start;
+  for (const auto& e : tl.all) {
+    const int s = e.gpu / 4, block = static_cast<int>(arg(e, "block"));
+    if (e.name.rfind("spAG block", 0) == 0 && e.gpu % 2 == 0) {
+      ++spag[{block, s}];
+      CHECK(arg(e, "bytes") == hs::test::approx(P));
+    }
+    if (e.name.rfind("spRS block", 0) == 0 && e.gpu % 2 == 1) {
+      ++sprs[{block, s}];
+      CHECK(arg(e, "bytes") == hs::test::approx(G));
+      CHECK(e.end <= optimizer_start.at(e.gpu));
+    }
+    if (e.name.find("copy-in") != std::string::npos && e.gpu % 2 == 1) ++copy_in[{block, s}];
+  }
+  for (int block = 0; block < 4; ++block)
+    for (int s = 0; s < 2; ++s) {
+      CHECK(spag[{block, s}] == 2);     // GPUs 4 s and 4 s + 2, the owners of both groups
+      CHECK(sprs[{block, s}] == 2);     // GPUs 4 s + 1 and 4 s + 3 return them
+      CHECK(copy_in[{block, s}] == 2);  // once per copy holder: the first micro-batch of its direction
+    }
+}
+
+TEST_CASE("DualPipe: SmartMoE, FlexMoE, FasterMoE, FSDP and the bound run on both copies; without their features they are EP") {
+  Fixture f(4, "pp=2,ep=2,schedule=dualpipe");
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  auto ep = f.make("ep");
+  auto flex0 = f.make("flexmoe:reserve_slots=0");
+  auto faster0 = f.make("fastermoe:trigger=false");
+  for (int it = 0; it < 2; ++it) {
+    const auto a = ep->simulate(loads);
+    for (auto* s : {flex0.get(), faster0.get()}) {
+      const auto b = s->simulate(loads);
+      CHECK(b.time == hs::test::approx(a.time));
+      CHECK(b.memory.total() == hs::test::approx(a.memory.total()));
+    }
+  }
+  // With their features each runs, and the ones that move tokens off the hot GPU are not slower
+  // than EP's straggler-bound iteration on this load.
+  for (const char* spec : {"smartmoe", "flexmoe", "fastermoe", "fsdp", "bound"}) {
+    auto s = f.make(spec);
+    strategy::IterationResult r;
+    for (int it = 0; it < 3; ++it) r = s->simulate(loads);
+    CHECK_MESSAGE(r.time > 0, spec);
+    CHECK_MESSAGE(r.memory.total() > 0, spec);
+  }
+}
+
+TEST_CASE("ZB-H1: the copies' gradients return (spRS) after the W op has computed them") {
+  // A split backward (B) computes the experts' input gradients only; their weight gradients, which
+  // the spRS returns to the owners, come from the later W op of the same micro-batch. So each
+  // layer's spRS starts after the last W of its experts on the copy holder.
+  Fixture f;
+  f.l = layout("pp=2,ep=2,schedule=zb-h1", f.topo, f.model);
+  const auto loads = hot_loads(4, 8, 1400, 200);
+  auto fs = f.make("fssdp:overlap_degree=1:memory_budget=1GiB");
+  for (int it = 0; it < 2; ++it) fs->simulate(loads);
+  Recorded tl;
+  fs->record_next(&tl);
+  fs->simulate(loads);
+  std::map<std::pair<int, int>, double> last_w;  // (gpu, block) -> end of its last W of the experts
+  for (const auto& e : tl.all)
+    if (e.name.rfind("wgrad", 0) == 0 && e.name.find("experts") != std::string::npos) {
+      auto& w = last_w[{e.gpu, static_cast<int>(arg(e, "block"))}];
+      w = std::max(w, e.end);
+    }
+  int checked = 0;
+  for (const auto& e : tl.all)
+    if (e.name.rfind("spRS block", 0) == 0 && e.gpu % 2 == 1) {
+      CHECK(e.start >= last_w.at({e.gpu, static_cast<int>(arg(e, "block"))}));
+      ++checked;
+    }
+  CHECK(checked == 4 * 2);  // 4 blocks, two copy holders per stage
 }

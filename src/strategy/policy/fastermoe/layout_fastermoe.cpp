@@ -71,11 +71,16 @@ class LayoutFasterMoe final : public Strategy {
       shadowed_max_[l] = std::max(shadowed_max_[l], shadowed_[l]);
     }
     IterationResult r = graph_.run(plans_, {}, {}, take_timeline());
-    std::vector<double> most(groups, 0.0);
+    // Per GPU, the most over variants: its group's, and under DualPipe its mirror's group's too (it
+    // holds the second copy of the mirrored stage's layers, and their shadows).
+    std::vector<double> most(n_, 0.0);
     for (const auto& h : held)
-      for (int k = 0; k < groups; ++k) most[k] = std::max(most[k], h[k]);
+      for (int x = 0; x < n_; ++x) {
+        const int y = layout_.mirror_rank(x);
+        most[x] = std::max(most[x], h[x / layout_.ep] + (y != x ? h[y / layout_.ep] : 0.0));
+      }
     set_layout_memory(m, layout_, stage_, plans_, nccl_, r, 0, [&](int x, cost::MemoryBreakdown& b) {
-      const double shadow = most[x / layout_.ep];
+      const double shadow = most[x];
       b.copy_params = shadow * cost::in_flight_micro_batches(layout_, layout_.pp_rank(x), m.grad_accum);
       b.copy_grads = shadow > 0 ? shadows_.grad_bytes() : 0.0;
       if (shadow > 0) b.nccl += shadow_rings_[x];

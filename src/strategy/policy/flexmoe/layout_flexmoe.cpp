@@ -115,15 +115,20 @@ class LayoutFlexMoe final : public Strategy {
                                                                     plan.replica_grad_latency);
     }
     // Every instance's optimizer step: the parameters of a GPU's instances beyond its E/ep per layer
-    // (fewer where a migration took one away), over expert-DP with the distributed optimizer.
+    // (fewer where a migration took one away), over expert-DP with the distributed optimizer. Under
+    // DualPipe a GPU holds its mirror's instances too (the second copy of the mirrored stage's
+    // layers), and the optimizer shards over both copies' expert-DP ranks.
     std::vector<double> extra_step;
     if (replicas) {
       std::vector<double> own(n_, 0.0);
       for (int l = 0; l < L_; ++l)
         for (int x : layout_.stage_gpus(stage_[l])) own[x] += own_;
-      const double shard = layout_.distributed_optimizer ? layout_.edp() : 1.0;
+      const double shard = layout_.distributed_optimizer ? layout_.piece_copies() * layout_.edp() : 1.0;
       extra_step.assign(n_, 0.0);
-      for (int x = 0; x < n_; ++x) extra_step[x] = per_expert_ * (instances[x] - own[x]) / shard;
+      for (int x = 0; x < n_; ++x) {
+        const int y = layout_.mirror_rank(x);
+        extra_step[x] = per_expert_ * (instances[x] - own[x] + (y != x ? instances[y] - own[y] : 0.0)) / shard;
+      }
     }
     IterationResult r = graph_.run(plans_, moves, extra_step, take_timeline());
     set_layout_memory(m, layout_, stage_, plans_, nccl_, r, slots_ - own_);
