@@ -1371,6 +1371,17 @@ TEST_CASE("DualPipe: FSSDP's copies are gathered, used and returned on both copi
   const auto held = strategy::held_layers(f.l, stage_of, 1);
   REQUIRE(held.size() == 4u);
   CHECK((held[0].layer == 0 && held[0].gpu == 1 && held[2].layer == 2 && held[2].gpu == 5));
+  // Memory counts the routed tokens of both pieces a GPU holds. Uniform loads, 2,048 assignments
+  // per GPU and layer per iteration over the 4 experts: each GPU of an EP group of 2 receives half
+  // of its own and half of its mate's, 2,048 per layer, 512 per micro-batch; every GPU holds all 4
+  // MoE layers, so 4 x 512 = 2,048 routed tokens per micro-batch (not its own stage's 2 x 512).
+  {
+    auto ep = f.make("ep");
+    const auto r = ep->simulate(test::uniform_loads(4, 8, 4, 2048.0));
+    const int s = f.l.pp_rank(r.memory_gpu);
+    CHECK(r.memory.activations == hs::test::approx(cost::layout_memory(f.model, f.l, s, 4 * 512.0, 512.0).activations));
+    CHECK(r.memory.activations > cost::layout_memory(f.model, f.l, s, 2 * 512.0, 512.0).activations);
+  }
   // No copies (t = 0): EP's graph and memory exactly, under DualPipe too.
   {
     auto ep = f.make("ep");
