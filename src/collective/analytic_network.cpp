@@ -9,6 +9,7 @@ namespace hs::collective {
 AnalyticNetwork::AnalyticNetwork(const topology::Topology& topo)
     : topo_(topo), load_(topo.num_links(), 0.0), count_(topo.num_links(), 0.0), band8_(row_band_sums_available()) {
   for (const auto& l : topo.links()) inv_bw_.push_back(1.0 / l.bandwidth.value());
+  for (int g = 0; g < topo.num_gpus(); ++g) gpu_node_.push_back(topo.node_of(g));
 }
 
 void AnalyticNetwork::add(int src, int dst, double bytes, double cap) {
@@ -78,6 +79,8 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
   sends_.assign(n, 0);
   recvs_.assign(n, 0);
   double max_local = 0, max_net = 0;
+  double* load = load_.data();
+  double* count = count_.data();
   // Transfers s -> d in (s, d) order. Transposed, s -> d is entry (d, s): a column read down would
   // miss the cache at every entry (4,096 GPUs: 16.8M misses per all-to-all), so the columns of a
   // band of sources are copied first, reading rows (kBand entries of each), then read in order.
@@ -92,14 +95,54 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
     for (int s = s0; s < s1; ++s) {
       const int ns = topo_.node_of(s);
       const double* row = transpose ? band_.data() + static_cast<size_t>(s - s0) * nn : m.data() + static_cast<size_t>(s) * nn;
+      if (topo_.factored_routes()) {
+        for (int d = 0; d < n; ++d) {
+          const double b = row[d];
+          if (b <= 0 || s == d) continue;
+          add(s, d, b);
+          ++sends_[s], ++recvs_[d];
+          if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
+          else max_net = std::max(max_net, b);
+        }
+        continue;
+      }
+      // add() on the stored routes, read row by row through raw pointers (which no store below can
+      // change), with the link of each pair's first binding hop (the source's way out, the same for
+      // many of its pairs) held in registers while it stays the same: every link's load and count
+      // take the same additions in the same order as through memory (a hop onto the held link adds
+      // to the held sums), only without a store and a reload between two.
+      const uint32_t* off = topo_.binding_offsets(s);
+      const topology::RouteHop* all_hops = topo_.binding_hop_data();
+      const float* latency = topo_.latency_row(s);
+      const int* node = gpu_node_.data();
+      int* recvs = recvs_.data();
+      int sends = 0, hot = -1;
+      double hot_load = 0, hot_count = 0;
+      double alpha = alpha_;
       for (int d = 0; d < n; ++d) {
         const double b = row[d];
         if (b <= 0 || s == d) continue;
-        add(s, d, b);
-        ++sends_[s], ++recvs_[d];
-        if (topo_.node_of(d) == ns) max_local = std::max(max_local, b);
+        alpha = std::max(alpha, static_cast<double>(latency[d]));
+        const topology::RouteHop* h = all_hops + off[d];
+        const topology::RouteHop* h_end = all_hops + off[d + 1];
+        if (h != h_end && h->link != hot) {
+          if (hot >= 0) load[hot] = hot_load, count[hot] = hot_count;
+          hot = h->link, hot_load = load[hot], hot_count = count[hot];
+        }
+        for (; h != h_end; ++h) {
+          if (h->link == hot) {
+            hot_load += b * h->fraction, hot_count += h->fraction;
+          } else {
+            load[h->link] += b * h->fraction, count[h->link] += h->fraction;
+          }
+        }
+        ++sends, ++recvs[d];
+        if (node[d] == ns) max_local = std::max(max_local, b);
         else max_net = std::max(max_net, b);
       }
+      if (hot >= 0) load[hot] = hot_load, count[hot] = hot_count;
+      sends_[s] += sends;
+      alpha_ = alpha;
     }
   }
   scan_alpha_ = alpha_, scan_max_local_ = max_local, scan_max_net_ = max_net;

@@ -68,6 +68,7 @@ class AnalyticNetwork {
   std::vector<double> load_;
   std::vector<double> count_;  // transfers per link (for loads())
   std::vector<double> inv_bw_;
+  std::vector<int> gpu_node_;  // Topology::node_of per GPU
   std::vector<int> sends_, recvs_;  // scratch: peers per GPU of an all-to-all
   std::vector<double> band_;         // scratch: a band of a transposed matrix's columns, as rows
   // Scratch: an all-to-all's row (out) and column (in) sums per GPU and locality (separable

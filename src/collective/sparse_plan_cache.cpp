@@ -8,21 +8,24 @@ namespace hs::collective {
 
 namespace {
 
-// FNV-1a over 64-bit words.
-struct Fnv {
+// One multiply per 64-bit word (FNV-1a's step on whole words rather than on each byte: a
+// placement of E experts on n GPUs is up to E x n words), and splitmix64's finalizer so that every
+// bit of the result depends on every word. Only the map's speed depends on it, never a result.
+struct WordHash {
   std::uint64_t h = 1469598103934665603ULL;
-  void add(std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ULL;
-    }
+  void add(std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; }
+  std::uint64_t done() const {
+    std::uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
   }
 };
 
 }  // namespace
 
-std::size_t SparsePlanCache::KeyHash::operator()(const Key& k) const {
-  Fnv f;
+std::size_t SparsePlanCache::KeyHash::operator()(const KeyView& k) const {
+  WordHash f;
   f.add(std::bit_cast<std::uint64_t>(k.bytes));
   f.add(k.reduce ? 1 : 0);
   for (int o : k.p.owner) f.add(static_cast<std::uint64_t>(o));
@@ -30,7 +33,7 @@ std::size_t SparsePlanCache::KeyHash::operator()(const Key& k) const {
     f.add(0xffffffffULL + r.size());
     for (int g : r) f.add(static_cast<std::uint64_t>(g));
   }
-  return static_cast<std::size_t>(f.h);
+  return static_cast<std::size_t>(f.done());
 }
 
 SparsePlanCache::SparsePlanCache(const topology::Topology& topo, std::vector<int> node_of, BroadcastAlgo algo,
@@ -39,8 +42,7 @@ SparsePlanCache::SparsePlanCache(const topology::Topology& topo, std::vector<int
 
 std::shared_ptr<SparsePlanCache::Plan> SparsePlanCache::entry(const SparsePlacement& p, double chunk_bytes,
                                                               bool reduce) {
-  Key key{p, chunk_bytes, reduce};
-  if (auto it = map_.find(key); it != map_.end()) {
+  if (auto it = map_.find(KeyView{p, chunk_bytes, reduce}); it != map_.end()) {
     ++hits_;
     return it->second;
   }
@@ -54,7 +56,7 @@ std::shared_ptr<SparsePlanCache::Plan> SparsePlanCache::entry(const SparsePlacem
     held_ = 0;
   }
   held_ += plan->flows.size();
-  map_.emplace(std::move(key), plan);
+  map_.emplace(Key{p, chunk_bytes, reduce}, plan);
   return plan;
 }
 

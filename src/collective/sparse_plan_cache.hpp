@@ -48,12 +48,27 @@ class SparsePlanCache {
     SparsePlacement p;
     double bytes = 0;
     bool reduce = false;
-    bool operator==(const Key& o) const {
-      return bytes == o.bytes && reduce == o.reduce && p.owner == o.p.owner && p.replicas == o.p.replicas;
-    }
+  };
+  // A key to look up without copying its placement (heterogeneous lookup: a hit copies nothing).
+  struct KeyView {
+    const SparsePlacement& p;
+    double bytes;
+    bool reduce;
   };
   struct KeyHash {
-    std::size_t operator()(const Key& k) const;
+    using is_transparent = void;
+    std::size_t operator()(const Key& k) const { return (*this)(KeyView{k.p, k.bytes, k.reduce}); }
+    std::size_t operator()(const KeyView& k) const;
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    static bool same(const KeyView& a, const KeyView& b) {
+      return a.bytes == b.bytes && a.reduce == b.reduce && a.p.owner == b.p.owner && a.p.replicas == b.p.replicas;
+    }
+    static KeyView view(const Key& k) { return {k.p, k.bytes, k.reduce}; }
+    bool operator()(const Key& a, const Key& b) const { return same(view(a), view(b)); }
+    bool operator()(const KeyView& a, const Key& b) const { return same(a, view(b)); }
+    bool operator()(const Key& a, const KeyView& b) const { return same(view(a), b); }
   };
   std::shared_ptr<Plan> entry(const SparsePlacement& p, double chunk_bytes, bool reduce);
 
@@ -62,7 +77,7 @@ class SparsePlanCache {
   BroadcastAlgo algo_;
   int channels_;
   std::size_t capacity_, held_ = 0, hits_ = 0, misses_ = 0;
-  std::unordered_map<Key, std::shared_ptr<Plan>, KeyHash> map_;
+  std::unordered_map<Key, std::shared_ptr<Plan>, KeyHash, KeyEq> map_;
 };
 
 }  // namespace hs::collective

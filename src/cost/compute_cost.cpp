@@ -58,30 +58,101 @@ Seconds ComputeCost::gemm(double tokens, double k, double n, double mats, double
   return Seconds(std::max(t_compute, t_memory));
 }
 
+// The problems of one grouped launch as tiled_call needs them, gathered once for all the launches
+// of an MLP over the same rows (tiled_mlp): how many have rows, their rows summed in order, their
+// tile rows (ceil(rows / tile_m)) summed, and, for weight gradients, the rows sorted largest first.
+// The sorted rows live in a buffer on the stack up to kInline problems (no allocation per launch).
+class ComputeCost::Rows {
+ public:
+  Rows(std::span<const double> rows, int tile_m) : rows_(rows) {
+    for (double t : rows) {
+      if (!(t > 0)) continue;
+      problems += 1, all_rows += t;
+      tile_rows += std::ceil(t / tile_m);
+    }
+  }
+  // The rows > 0, largest first (sorted on the first call).
+  std::span<const double> sorted() {
+    if (sorted_.empty() && problems > 0) {
+      const size_t p = static_cast<size_t>(problems);
+      double* buf = p <= kInline ? inline_ : (heap_.resize(p), heap_.data());
+      size_t i = 0;
+      for (double t : rows_)
+        if (t > 0) buf[i++] = t;
+      std::sort(buf, buf + p, std::greater<>());
+      sorted_ = {buf, p};
+    }
+    return sorted_;
+  }
+  std::span<const double> all() const { return rows_; }
+  double problems = 0, all_rows = 0, tile_rows = 0;
+
+ private:
+  static constexpr size_t kInline = 256;
+  std::span<const double> rows_;
+  double inline_[kInline];
+  std::vector<double> heap_;
+  std::span<const double> sorted_;
+};
+
 Seconds ComputeCost::tiled_call(std::span<const double> rows, double n, double k, bool weight_grad, double weight_bytes,
                                 double act_bytes, bool keep_bf16) const {
-  std::vector<TileGroup> groups;
-  groups.reserve(rows.size());
-  double problems = 0, all_rows = 0;
-  const double weight_tiles = weight_grad ? gemm_tile_count(k, n, p_.tiles) : 0;  // a k x n output per expert
-  for (double t : rows) {
-    if (!(t > 0)) continue;
-    groups.push_back(weight_grad ? TileGroup{weight_tiles, t} : TileGroup{gemm_tile_count(t, n, p_.tiles), k});
-    problems += 1, all_rows += t;
-  }
-  if (groups.empty()) return Seconds(0);
+  Rows r(rows, p_.tiles.tile_m);
+  return tiled_call(r, n, k, weight_grad, weight_bytes, act_bytes, keep_bf16);
+}
+
+// gemm_waves_time over the groups {ceil(rows[i] / tile_m) x ceil(n / tile_n) tiles, k} (forward,
+// data gradient) or {ceil(k / tile_m) x ceil(n / tile_n), rows[i]} (weight gradient), rows[i] > 0,
+// without building them, to the bit:
+//  - every forward group has the same inner length k, so the waves' sums do not depend on their
+//    order: tile counts are integers, so the running position c, each wave's start ceil(c / sms) and
+//    (k an integer) each starts x k are integers, exact in doubles below 2^53, and the sums telescope
+//    to starts = ceil(T / sms), k_sum = starts x k, T the tiles in all (ceil(n / tile_n) x the tile
+//    rows: a product of integers). Otherwise (k not an integer, or too large) the groups are built;
+//  - every weight-gradient group has the same tile count, so sorting the rows largest first orders
+//    the groups as gemm_wave_sums does (equal rows are equal groups), and its loop runs on them.
+Seconds ComputeCost::tiled_call(Rows& rows, double n, double k, bool weight_grad, double weight_bytes, double act_bytes,
+                                bool keep_bf16) const {
+  if (rows.problems == 0) return Seconds(0);
   // FP8: DeepGEMM's large-GEMM efficiency (eta_max_fp8) as the per-tile rate at the FP8 peak.
   const bool fp8 = m_.precision.fp8() && !keep_bf16;
   GemmTileParams tp = p_.tiles;
   if (fp8) tp.eta_tile = p_.eta_max_fp8;
   const double peak = fp8 ? gpu_.peak_fp8.value() : gpu_.peak_flops.value();
-  const Seconds compute = gemm_waves_time(groups, sms_, peak, tp);
-  const double bytes = problems * weight_bytes + all_rows * act_bytes;
+  WaveSums w;
+  if (!weight_grad) {
+    const double tiles = gemm_tile_count(1, n, p_.tiles) * rows.tile_rows;
+    if (k == std::floor(k) && tiles * std::max(k, 1.0) < 0x1p52) {
+      w.starts = std::ceil(tiles / sms_);
+      w.k_sum = w.starts * k;
+    } else {
+      std::vector<TileGroup> groups;  // in the rows' order: gemm_wave_sums sorts them as ever
+      for (double t : rows.all())
+        if (t > 0) groups.push_back({gemm_tile_count(t, n, p_.tiles), k});
+      w = gemm_wave_sums(groups, sms_);
+    }
+  } else {
+    const double weight_tiles = gemm_tile_count(k, n, p_.tiles);  // a k x n output per expert
+    if (weight_tiles > 0) {
+      double c = 0, before = 0;  // gemm_wave_sums' loop
+      for (double t : rows.sorted()) {
+        const double through = std::ceil((c + weight_tiles) / sms_);
+        const double starts = through - before;
+        w.starts += starts;
+        w.k_sum += starts * t;
+        c += weight_tiles;
+        before = through;
+      }
+    }
+  }
+  const Seconds compute = gemm_waves_time(w, sms_, peak, tp);
+  const double bytes = rows.problems * weight_bytes + rows.all_rows * act_bytes;
   return p_.tiles.call + Seconds(std::max(compute.value(), bytes / (p_.eta_mem * gpu_.hbm_bandwidth.value())));
 }
 
-Seconds ComputeCost::tiled_mlp(std::span<const double> rows, double d, double f, int mats, bool backward) const {
+Seconds ComputeCost::tiled_mlp(std::span<const double> rows_in, double d, double f, int mats, bool backward) const {
   const double pb = m_.precision.fp8() ? 1.0 : m_.precision.param_bytes, ab = m_.precision.activation_bytes;
+  Rows rows(rows_in, p_.tiles.tile_m);
   Seconds total(0);
   for (int i = 0; i < mats; ++i) {
     const double k = i + 1 < mats ? d : f, n = i + 1 < mats ? f : d;  // [rows x k] x [k x n]

@@ -229,6 +229,9 @@ class ComputeCost {
   // with rows, act_bytes per row.
   Seconds tiled_call(std::span<const double> rows, double n, double k, bool weight_grad, double weight_bytes,
                      double act_bytes, bool keep_bf16) const;
+  class Rows;  // a launch's problems summarized for tiled_call (compute_cost.cpp)
+  Seconds tiled_call(Rows& rows, double n, double k, bool weight_grad, double weight_bytes, double act_bytes,
+                     bool keep_bf16) const;
   // An MLP of `mats` matrices (mats - 1 of d x f, one f x d) over the problems `rows`: one launch per
   // matrix forward, two backward (data and weight gradient).
   Seconds tiled_mlp(std::span<const double> rows, double d, double f, int mats, bool backward) const;

@@ -28,7 +28,10 @@ WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms) {
 }
 
 Seconds gemm_waves_time(std::span<const TileGroup> groups, int sms, double peak, const GemmTileParams& p) {
-  const WaveSums w = gemm_wave_sums(groups, sms);
+  return gemm_waves_time(gemm_wave_sums(groups, sms), sms, peak, p);
+}
+
+Seconds gemm_waves_time(const WaveSums& w, int sms, double peak, const GemmTileParams& p) {
   return Seconds((w.k_sum + p.k_fill * w.starts) * 2.0 * p.tile_m * p.tile_n * sms / (p.eta_tile * peak));
 }
 

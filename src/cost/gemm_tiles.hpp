@@ -72,6 +72,8 @@ WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms);
 // Seconds of the waves of one launch over `groups` (any order) on `sms` SMs of `peak` FLOP/s, with
 // no fixed call time and no memory roofline: sum over waves of the wave's longest tile.
 Seconds gemm_waves_time(std::span<const TileGroup> groups, int sms, double peak, const GemmTileParams& p);
+// The same from the waves' sums.
+Seconds gemm_waves_time(const WaveSums& w, int sms, double peak, const GemmTileParams& p);
 
 // Compute-only efficiency of one m x n x k problem on its own: useful FLOPs / (waves time x peak).
 double gemm_tile_efficiency(double m, double n, double k, int sms, const GemmTileParams& p);

@@ -29,12 +29,7 @@ void TaskGraph::add_dependency(TaskId before, TaskId after) {
   sealed_ = false;
 }
 
-std::span<const ResourceId> TaskGraph::resources(TaskId t) const {
-  return {res_list_.data() + res_offset_[t], res_offset_[t + 1] - res_offset_[t]};
-}
-
-void TaskGraph::seal() const {
-  if (sealed_) return;
+void TaskGraph::build_adjacency() const {
   const size_t n = tag_.size();
   auto build = [&](bool forward, std::vector<uint32_t>& off, std::vector<TaskId>& out) {
     off.assign(n + 1, 0);
@@ -55,26 +50,6 @@ void TaskGraph::seal() const {
   for (size_t t = 0; t < n; ++t)
     for (uint32_t i = res_offset_[t]; i < res_offset_[t + 1]; ++i) queue_[pos[res_list_[i]]++] = static_cast<TaskId>(t);
   sealed_ = true;
-}
-
-std::span<const TaskId> TaskGraph::successors(TaskId t) const {
-  seal();
-  return {succ_.data() + succ_offset_[t], succ_offset_[t + 1] - succ_offset_[t]};
-}
-
-std::span<const TaskId> TaskGraph::predecessors(TaskId t) const {
-  seal();
-  return {pred_.data() + pred_offset_[t], pred_offset_[t + 1] - pred_offset_[t]};
-}
-
-std::span<const TaskId> TaskGraph::queue(ResourceId r) const {
-  seal();
-  return {queue_.data() + queue_offset_[r], queue_offset_[r + 1] - queue_offset_[r]};
-}
-
-int TaskGraph::num_dependencies(TaskId t) const {
-  seal();
-  return static_cast<int>(pred_offset_[t + 1] - pred_offset_[t]);
 }
 
 }  // namespace hs::engine

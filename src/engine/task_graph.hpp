@@ -70,15 +70,32 @@ class TaskGraph {
   int num_tasks() const { return static_cast<int>(tag_.size()); }
   int num_resources() const { return static_cast<int>(resource_names_.size()); }
   const std::string& resource_name(ResourceId r) const { return resource_names_[r]; }
-  std::span<const ResourceId> resources(TaskId t) const;
-  std::span<const TaskId> successors(TaskId t) const;
-  std::span<const TaskId> predecessors(TaskId t) const;
+  // Inline: the simulation's event loop reads them for every task it starts and ends.
+  std::span<const ResourceId> resources(TaskId t) const {
+    return {res_list_.data() + res_offset_[t], res_offset_[t + 1] - res_offset_[t]};
+  }
+  std::span<const TaskId> successors(TaskId t) const {
+    seal();
+    return {succ_.data() + succ_offset_[t], succ_offset_[t + 1] - succ_offset_[t]};
+  }
+  std::span<const TaskId> predecessors(TaskId t) const {
+    seal();
+    return {pred_.data() + pred_offset_[t], pred_offset_[t + 1] - pred_offset_[t]};
+  }
   // Tasks of a resource in issue order.
-  std::span<const TaskId> queue(ResourceId r) const;
-  int num_dependencies(TaskId t) const;
+  std::span<const TaskId> queue(ResourceId r) const {
+    seal();
+    return {queue_.data() + queue_offset_[r], queue_offset_[r + 1] - queue_offset_[r]};
+  }
+  int num_dependencies(TaskId t) const {
+    seal();
+    return static_cast<int>(pred_offset_[t + 1] - pred_offset_[t]);
+  }
 
   // Builds the adjacency arrays; called by the simulation (cheap when nothing changed).
-  void seal() const;
+  void seal() const {
+    if (!sealed_) build_adjacency();
+  }
 
  private:
   std::vector<std::string> resource_names_;
@@ -92,6 +109,7 @@ class TaskGraph {
   std::vector<uint32_t> res_offset_{0};
   std::vector<ResourceId> res_list_;
   std::vector<std::pair<TaskId, TaskId>> edges_;
+  void build_adjacency() const;  // seal()'s work
   // Sealed CSR views (mutable: derived data).
   mutable bool sealed_ = false;
   mutable std::vector<uint32_t> succ_offset_, pred_offset_, queue_offset_;

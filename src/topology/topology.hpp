@@ -218,6 +218,16 @@ class Topology {
     const size_t p = static_cast<size_t>(src_gpu) * gpu_vertex_.size() + static_cast<size_t>(dst_gpu);
     return HopSeq({bind_hops_.data() + bind_offset_[p], bind_offset_[p + 1] - bind_offset_[p]});
   }
+  // Stored routes (factored_routes() false) row by row, for a tight loop over a source's pairs:
+  // pair (s, d)'s binding hops are binding_hop_data()[off[d] .. off[d + 1]) with off =
+  // binding_offsets(s), its route latency latency_row(s)[d] (as route_latency gives it).
+  const uint32_t* binding_offsets(int src_gpu) const {
+    return bind_offset_.data() + static_cast<size_t>(src_gpu) * gpu_vertex_.size();
+  }
+  const RouteHop* binding_hop_data() const { return bind_hops_.data(); }
+  const float* latency_row(int src_gpu) const {
+    return route_latency_.data() + static_cast<size_t>(src_gpu) * gpu_vertex_.size();
+  }
   // Endpoint-separable binding hops: when every route's binding hops are its source's egress hops
   // plus its destination's ingress hops, both fixed per GPU and per locality (cross_node: the pair
   // is on different nodes) — one NIC per GPU behind a non-blocking fabric is like that — the loads

@@ -152,6 +152,32 @@ TEST_CASE("both directions of an all-to-all-v at once: the same loads as one at 
   }
 }
 
+TEST_CASE("all-to-all-v on a topology that is not endpoint-separable: the transfers' loads to the bit") {
+  // Without the separable pass, the all-to-all loads each pair's binding hops in (source,
+  // destination) order, the order of its transfers (alltoallv_flows), holding a source's first
+  // link in registers while its pairs keep it (AnalyticNetwork::alltoallv_add): every link then
+  // takes the same additions in the same order as loads() over the transfers, so its bytes and
+  // flow count are equal exactly, both directions, on GPUs sharing a NIC (one NIC per node, and
+  // two GPUs per NIC) and with rows that skip pairs.
+  for (const auto& [nodes, nics] : {std::pair{3, 1}, std::pair{4, 4}, std::pair{9, 1}}) {
+    CAPTURE(nodes);
+    CAPTURE(nics);
+    const Topology t = cluster(nodes, 8, nics, 50e9);
+    REQUIRE(!t.endpoint_separable());
+    const std::vector<double> m = uneven_matrix(t.num_gpus());
+    AnalyticNetwork net(t);
+    for (const bool transpose : {false, true}) {
+      CoflowLoads pass, by_transfers;
+      double extra = 0;
+      const Coflow flows = alltoallv_flows(t, m, transpose, extra);
+      const double t_pass = net.alltoallv_loads(m, transpose, pass);
+      const double t_flows = net.loads(flows, extra, by_transfers);
+      CHECK(t_pass == t_flows);
+      check_same(pass, by_transfers);
+    }
+  }
+}
+
 TEST_CASE("all-to-all-v pass: dense rows, rows with gaps and node-local rows against the transfers") {
   // The pass reads a row as the GPUs before its node, its node less itself and the GPUs after it,
   // and takes a row's latency from its precomputed largest when the row has a peer in every other

@@ -3,6 +3,7 @@
 // and, for both, the properties the lower bound relies on.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <span>
@@ -11,6 +12,7 @@
 
 #include "cost/compute_cost.hpp"
 #include "cost/gemm_fit.hpp"
+#include "cost/gemm_tiles.hpp"
 #include "workload/model_spec.hpp"
 
 using namespace hs;
@@ -113,6 +115,59 @@ TEST_CASE("expert GEMM, tile/wave model: one expert of 1024 tokens by hand") {
   // No tokens, no launch.
   CHECK(cc.expert_forward({}).value() == 0);
   CHECK(cc.expert_backward({}).value() == 0);
+}
+
+// The tile model's launches as the groups they are (gemm_waves_time over {tiles, k} per problem
+// with rows, in the rows' order), the form ComputeCost computed them in before it summed them
+// without building groups: the reference for the test below.
+double launch_by_groups(const cost::ComputeParams& p, int sms, double peak, double hbm, std::span<const double> rows,
+                        double n, double k, bool weight_grad, double weight_bytes, double act_bytes) {
+  std::vector<cost::TileGroup> groups;
+  double problems = 0, all_rows = 0;
+  for (double t : rows) {
+    if (!(t > 0)) continue;
+    groups.push_back(weight_grad ? cost::TileGroup{cost::gemm_tile_count(k, n, p.tiles), t}
+                                 : cost::TileGroup{cost::gemm_tile_count(t, n, p.tiles), k});
+    problems += 1, all_rows += t;
+  }
+  if (groups.empty()) return 0;
+  const double compute = cost::gemm_waves_time(groups, sms, peak, p.tiles).value();
+  return p.tiles.call.value() + std::max(compute, (problems * weight_bytes + all_rows * act_bytes) / (p.eta_mem * hbm));
+}
+
+TEST_CASE("property: the tile model's expert GEMMs equal, to the bit, their launches timed as groups of tiles") {
+  // ComputeCost sums a forward launch's tiles at once (every problem has the same k: the waves do
+  // not depend on the problems' order, and every sum is of integers) and sorts a weight gradient's
+  // rows (every problem has the same tile count): the same doubles as gemm_waves_time over the
+  // groups, for rows that are fractional, zero, repeated, or many (more than the inline buffer).
+  const auto m = model();  // d 4096, f 8192, 2 matrices, bf16; 132 SMs
+  const cost::ComputeParams p;
+  const cost::ComputeCost cc(gpu(), m, p);
+  const double d = m.d_model, f = m.d_ffn, pb = m.precision.param_bytes, ab = m.precision.activation_bytes;
+  const double gb = m.precision.grad_bytes, peak = gpu().peak_flops.value(), hbm = gpu().hbm_bandwidth.value();
+  std::mt19937 rng(33);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int experts = std::uniform_int_distribution<int>(0, trial % 10 == 0 ? 700 : 80)(rng);
+    std::vector<double> rows(experts);
+    for (double& r : rows) {
+      const int kind = std::uniform_int_distribution<int>(0, 3)(rng);
+      r = kind == 0 ? 0.0 : kind == 1 ? std::uniform_int_distribution<int>(1, 4000)(rng)
+                                       : std::uniform_real_distribution<double>(0.01, 3000.0)(rng);
+      if (kind == 3 && !rows.empty()) r = rows[0];  // repeated counts
+    }
+    // forward: up [rows x d] x [d x f], down [rows x f] x [f x d]; backward: each matrix's data
+    // gradient and weight gradient (ComputeCost::tiled_mlp).
+    const double fwd = launch_by_groups(p, 132, peak, hbm, rows, f, d, false, d * f * pb, (d + f) * ab) +
+                       launch_by_groups(p, 132, peak, hbm, rows, d, f, false, f * d * pb, (f + d) * ab);
+    const double bwd = (launch_by_groups(p, 132, peak, hbm, rows, d, f, false, d * f * pb, (d + f) * ab) +
+                        launch_by_groups(p, 132, peak, hbm, rows, f, d, true, d * f * gb, (d + f) * ab)) +
+                       (launch_by_groups(p, 132, peak, hbm, rows, f, d, false, f * d * pb, (f + d) * ab) +
+                        launch_by_groups(p, 132, peak, hbm, rows, d, f, true, f * d * gb, (f + d) * ab));
+    double all = 0;
+    for (double t : rows) all += t;
+    CHECK(cc.expert_forward(rows).value() == fwd + cc.activation(all, f, false, false).value());
+    CHECK(cc.expert_backward(rows).value() == bwd + cc.activation(all, f, false, true).value());
+  }
 }
 
 TEST_CASE("property: the expert GEMM is subadditive, gemm(x + y) <= gemm(x) + gemm(y) (the lower bound's premise)") {

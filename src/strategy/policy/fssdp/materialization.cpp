@@ -191,39 +191,43 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
     for (int e = 0; e < E; ++e)
       for (int k = 0; k < at[e + 1] - at[e]; ++k) local[fill[static_cast<size_t>(e) * nodes + node_of[hold[at[e] + k]]]++] = k;
   }
+  // Each instance's token count, parallel to hold (expert_tokens[hold[i]][slot[i]]).
+  std::vector<double*> tokens_at(hold.size());
+  for (size_t i = 0; i < hold.size(); ++i) tokens_at[i] = &out.expert_tokens[hold[i]][slot[i]];
   std::vector<int> chosen;
   for (int s = 0; s < n; ++s) {
     const double* row = counts.data() + static_cast<size_t>(s) * E;
+    double* bytes_row = out.bytes.data() + static_cast<size_t>(s) * n;
     for (int e = 0; e < E; ++e) {
       const double c = row[e];
       if (c == 0) continue;
-      const int* h = hold.data() + at[e];  // e's holders, and their slots:
-      const int* h_slot = slot.data() + at[e];
+      const int* h = hold.data() + at[e];  // e's holders, and their token counts:
+      double* const* h_tokens = tokens_at.data() + at[e];
       const int holders = at[e + 1] - at[e];
-      if (holders == 1) {  // no copy: every rule picks the owner (c / 1 is c exactly, as below)
-        const int g = h[0];
-        out.expert_tokens[g][h_slot[0]] += c;
+      // One holder chosen: no copy (every rule picks the owner), or the topology rule's source
+      // holding e itself. c / 1 is c exactly, so it is the general case below with one holder.
+      int one = holders == 1 ? 0 : -1;
+      if (one < 0 && topo_rule) one = index_of[static_cast<size_t>(e) * n + s];
+      if (one >= 0) {
+        const int g = h[one];
+        *h_tokens[one] += c;
         out.received[g] += c;
-        out.bytes[static_cast<size_t>(s) * n + g] += c * token_bytes;
+        bytes_row[g] += c * token_bytes;
         continue;
       }
       chosen.clear();
-      if (topo_rule) {  // the source itself, else its node's holders (in holder order), else all
-        if (const int k = index_of[static_cast<size_t>(e) * n + s]; k >= 0) {
-          chosen.push_back(k);
-        } else {
-          const size_t at = static_cast<size_t>(e) * nodes + node_of[s];
-          chosen.assign(local.begin() + first[at], local.begin() + first[at + 1]);
-        }
+      if (topo_rule) {  // its node's holders (in holder order), else all
+        const size_t at = static_cast<size_t>(e) * nodes + node_of[s];
+        chosen.assign(local.begin() + first[at], local.begin() + first[at + 1]);
       }
       if (chosen.empty())
         for (int k = 0; k < holders; ++k) chosen.push_back(k);
       const double share = c / static_cast<double>(chosen.size());
       for (int k : chosen) {
         const int g = h[k];
-        out.expert_tokens[g][h_slot[k]] += share;
+        *h_tokens[k] += share;
         out.received[g] += share;
-        out.bytes[static_cast<size_t>(s) * n + g] += share * token_bytes;
+        bytes_row[g] += share * token_bytes;
       }
     }
   }
