@@ -117,7 +117,10 @@ void Simulation::run() {
     slow_.assign(n, 0.0);
     active_compute_.assign(graph_.num_devices(), 0);
     for (auto& a : active_comm_) a.assign(graph_.num_devices(), 0);
-    for (auto& r : running_) r.assign(graph_.num_devices(), {});
+    for (auto& r : running_) {  // (cleared, not replaced: a kept Simulation reuses the lists)
+      r.resize(graph_.num_devices());
+      for (auto& v : r) v.clear();
+    }
   }
   now_ = 0;
   events_ = 0;

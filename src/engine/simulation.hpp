@@ -41,6 +41,9 @@ class Simulation {
   explicit Simulation(const TaskGraph& graph);
   // Registers a model for tasks whose model id is the returned id (the fixed model is id 0).
   ModelId add_model(ActivityModel* model);
+  // Forgets the models add_model registered (the fixed model stays id 0): a Simulation kept for
+  // several runs of one graph (its buffers reused) gets the next run's models anew.
+  void clear_models() { models_.resize(1); }
   void add_observer(Observer* o) { observers_.push_back(o); }
   void set_interference(Interference i) { interference_ = i; }
 

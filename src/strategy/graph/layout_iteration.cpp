@@ -286,7 +286,10 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   }
   ++runs_;
   open_ = false;  // the next take_layer starts the next iteration
-  engine::Simulation sim(g);
+  // One Simulation of the graph, kept from run to run (its per-task buffers are reused).
+  if (!sim_ || sim_graph_ != &g) sim_ = std::make_unique<engine::Simulation>(g), sim_graph_ = &g;
+  engine::Simulation& sim = *sim_;
+  sim.clear_models();
   if (flow) sim.add_model(flow);
   else sim.add_model(coflow);
   sim.set_interference(ctx_.interference);

@@ -346,6 +346,8 @@ class LayoutIterationGraph {
   std::map<std::tuple<int, int, int>, SparseLoads> sparse_loads_;
   long runs_ = 0;  // run() calls so far
   std::vector<Binding> bindings_;
+  std::unique_ptr<engine::Simulation> sim_;  // of g_, kept between runs (sim_graph_: the graph it was made for)
+  const engine::TaskGraph* sim_graph_ = nullptr;
   // This run's transfers of each sparse collective or migration binding (null: the others), for the
   // timeline; DualPipe's mirrored copies of a plan's transfers, keyed (bind kind, layer, micro-batch).
   std::vector<const collective::Coflow*> bound_;

@@ -122,6 +122,26 @@ TEST_CASE("interference: compute beside communication progresses at 1 / (1 + s)"
   CHECK(sim.end_time(o.compute) == hs::test::approx(2.5));
 }
 
+TEST_CASE("a Simulation kept for several runs gives each run a fresh one's times") {
+  // The layout graph keeps its Simulation between iterations (buffers reused, models registered
+  // anew with clear_models): run 1 with compute slowed 1.0 beside communication (compute 2.5 s, as
+  // above), run 2 without interference (compute 2 s, communication 1 s), run 3 as run 1 again.
+  Overlap o;
+  Simulation kept(o.g);
+  for (const double slow : {1.0, 0.0, 1.0}) {
+    kept.clear_models();
+    kept.set_interference({slow, 0.0});
+    kept.run();
+    Simulation fresh(o.g);
+    fresh.set_interference({slow, 0.0});
+    fresh.run();
+    CHECK(kept.end_time(o.compute) == fresh.end_time(o.compute));
+    CHECK(kept.end_time(o.comm) == fresh.end_time(o.comm));
+    CHECK(kept.end_time(o.compute) == hs::test::approx(slow > 0 ? 2.5 : 2.0));
+    CHECK(kept.critical_path() == fresh.critical_path());
+  }
+}
+
 TEST_CASE("interference: communication beside compute is slowed the same way") {
   // communication_slowdown 1: the 1 s communication runs at half speed while the 2 s compute is
   // active, so it needs 2 s and ends at 2 s; the compute is not slowed: 2 s.
