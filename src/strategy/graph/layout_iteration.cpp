@@ -313,6 +313,8 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     c.overlappable = c.communication && (cls_[tag] == kSparse || cls_[tag] == kDp) && labels_[tag].op != Op::kCalibration;
     c.mean = mean_[tag];
     c.gpu = expert_gpu[x];
+    // Its stage (a mirrored pair's DP collective: the lower stage's, whose streams come first).
+    if (c.overlappable) c.group = L.pp_rank(g.device(g.resources(x).front()));
     return c;
   };
   walk_critical_path(g, sim, prev_, charge, n, res, [&](engine::TaskId x, double d) {

@@ -28,10 +28,13 @@ void walk_critical_path(const engine::TaskGraph& g, const engine::Simulation& si
   const int nt = g.num_tasks();
   if (nt == 0) return;
   std::vector<TaskCharge> info(nt);
-  double overlappable_total = 0, overlappable_charged = 0;
+  std::vector<double> overlappable_total(1, 0.0), overlappable_charged(1, 0.0);  // per group
   for (engine::TaskId t = 0; t < nt; ++t) {
     info[t] = charge(t);
-    if (info[t].overlappable) overlappable_total += sim.end_time(t) - sim.start_time(t);
+    if (!info[t].overlappable) continue;
+    const auto k = static_cast<size_t>(info[t].group);
+    if (k >= overlappable_total.size()) overlappable_total.resize(k + 1, 0.0), overlappable_charged.resize(k + 1, 0.0);
+    overlappable_total[k] += sim.end_time(t) - sim.start_time(t);
   }
   std::vector<double> gpu_expert(std::max(gpus, 0), 0.0);
   auto add = [&](engine::TaskId task, double d) {
@@ -51,7 +54,7 @@ void walk_critical_path(const engine::TaskGraph& g, const engine::Simulation& si
     } else {
       res.breakdown[static_cast<int>(in.component)] += d;
     }
-    if (in.overlappable) overlappable_charged += d;
+    if (in.overlappable) overlappable_charged[static_cast<size_t>(in.group)] += d;
     if (on_charged) on_charged(task, d);
   };
   engine::TaskId t = 0;
@@ -76,7 +79,8 @@ void walk_critical_path(const engine::TaskGraph& g, const engine::Simulation& si
     }
     t = p;
   }
-  res.hidden_comm = std::max(0.0, overlappable_total - overlappable_charged);
+  for (size_t k = 0; k < overlappable_total.size(); ++k)
+    res.hidden_comm = std::max(res.hidden_comm, overlappable_total[k] - overlappable_charged[k]);
   if (res.breakdown[static_cast<int>(Component::kStragglerWait)] > 0) {
     double best = 0;
     for (int x = 0; x < gpus; ++x)

@@ -12,8 +12,11 @@
 //   * when the walk enters an overlappable communication task p (one that runs beside compute:
 //     spAG, spRS, data-parallel reductions) and some non-overlappable predecessor q ended while p ran
 //     (end(q) >= start(p)), p is charged only what it outlasted q by ("exposed") and the walk goes on
-//     along q, the compute that ran meanwhile. The overlapped part of every overlappable task is
-//     reported as hidden communication: sum of their durations less what the path charged them.
+//     along q, the compute that ran meanwhile. The overlapped part of the overlappable tasks is
+//     reported as hidden communication: per group of tasks that run one after another (a pipeline
+//     stage: TaskCharge::group), the sum of their durations less what the path charged them, and
+//     of the groups the largest (the stages run at once: their sum would count parallel time
+//     several times over, more than the iteration under a deep pipeline).
 // A bottleneck GPU exists only where some expert task straggled: the GPU whose expert tasks on the
 // path took longest.
 #pragma once
@@ -36,6 +39,7 @@ struct TaskCharge {
   bool communication = false;  // never charged overlap_slowdown
   double mean = -1;            // expert tasks: the mean over the GPUs that run the same work; else < 0
   int gpu = -1;                // expert tasks: the GPU, for the bottleneck
+  int group = 0;               // overlappable tasks: the pipeline stage they run on (0 .. stages - 1)
 };
 
 // Stream predecessors of every task of a sealed graph (the task before it on each of its

@@ -1499,3 +1499,32 @@ TEST_CASE("ZB-H1: the copies' gradients return (spRS) after the W op has compute
     }
   CHECK(checked == 4 * 2);  // 4 blocks, two copy holders per stage
 }
+
+TEST_CASE("hidden communication is the stage with the most, not the sum over stages running at once") {
+  // Three pipeline stages, each a 2 s compute task beside a 1 s overlappable collective on its own
+  // stream, all from time 0. The critical path is one compute task (2 s); every collective is
+  // hidden. Summed over stages that would be 3 s of "hidden" communication in a 2 s iteration;
+  // per stage it is 1 s, the reported figure.
+  engine::TaskGraph g;
+  std::vector<engine::TaskId> comm;
+  for (int s = 0; s < 3; ++s) {
+    const auto c = g.add_resource("c" + std::to_string(s), s), d = g.add_resource("d" + std::to_string(s), s);
+    g.add_task(c, Seconds(2), 0);
+    comm.push_back(g.add_task(d, Seconds(1), 1));
+  }
+  g.seal();
+  engine::Simulation sim(g);
+  sim.run();
+  strategy::StreamPredecessors prev;
+  prev.build(g);
+  strategy::IterationResult res;
+  strategy::walk_critical_path(g, sim, prev, [&](engine::TaskId t) {
+    strategy::TaskCharge c;
+    const auto it = std::find(comm.begin(), comm.end(), t);
+    c.overlappable = c.communication = it != comm.end();
+    c.group = static_cast<int>(t / 2);  // the stage (tasks were added two per stage)
+    return c;
+  }, 3, res);
+  CHECK(sim.makespan() == 2.0);
+  CHECK(res.hidden_comm == hs::test::approx(1.0));
+}
