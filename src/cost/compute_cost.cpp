@@ -134,15 +134,9 @@ Seconds ComputeCost::tiled_call(Rows& rows, double n, double k, bool weight_grad
   } else {
     const double weight_tiles = gemm_tile_count(k, n, p_.tiles);  // a k x n output per expert
     if (weight_tiles > 0) {
-      double c = 0, before = 0;  // gemm_wave_sums' loop
-      for (double t : rows.sorted()) {
-        const double through = std::ceil((c + weight_tiles) / sms_);
-        const double starts = through - before;
-        w.starts += starts;
-        w.k_sum += starts * t;
-        c += weight_tiles;
-        before = through;
-      }
+      WaveCounter waves(sms_);
+      for (double t : rows.sorted()) waves.add(weight_tiles, t);
+      w = waves.sums();
     }
   }
   const Seconds compute = gemm_waves_time(w, sms_, peak, tp);

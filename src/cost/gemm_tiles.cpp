@@ -11,20 +11,10 @@ WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms) {
   for (const auto& x : groups)
     if (x.tiles > 0) g.push_back(x);
   std::sort(g.begin(), g.end(), [](const TileGroup& a, const TileGroup& b) { return a.k > b.k; });
-  // Tiles at positions 0, sms, 2 sms, ... (longest first) start the waves; a group holding positions
-  // [c, c + tiles) starts ceil((c + tiles) / sms) - ceil(c / sms) of them.
-  // ceil(c / sms) is the previous group's ceil((c + tiles) / sms): the same quotient, divided once.
-  WaveSums w;
-  double c = 0, before = 0;  // before = ceil(c / sms)
-  for (const auto& x : g) {
-    const double through = std::ceil((c + x.tiles) / sms);
-    const double starts = through - before;
-    w.starts += starts;
-    w.k_sum += starts * x.k;
-    c += x.tiles;
-    before = through;
-  }
-  return w;
+  // Tiles at positions 0, sms, 2 sms, ... (longest first) start the waves (WaveCounter).
+  WaveCounter w(sms);
+  for (const auto& x : g) w.add(x.tiles, x.k);
+  return w.sums();
 }
 
 Seconds gemm_waves_time(std::span<const TileGroup> groups, int sms, double peak, const GemmTileParams& p) {

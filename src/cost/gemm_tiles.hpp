@@ -68,6 +68,28 @@ struct WaveSums {
   double starts = 0, k_sum = 0;
 };
 WaveSums gemm_wave_sums(std::span<const TileGroup> groups, int sms);
+// gemm_wave_sums' count, group by group, for groups given already in its order (longest k first):
+// a caller that has them sorted (equal tile counts, rows sorted) need not build TileGroups.
+class WaveCounter {
+ public:
+  explicit WaveCounter(int sms) : sms_(sms) {}
+  // A group holding tile positions [c, c + tiles) starts ceil((c + tiles) / sms) - ceil(c / sms)
+  // waves (ceil(c / sms) is the previous group's quotient, divided once).
+  void add(double tiles, double k) {
+    const double through = std::ceil((c_ + tiles) / sms_);
+    const double starts = through - before_;
+    sums_.starts += starts;
+    sums_.k_sum += starts * k;
+    c_ += tiles;
+    before_ = through;
+  }
+  const WaveSums& sums() const { return sums_; }
+
+ private:
+  int sms_;
+  WaveSums sums_;
+  double c_ = 0, before_ = 0;
+};
 
 // Seconds of the waves of one launch over `groups` (any order) on `sms` SMs of `peak` FLOP/s, with
 // no fixed call time and no memory roofline: sum over waves of the wave's longest tile.

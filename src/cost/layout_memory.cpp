@@ -129,9 +129,10 @@ double stage_logits_bytes(const workload::ModelSpec& m, const workload::Parallel
   return losses * one;
 }
 
-double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
-  if (l.schedule == workload::Schedule::kDualPipe)
-    return in_flight_micro_batches(kScheduleDualPipe, l, stage, micro_batches);
+namespace {
+
+// 1F1B's count (interleaved when vpp > 1), whatever the layout's schedule: the header's formula.
+double one_f_one_b_in_flight(const workload::ParallelLayout& l, int stage, int micro_batches) {
   if (l.vpp == 1) return std::max(1, std::min(l.pp - stage, micro_batches));
   // Interleaved: Megatron's warm-up of (pp - s - 1) x 2 + (vpp - 1) x pp chunk forwards, then one more
   // before the first backward frees one; a chunk holds 1/vpp of the stage's blocks.
@@ -141,10 +142,17 @@ double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int
   return static_cast<double>(std::max(1, chunks)) / l.vpp;
 }
 
+}  // namespace
+
+double in_flight_micro_batches(const workload::ParallelLayout& l, int stage, int micro_batches) {
+  return in_flight_micro_batches(l.schedule == workload::Schedule::kDualPipe ? kScheduleDualPipe : k1F1B, l, stage,
+                                 micro_batches);
+}
+
 double in_flight_micro_batches(std::string_view schedule, const workload::ParallelLayout& l, int stage,
                                int micro_batches) {
   if (schedule == kScheduleDualPipe) return (l.pp + 1) / 2.0;
-  if (schedule == k1F1B || schedule == kScheduleZbH1) return in_flight_micro_batches(l, stage, micro_batches);
+  if (schedule == k1F1B || schedule == kScheduleZbH1) return one_f_one_b_in_flight(l, stage, micro_batches);
   throw std::invalid_argument(fmt::format("in_flight_micro_batches: unknown pipeline schedule '{}'", schedule));
 }
 

@@ -93,10 +93,10 @@ struct HeldLayer {
 };
 std::vector<HeldLayer> held_layers(const workload::ParallelLayout& layout, std::span<const int> stage, int x);
 
-// The worst GPU's memory under the layout, routed tokens per micro-batch over its held MoE layers
-// (held_layers: under DualPipe its mirrored stage's too)
-// (plans[l].received_tokens; stage[l] the stage holding MoE layer l), into r.memory / r.memory_gpu;
-// every GPU holds `reserve_slots` more experts per MoE layer of its stage (FlexMoE's); `add`, when
+// The worst GPU's memory under the layout, routed tokens per micro-batch over the MoE layers it holds
+// (held_layers: under DualPipe its mirrored stage's too; plans[l].received_tokens, stage[l] the
+// stage holding MoE layer l), into r.memory / r.memory_gpu; every GPU holds `reserve_slots` more
+// experts per MoE layer it holds (FlexMoE's); `add`, when
 // given, adds a strategy's own buffers to GPU x's breakdown (FasterMoE's shadows).
 // `nccl`: per GPU NCCL buffer bytes (layout_nccl_bytes). `moves`, when given, says per MoE layer
 // whether its all-to-all moves tokens between GPUs (layer_moves_tokens of a plan whose dispatch

@@ -205,19 +205,20 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   // mirrors of the plan's GPUs (the mirrored stage holds the same experts and copies), and
   // migrations move both copies of the experts.
   mirrored_.clear();
+  auto append_mirrored = [&](const collective::Coflow& flows, collective::Coflow& out) {
+    for (const auto& f : flows) out.push_back({L.mirror_rank(f.src), L.mirror_rank(f.dst), f.bytes});
+  };
   auto mirror = [&](const collective::Coflow& flows, std::tuple<int, int, int> key) -> const collective::Coflow& {
     auto [it, fresh] = mirrored_.try_emplace(key);
-    if (fresh) {
-      it->second.reserve(flows.size());
-      for (const auto& f : flows) it->second.push_back({L.mirror_rank(f.src), L.mirror_rank(f.dst), f.bytes});
-    }
+    if (fresh) append_mirrored(flows, it->second);
     return it->second;
   };
   const collective::Coflow* moved = &migrations;
-  if (dual && !migrations.empty()) {
-    collective::Coflow both = mirror(migrations, {static_cast<int>(Bind::kMigration), -1, -1});
-    both.insert(both.begin(), migrations.begin(), migrations.end());
-    moved = &(mirrored_[{static_cast<int>(Bind::kMigration), -1, -1}] = std::move(both));
+  if (dual && !migrations.empty()) {  // the plan's moves, then the same on the mirrored stage
+    collective::Coflow& both = mirrored_[{static_cast<int>(Bind::kMigration), -1, -1}];
+    both = migrations;
+    append_mirrored(migrations, both);
+    moved = &both;
   }
   bound_.assign(bindings_.size(), nullptr);
   for (size_t i = 0; i < bindings_.size(); ++i) {

@@ -462,7 +462,7 @@ class LayoutFssdp final : public Strategy {
                       copies + interference);
     };
     // The spAG's window: the attention forward and router, and on a stream of its own the dispatch.
-    const double bound = added(k_.single_queue ? window + router_time_ + 0 : std::numeric_limits<double>::infinity());
+    const double bound = added(k_.single_queue ? window + router_time_ : std::numeric_limits<double>::infinity());
     if (bound > beat) return bound;
     dispatch_predicted(d);
     const double a2a = a2a_time(grp, d.bytes, false), combine = a2a_time(grp, d.bytes, true);
@@ -688,7 +688,7 @@ class LayoutFssdp final : public Strategy {
     predicted_gain_ += gain_total;
   }
 
-  // The worst GPU: the layout's memory (routed tokens per micro-batch over its stage's layers) and
+  // The worst GPU: the layout's memory (routed tokens per micro-batch over its held layers) and
   // NCCL buffers plus its copies' buffers at their peak; without re-materialization also the same
   // plan under re-materialization's lifetimes, for the verdict. Keeps the most routed tokens so far
   // for the next cap.
@@ -785,7 +785,8 @@ class LayoutFssdp final : public Strategy {
   // asks for placements a few experts apart): the cache's times, exactly.
   std::optional<collective::SparseTimeTracker> spag_times_, sprs_times_;
   cost::CopyLifetime life_;
-  std::vector<double> received_, largest_;  // [gpu] routed tokens per iteration: stage total, largest layer
+  std::vector<double> received_, largest_;  // [gpu] routed tokens per iteration over its held layers, the
+                                            // most seen so far: total, largest layer
   std::vector<std::vector<Group>> group_;   // [layer][group] this iteration's plan inputs
   std::vector<int> level_;                  // [gpu] this iteration's cap level
   std::vector<int> t_max_, copies_, cut_;
