@@ -134,9 +134,12 @@ CopyPeak copy_buffer_peak(std::span<const double> copies, double param_bytes, do
     consider(life.rematerialize ? copies[l] + at(l + 1) : held, 0);
   }
   // Backward, last layer first: its copies (and, without re-materialization, every lower layer's),
-  // its gradient buffers and, when spRS may still drain, the layer above's.
+  // its gradient buffers and, when spRS may still drain, the layer above's (a split backward: every
+  // layer above's).
+  double pending = 0;  // a split backward's gradient buffers, layers l..L-1
   for (int l = L - 1; l >= 0; --l) {
-    const double grads = copies[l] + (life.grads_overlap_next ? at(l + 1) : 0.0);
+    pending += copies[l];
+    const double grads = life.grads_pile_up ? pending : copies[l] + (life.grads_overlap_next ? at(l + 1) : 0.0);
     consider(life.rematerialize ? copies[l] + at(l - 1) : held, grads);
     held -= copies[l];
   }

@@ -156,10 +156,17 @@ inline constexpr double kRuntimeReserveBytes = 1024.0 * 1024 * 1024;
 //     owner. With one NCCL queue (Hecate's runtime; comm_queue=single) spRS(l) drains before the
 //     next layer's gradient all-to-all, so one layer's gradient buffers at a time; on a stream of
 //     its own it may still be draining while layer l-1's backward fills its buffers
-//     (grads_overlap_next: l and l-1 together).
+//     (grads_overlap_next: l and l-1 together);
+//   * a split backward (ZB-H1, DualPipe: B computes the input gradients, W later the weight
+//     gradients, arXiv 2401.10241 §3.1) fills a copy's gradient buffer in the W op, which issues no
+//     all-to-all: nothing holds W(l-1) behind spRS(l), so the W op can run through the layers while
+//     their spRS still queue, and every layer whose W has run may hold its gradient buffers at once
+//     (grads_pile_up: at layer l's backward, layers l..L-1's). Its B needs the copies' parameters
+//     (dX = dY W^T), as a whole backward does.
 struct CopyLifetime {
   bool rematerialize = false;
   bool grads_overlap_next = false;
+  bool grads_pile_up = false;
 };
 struct CopyPeak {
   double params = 0, grads = 0;  // bytes resident at the peak instant

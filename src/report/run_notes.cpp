@@ -123,6 +123,22 @@ std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in) {
                                     sameness_reason(r.strategies[j], r.strategies[i])));
         break;
       }
+  // A strategy over memory in some iterations only: a run that would stop there (out of memory)
+  // although its other iterations fit. FSSDP plans each iteration's copies beside the most routed
+  // tokens seen before it (the first: a balanced estimate), so an iteration routing more than ever
+  // before is where it overflows.
+  for (const auto& s : r.strategies) {
+    const int n = static_cast<int>(s.times.size());
+    if (s.iterations_over_memory == 0 || s.iterations_over_memory == n) continue;
+    std::string o = fmt::format("note: {} exceeds the GPU's memory in {} of {} iterations (the worst: iteration {}, {:.2f} GiB)",
+                                s.name, s.iterations_over_memory, n, s.peak_memory_iteration + 1,
+                                s.peak_memory.total() / (1024.0 * 1024 * 1024));
+    if (is(s.name, "fssdp"))
+      o += s.peak_memory_iteration == 0
+               ? ": its copies there were planned on a balanced estimate, before any routing was seen"
+               : ": its copies there were planned beside the most routed tokens of the iterations before it";
+    notes.push_back(o);
+  }
   // FSSDP slower than EP: which phases it exposes beyond EP's, against what it saves.
   const strategy::RunSummary* ep = nullptr;
   for (const auto& s : r.strategies)

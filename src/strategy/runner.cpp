@@ -67,7 +67,9 @@ RunSummary run_strategy(Strategy& s, const std::string& name, const IterationLoa
       worst_mem = r.memory.total();
       out.peak_memory = r.memory;
       out.peak_memory_gpu = r.memory_gpu;
+      out.peak_memory_iteration = i;
     }
+    if (r.memory.total() > gpu_memory_bytes) ++out.iterations_over_memory;
     if (r.memory_rematerialized &&
         (!out.peak_memory_rematerialized || r.memory_rematerialized->total() > out.peak_memory_rematerialized->total()))
       out.peak_memory_rematerialized = r.memory_rematerialized;

@@ -19,6 +19,8 @@ struct RunSummary {
   double hidden_comm = 0;           // mean per iteration: collective time overlapped with compute
   cost::MemoryBreakdown peak_memory;                // of the worst iteration's worst GPU
   int peak_memory_gpu = -1;
+  int peak_memory_iteration = -1;   // 0-based: the iteration peak_memory is of
+  int iterations_over_memory = 0;   // iterations whose worst GPU exceeds the GPU's memory
   bool fits_memory = true;
   // FSSDP without re-materialization: the worst iteration's memory with re-materialization's copy
   // lifetimes (IterationResult::memory_rematerialized); unset otherwise.

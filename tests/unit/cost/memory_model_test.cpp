@@ -84,6 +84,25 @@ TEST_CASE("re-materialization keeps the layer in use and the one being gathered"
   CHECK(copy_buffer_peak(std::vector<double>{5}, MiB, MiB, {true, false}).total() == 10 * MiB);
 }
 
+TEST_CASE("a split backward's W op may leave every layer's gradient buffers waiting for spRS") {
+  // Same copies 3, 1, 4, 2, re-materialized. ZB-H1 / DualPipe: W runs through the layers without
+  // an all-to-all to hold it behind spRS, so at layer l's backward layers l..3 hold gradient
+  // buffers: layer 3: (2 + 4) + 2 = 8, layer 2: (4 + 1) + 6 = 11, layer 1: (1 + 3) + 7 = 11,
+  // layer 0: 3 + 10 = 13. Peak 13 at layer 0: 3 MiB of copies, 10 of gradient buffers (a whole
+  // backward, one queue: 9, previous case).
+  const std::vector<double> copies{3, 1, 4, 2};
+  const CopyPeak split = copy_buffer_peak(copies, MiB, MiB, {true, false, true});
+  CHECK(split.params == 3 * MiB);
+  CHECK(split.grads == 10 * MiB);
+  // Without re-materialization (every lower layer's copies held): layer 3: 10 + 2 = 12, layer 2:
+  // 8 + 6 = 14, layer 1: 4 + 7 = 11, layer 0: 3 + 10 = 13. Peak 14: 8 MiB of copies, 6 of gradients.
+  const CopyPeak whole = copy_buffer_peak(copies, MiB, MiB, {false, false, true});
+  CHECK(whole.params == 8 * MiB);
+  CHECK(whole.grads == 6 * MiB);
+  // Never below the whole backward's peak with the same queue.
+  CHECK(whole.total() >= copy_buffer_peak(copies, MiB, MiB, {false, false}).total());
+}
+
 TEST_CASE("memory cap: water-filled per layer, a layer that wants more gets fewer") {
   // Two layers want 7 and 1 copies on this GPU; 2 MiB of parameters and 2 MiB of gradient buffer
   // per copy; 20 MiB for copies; no re-materialization, one queue. At level c layer 0 keeps

@@ -134,3 +134,30 @@ TEST_CASE("notes: uncalibrated defaults, --split / --seed on a per-source trace"
   in.split_given = false;
   CHECK(report::run_notes(r, in).at(0).rfind("note: --seed has no effect", 0) == 0);
 }
+
+TEST_CASE("notes: a strategy over memory in some iterations only says which and how many") {
+  auto topo = test::node8();
+  auto r = calibrated(topo);
+  // EP fits everywhere (no note); FSSDP over memory in 1 of 3 iterations, the first, at 81.5 GiB;
+  // FlexMoE over memory in all 3 (the table's "NO" says it all: no note).
+  auto ep = summary("ep", 2e-3), fs = summary("fssdp", 1e-3), fx = summary("flexmoe", 3e-3);
+  ep.times = fs.times = fx.times = {1e-3, 1e-3, 1e-3};
+  fs.iterations_over_memory = 1;
+  fs.peak_memory_iteration = 0;
+  fs.peak_memory.params = 81.5 * 1024 * 1024 * 1024;
+  fx.iterations_over_memory = 3;
+  fx.peak_memory_iteration = 2;
+  r.strategies = {ep, fs, fx};
+  auto notes = report::run_notes(r, {});
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "note: fssdp exceeds the GPU's memory in 1 of 3 iterations (the worst: iteration 1, 81.50 GiB): its "
+                    "copies there were planned on a balanced estimate, before any routing was seen");
+  // A later iteration: the most routed tokens of the iterations before it. Another strategy: no reason given.
+  r.strategies[1].peak_memory_iteration = 2;
+  r.strategies[2].iterations_over_memory = 2;
+  notes = report::run_notes(r, {});
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0] == "note: fssdp exceeds the GPU's memory in 1 of 3 iterations (the worst: iteration 3, 81.50 GiB): its "
+                    "copies there were planned beside the most routed tokens of the iterations before it");
+  CHECK(notes[1] == "note: flexmoe exceeds the GPU's memory in 2 of 3 iterations (the worst: iteration 3, 0.00 GiB)");
+}

@@ -35,7 +35,8 @@
 // Re-materialization (`rematerialize`): copies gathered for every micro-batch's forward and again
 // for its backward, gradients returned after each micro-batch's expert backward
 // (LayoutSparse::rematerialize); the copies' buffers then follow cost::copy_buffer_peak's
-// lifetimes over the stage's layers, and the cap uses the same. Without it the same plan's memory
+// lifetimes over the stage's layers (under ZB-H1 / DualPipe with the gradient buffers of every
+// layer whose W op has run: CopyLifetime::grads_pile_up), and the cap uses the same. Without it the same plan's memory
 // under re-materialization's lifetimes is reported too (IterationResult::memory_rematerialized).
 #include <algorithm>
 #include <cmath>
@@ -120,7 +121,7 @@ class LayoutFssdp final : public Strategy {
       formula_t_.push_back(formula_overlap_degree(window_[l], paper_bandwidth(ctx.topo), expert_bytes_, E_));
     }
     router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch()) / layout.tp).value();
-    life_ = {k.rematerialize, !k.single_queue};
+    life_ = {k.rematerialize, !k.single_queue, layout.schedule == workload::Schedule::kZbH1 || layout.schedule == workload::Schedule::kDualPipe};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
     nccl_ = layout_nccl_bytes(ctx.topo, layout, true, false);
     // Before any iteration: every GPU computes the tokens it routes (s*b/tp x top_k per layer and
@@ -695,7 +696,7 @@ class LayoutFssdp final : public Strategy {
   void set_memory(IterationResult& r) {
     const double M = ctx_.model.grad_accum;
     IterationResult alt;
-    const cost::CopyLifetime remat{true, life_.grads_overlap_next};
+    const cost::CopyLifetime remat{true, life_.grads_overlap_next, life_.grads_pile_up};
     std::vector<char> moves(L_);
     for (int l = 0; l < L_; ++l) moves[l] = layer_moves_tokens(plans_[l], n_);
     for (int s = 0; s < layout_.pp; ++s)
