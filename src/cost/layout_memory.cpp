@@ -82,8 +82,7 @@ double optimizer_shard_params(const workload::ParallelLayout& l, const StagePara
   return p.dense / (copies * l.dp) + p.experts / (copies * l.edp());
 }
 
-double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
-                              double received_tokens) {
+StageActivation stage_activation(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
   const double s = m.seq_len, b = m.micro_batch, h = m.d_model, ab = m.precision.activation_bytes, t = l.tp;
   const double half = ab / 2.0;  // Korthikanti's coefficients count 2-byte elements
   const double sbh = s * b * h;
@@ -104,22 +103,33 @@ double stage_activation_bytes(const workload::ModelSpec& m, const workload::Para
     }
     return bytes;
   };
-  double bytes = 0, largest = 0;
+  StageActivation a;
+  double largest = 0;
   for (int blk : blocks) {
     const double x = block(blk);
     largest = std::max(largest, x);
-    bytes += x;
+    a.blocks_bytes += x;
   }
-  const double routed_kept = mlp_kept_per_token(m, m.d_ffn, swiglu, false);
-  bytes += received_tokens * routed_kept;
-  if (l.recompute == workload::Recompute::kFull) {
-    // Each block's input kept; one block (and its routed tokens) re-materialized at a time.
-    const int n = static_cast<int>(blocks.size());
-    const double per_block_routed = n > 0 ? received_tokens / n : 0.0;
-    bytes = n * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest +
-            per_block_routed * routed_kept;
+  a.routed_kept = mlp_kept_per_token(m, m.d_ffn, swiglu, false);
+  a.full = l.recompute == workload::Recompute::kFull;
+  a.blocks = static_cast<int>(blocks.size());
+  // Full recompute: each block's input kept; one block (and its routed tokens) re-materialized at a
+  // time. (The sum's first two terms, added first as the formula reads.)
+  a.full_kept = a.blocks * 2.0 * sbh / (l.sequence_parallel ? t : 1.0) * half + largest;
+  return a;
+}
+
+double StageActivation::bytes(double received_tokens) const {
+  if (full) {
+    const double per_block_routed = blocks > 0 ? received_tokens / blocks : 0.0;
+    return full_kept + per_block_routed * routed_kept;
   }
-  return bytes;
+  return blocks_bytes + received_tokens * routed_kept;
+}
+
+double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens) {
+  return stage_activation(m, l, stage).bytes(received_tokens);
 }
 
 double stage_logits_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage) {
@@ -161,20 +171,28 @@ std::vector<int> device_stages(std::string_view schedule, int pp, int rank_stage
   return {rank_stage};
 }
 
+StageMemory::StageMemory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage)
+    : params(stage_params(m, l, stage)), activation(stage_activation(m, l, stage)),
+      // DualPipe: stage_activation counts both pieces the GPU holds (stage_block_ids), so its
+      // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
+      in_flight(in_flight_micro_batches(l, stage, m.grad_accum)), logits(stage_logits_bytes(m, l, stage)) {}
+
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens, double received_max_layer, double extra_experts) {
+  return layout_memory(m, l, StageMemory(m, l, stage), received_tokens, received_max_layer, extra_experts);
+}
+
+MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, const StageMemory& stage,
+                              double received_tokens, double received_max_layer, double extra_experts) {
   const auto& pr = m.precision;
-  StageParams p = stage_params(m, l, stage);
+  StageParams p = stage.params;
   p.experts += extra_experts * m.expert_params();
   MemoryBreakdown mem;
   mem.params = p.total() * pr.param_bytes;
   mem.grads = p.total() * pr.grad_bytes;
   const double state = optimizer_state_bytes_per_param(m);
   mem.optimizer = state * optimizer_shard_params(l, p);
-  // DualPipe: stage_activation_bytes counts both pieces the GPU holds (stage_block_ids), so its
-  // (pp + 1) / 2 micro-batches per piece pair are the report's PP + 1 of one piece (Table 2).
-  const double in_flight = in_flight_micro_batches(l, stage, m.grad_accum);
-  mem.activations = in_flight * stage_activation_bytes(m, l, stage, received_tokens) + stage_logits_bytes(m, l, stage);
+  mem.activations = stage.in_flight * stage.activation.bytes(received_tokens) + stage.logits;
   const double tokens = static_cast<double>(m.seq_len) * m.micro_batch / l.tp;
   if (m.moe_layers() > 0) mem.comm_buffers = (tokens * m.top_k + received_max_layer) * m.d_model * pr.activation_bytes;
   mem.reserve = kRuntimeReserveBytes;

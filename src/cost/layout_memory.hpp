@@ -82,6 +82,17 @@ double head_params(const workload::ModelSpec& m, const workload::ParallelLayout&
 double stage_logits_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 double stage_activation_bytes(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
                               double received_tokens);
+// stage_activation_bytes in two parts: what the stage's blocks keep (computed once per stage) and
+// bytes(received_tokens), which adds the routed tokens' share the same way, bit for bit.
+struct StageActivation {
+  double blocks_bytes = 0;  // every block's kept bytes, summed in block order
+  double routed_kept = 0;   // bytes kept per routed token
+  double full_kept = 0;     // recompute=full: the blocks' inputs and the largest block
+  int blocks = 0;
+  bool full = false;
+  double bytes(double received_tokens) const;
+};
+StageActivation stage_activation(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
 
 // Micro-batches whose activations stage s keeps at once under 1F1B with m micro-batches; with
 // interleaving (vpp > 1) chunks in flight / vpp, each chunk holding 1/vpp of the stage's blocks
@@ -114,6 +125,19 @@ std::vector<int> device_stages(std::string_view schedule, int pp, int rank_stage
 // experts the GPU holds beyond its E/ep per MoE block (FlexMoE's reserve slots, summed over the
 // stage's blocks), counted as its own experts are (params, grads, optimizer state over expert-DP).
 MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage,
+                              double received_tokens, double received_max_layer, double extra_experts = 0);
+// What layout_memory reads of the stage alone (its parameters, activations before the routed
+// tokens, micro-batches in flight, logits): a strategy asks for every GPU of a stage, every
+// iteration, with only the tokens changing, so it keeps these per stage (the same breakdown, bit
+// for bit, as layout_memory(m, l, stage, ...)).
+struct StageMemory {
+  StageMemory(const workload::ModelSpec& m, const workload::ParallelLayout& l, int stage);
+  StageParams params;
+  StageActivation activation;
+  double in_flight = 0;
+  double logits = 0;
+};
+MemoryBreakdown layout_memory(const workload::ModelSpec& m, const workload::ParallelLayout& l, const StageMemory& stage,
                               double received_tokens, double received_max_layer, double extra_experts = 0);
 
 }  // namespace hs::cost

@@ -117,7 +117,8 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
     moves.resize(plans.size());
     for (size_t l = 0; l < plans.size(); ++l) moves[l] = layer_moves_tokens(plans[l], n);
   }
-  for (int s = 0; s < layout.pp; ++s)
+  for (int s = 0; s < layout.pp; ++s) {
+    const cost::StageMemory terms(m, layout, s);  // once for the stage's GPUs
     for (int x : layout.stage_gpus(s)) {
       double received = 0, largest = 0, extra = 0;
       bool a2a = false;  // some layer of the stage issues an all-to-all
@@ -126,13 +127,14 @@ void set_layout_memory(const workload::ModelSpec& m, const workload::ParallelLay
         received += plans[l].received_tokens[y] / M;
         if (moves[l]) largest = std::max(largest, plans[l].received_tokens[y] / M), a2a = true;
       }
-      auto mem = cost::layout_memory(m, layout, s, received, largest, extra);
+      auto mem = cost::layout_memory(m, layout, terms, received, largest, extra);
       if (!a2a) mem.comm_buffers = 0;
       mem.nccl = nccl[x];
       if (add) add(x, mem);
       cost::add_allocator_slack(mem, m.allocator_slack);
       if (r.memory_gpu < 0 || mem.total() > r.memory.total()) r.memory = mem, r.memory_gpu = x;
     }
+  }
 }
 
 std::vector<ResolvedSetting> layout_resolved(const workload::ParallelLayout& layout, const LayoutStats& st) {

@@ -157,10 +157,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   shape[LM] = !migrations.empty();
   for (int l = 0; l < LM; ++l) shape[LM + 1 + l] = !plans[l].replica_grad_flows.empty();
   for (int l = 0; l < LM; ++l) shape[2 * LM + 1 + l] = !plans[l].calibration_flows.empty();
-  if (builds_ == 0 || shape != shape_) {
-    build(shape);
-    shape_ = std::move(shape);
-  }
+  use_shape(shape);
   engine::TaskGraph& g = g_;
   // This iteration's loads: every layer not streamed in already (take_layer) is taken now.
   open_iteration();

@@ -224,8 +224,13 @@ class LayoutIterationGraph {
   // passing every matrix to run().
   void take_layer(int l, const LayerPlan& plan, bool for_timeline);
   const LayoutStats& stats() const { return stats_; }
-  // How often run() built the graph (tests: once while the shape stays).
+  // How often run() built the graph (tests: once per distinct shape while at most kKeptShapes
+  // shapes alternate).
   int builds() const { return builds_; }
+  // Graphs of other shapes kept for when their shape comes back (SmartMoE's migrations every
+  // period, FlexMoE's replicas, FSSDP's copies come and go): at most this many, the least recently
+  // used given up first.
+  static constexpr size_t kKeptShapes = 4;
 
  private:
   // A communication pattern that no load changes (TP collectives, stage-to-stage sends, the DP
@@ -282,6 +287,9 @@ class LayoutIterationGraph {
     int16_t block, mb, chunk, bucket;
   };
   void build(const std::vector<char>& shape);
+  // Makes the graph of `shape` the built one (graph_cache.cpp): kept as it is when the shape stays,
+  // else taken back from kept_ when an earlier iteration had that shape, else built.
+  void use_shape(const std::vector<char>& shape);
   // Slots (v = chunk x pp + stage): the slot of the previous / next model piece on the path of v's
   // micro-batches (v - 1 / v + 1; DualPipe's chunk 1 runs from stage pp - 1 towards stage 0), -1 at
   // the ends.
@@ -323,6 +331,26 @@ class LayoutIterationGraph {
   // calibration spAG.
   std::vector<char> shape_;
   int builds_ = 0;
+  // A graph of another shape than the one in use: everything build() sets, swapped in and out of
+  // the members below whole (graph_cache.cpp); `used` orders them by last use.
+  struct KeptGraph {
+    engine::TaskGraph g;
+    std::vector<Component> comp;
+    std::vector<Label> labels;
+    std::vector<uint8_t> cls;
+    std::vector<double> mean;
+    std::vector<FixedComm> fixed;
+    std::vector<Binding> bindings;
+    std::vector<VarTask> vars;
+    StreamPredecessors prev;
+    std::vector<engine::ResourceId> first_compute;
+    std::vector<std::pair<engine::TaskId, int>> dp_tasks;
+    std::vector<double> step;
+    int dense_buckets = 1, expert_buckets = 1;
+    long used = 0;
+  };
+  void swap_built(KeptGraph& k);
+  std::map<std::vector<char>, KeptGraph> kept_;
   engine::TaskGraph g_;
   std::vector<Component> comp_;  // per task tag
   std::vector<Label> labels_;    // per task tag

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "cost/layout_memory.hpp"
 #include "support/test_platforms.hpp"
 #include "support/approx.hpp"
+#include "util/rng.hpp"
 
 using namespace hs;
 
@@ -68,4 +71,41 @@ TEST_CASE("layout memory: 1F1B keeps pp - s micro-batches on stage s; recomputat
   // Sequence parallelism splits everything by tp.
   auto tp2 = layout("tp=2,pp=4,ep=4", 16, m);
   CHECK(cost::stage_activation_bytes(m, tp2, 1, 0) == hs::test::approx(cost::stage_activation_bytes(m, l, 1, 0) / 2));
+}
+
+TEST_CASE("layout memory: a stage's kept terms (StageMemory) give every GPU's breakdown a fresh call gives") {
+  // Strategies keep cost::StageMemory per stage and ask layout_memory for every GPU and iteration
+  // with only the tokens changing. One kept StageMemory per stage, queried with random tokens, must
+  // equal a StageMemory made fresh for each query, field for field and bit for bit; and the routed
+  // tokens enter the activations linearly: without recompute, bytes(r) - bytes(0) = r x routed_kept
+  // per micro-batch in flight; with recompute=full, (r / blocks) x routed_kept.
+  auto m = test::small_moe_model("m16", 16, 2, 1024, 1, 16);
+  m.grad_accum = 8;
+  Rng rng(11);
+  for (const char* text : {"tp=2,pp=2,ep=4", "tp=1,pp=4,ep=4,recompute=full", "tp=2,pp=2,ep=2,vpp=2",
+                           "tp=1,pp=4,ep=4,schedule=dualpipe"}) {
+    const auto l = layout(text, 16, m);
+    for (int s = 0; s < l.pp; ++s) {
+      const cost::StageMemory kept(m, l, s);
+      for (int q = 0; q < 25; ++q) {
+        const double received = std::floor(rng.uniform() * 1e5), largest = std::floor(rng.uniform() * 1e4);
+        const double extra = std::floor(rng.uniform() * 4);
+        const auto a = cost::layout_memory(m, l, kept, received, largest, extra);
+        const auto b = cost::layout_memory(m, l, cost::StageMemory(m, l, s), received, largest, extra);
+        const auto c = cost::layout_memory(m, l, s, received, largest, extra);
+        for (const auto* x : {&b, &c}) {
+          CHECK(a.params == x->params);
+          CHECK(a.grads == x->grads);
+          CHECK(a.optimizer == x->optimizer);
+          CHECK(a.activations == x->activations);
+          CHECK(a.comm_buffers == x->comm_buffers);
+          CHECK(a.reserve == x->reserve);
+        }
+        const double routed = kept.activation.full ? received / kept.activation.blocks : received;
+        CHECK(kept.activation.bytes(received) - kept.activation.bytes(0) ==
+              hs::test::approx(routed * kept.activation.routed_kept));
+        CHECK(kept.activation.bytes(received) == cost::stage_activation_bytes(m, l, s, received));
+      }
+    }
+  }
 }

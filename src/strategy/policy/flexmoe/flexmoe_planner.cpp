@@ -63,6 +63,9 @@ class Planner {
           const ReplicaCosts& costs)
       : load_(load), original_(current), node_of_(node_of), n_(static_cast<int>(node_of.size())), slots_(slots),
         costs_(costs), h_(current) {
+    held_.assign(n_, {});
+    for (int x = 0; x < static_cast<int>(h_.size()); ++x)
+      for (int g : h_[x]) held_[g].push_back(x);
     time_.assign(n_, 0.0);
     for (int g = 0; g < n_; ++g) time_[g] = gpu_time(g, -1, nullptr, -1, nullptr);
   }
@@ -168,13 +171,35 @@ class Planner {
   }
 
   // Expert time of GPU g with e's holders replaced by *e_after and f's by *f_after (when given).
+  // Its instances in expert order: of the experts other than e and f, those g holds now (held_[g]),
+  // and e and f where their new holders include g; the same list as a scan of every expert.
   double gpu_time(int g, int e, const std::vector<int>* e_after, int f, const std::vector<int>* f_after) const {
     std::vector<double> tokens;
-    for (int x = 0; x < static_cast<int>(h_.size()); ++x) {
+    auto take = [&](int x) {
       const std::vector<int>& hx = x == e ? *e_after : x == f ? *f_after : h_[x];
       if (holds(hx, g)) tokens.push_back(load_[x] / static_cast<double>(hx.size()));
+    };
+    int extra[2] = {e, f};  // the changed experts, in increasing order (absent: -1, skipped)
+    if (extra[0] > extra[1]) std::swap(extra[0], extra[1]);
+    int k = 0;
+    for (int x : held_[g]) {
+      for (; k < 2 && extra[k] <= x; ++k)
+        if (extra[k] >= 0 && extra[k] != x) take(extra[k]);
+      take(x);
     }
-    return costs_.gpu_time(tokens);
+    for (; k < 2; ++k)
+      if (extra[k] >= 0) take(extra[k]);
+    return timed(tokens);
+  }
+
+  // costs_.gpu_time, remembered per token list: the greedy re-evaluates the same GPUs' lists over
+  // and over (the busiest GPU without e for every destination g, every unchanged GPU with e added
+  // again at each step). The cost is a function of the list alone, so a remembered time is the
+  // time a fresh call returns, bit for bit.
+  double timed(const std::vector<double>& tokens) const {
+    auto it = time_cache_.find(tokens);
+    if (it != time_cache_.end()) return it->second;
+    return time_cache_.emplace(tokens, costs_.gpu_time(tokens)).first->second;
   }
 
   // Slowest GPU's time after the change (only holders of e and f change).
@@ -200,6 +225,11 @@ class Planner {
       touched.insert(touched.end(), h_[f].begin(), h_[f].end());
       h_[f] = std::move(f_after);
     }
+    for (int g : touched) {
+      held_[g].clear();
+      for (int x = 0; x < static_cast<int>(h_.size()); ++x)
+        if (holds(h_[x], g)) held_[g].push_back(x);
+    }
     for (int g : touched) time_[g] = gpu_time(g, -1, nullptr, -1, nullptr);
   }
 
@@ -209,8 +239,10 @@ class Planner {
   int n_, slots_;
   const ReplicaCosts& costs_;
   Holders h_;
+  std::vector<std::vector<int>> held_;  // [gpu] the experts h_ has on it, increasing
   std::vector<double> time_;
   std::map<std::vector<int>, double> ar_cache_;
+  mutable std::map<std::vector<double>, double> time_cache_;  // timed()'s
 };
 
 }  // namespace

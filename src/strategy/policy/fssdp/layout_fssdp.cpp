@@ -124,6 +124,7 @@ class LayoutFssdp final : public Strategy {
     life_ = {k.rematerialize, !k.single_queue, layout.schedule == workload::Schedule::kZbH1 || layout.schedule == workload::Schedule::kDualPipe};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
     nccl_ = layout_nccl_bytes(ctx.topo, layout, true, false);
+    for (int s = 0; s < layout.pp; ++s) stage_memory_.emplace_back(m, layout, s);
     // Before any iteration: every GPU computes the tokens it routes (s*b/tp x top_k per layer and
     // micro-batch), kept as an iteration's worth as set_memory keeps them (copy_budget divides by
     // grad_accum).
@@ -372,7 +373,7 @@ class LayoutFssdp final : public Strategy {
     if (k_.memory_budget >= 0) return k_.memory_budget;
     const int s = layout_.pp_rank(x);
     const double M = ctx_.model.grad_accum;
-    const auto mem = cost::layout_memory(ctx_.model, layout_, s, received_[x] / M, largest_[x] / M);
+    const auto mem = cost::layout_memory(ctx_.model, layout_, stage_memory_[s], received_[x] / M, largest_[x] / M);
     return gpu_memory_ - mem.total() - nccl_[x] -
            cost::allocator_slack_cut(gpu_memory_, nccl_[x] + mem.reserve, ctx_.model.allocator_slack);
   }
@@ -710,7 +711,7 @@ class LayoutFssdp final : public Strategy {
           if (moves[l]) moved = std::max(moved, plans_[l].received_tokens[y]), a2a = true;
           copies.push_back(plans_[l].copy_bytes[y] / expert_bytes_);
         }
-        auto mem = cost::layout_memory(ctx_.model, layout_, s, received / M, moved / M);
+        auto mem = cost::layout_memory(ctx_.model, layout_, stage_memory_[s], received / M, moved / M);
         if (!a2a) mem.comm_buffers = 0;
         mem.nccl = nccl_[x];
         auto with = [&](const cost::CopyLifetime& life) {
@@ -773,6 +774,7 @@ class LayoutFssdp final : public Strategy {
   std::vector<LoadHistory> history_;  // [group of a stage]: the loads of its GPUs, per layer
   std::vector<int> stage_;            // [MoE layer] -> pipeline stage
   std::vector<double> nccl_;          // [gpu] NCCL buffers: the layout's communicators
+  std::vector<cost::StageMemory> stage_memory_;  // [stage] what layout_memory reads of it alone
   std::vector<int> node_of_;
   std::vector<Owners> owners_;        // [group of a stage][layer][expert] -> owner (group id)
   double expert_bytes_ = 0, copy_grad_bytes_ = 0, state_bytes_ = 0, gpu_memory_ = 0;

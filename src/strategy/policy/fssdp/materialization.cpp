@@ -174,10 +174,13 @@ void dispatch(std::span<const double> counts, int n, const collective::SparsePla
   // The topology rule's candidates without scanning every holder per (source, expert): per expert,
   // the index of each GPU among its holders (-1: none), and its holders' indices grouped by node
   // in increasing order (CSR: local[first[e * nodes + v] .. first[e * nodes + v + 1])).
+  // Only an expert with more than one holder reads them: without any copy (EP's and SmartMoE's
+  // placements) every assignment takes the one-holder path below, and they are not built.
   const bool topo_rule = rule == DispatchRule::kTopology;
+  const bool any_copy = hold.size() > static_cast<size_t>(E);
   const int nodes = topo_rule && n > 0 ? *std::max_element(node_of.begin(), node_of.begin() + n) + 1 : 0;
   std::vector<int> index_of, first, local;
-  if (topo_rule) {
+  if (topo_rule && any_copy) {
     index_of.assign(static_cast<size_t>(E) * n, -1);
     first.assign(static_cast<size_t>(E) * nodes + 1, 0);
     for (int e = 0; e < E; ++e)
