@@ -382,7 +382,16 @@ void FlowNetwork::settle() {
   const auto changed = solver_.changed();
   const bool bulk = changed.size() * 2 > due_heap_.size();
   if (bulk) due_heap_.reserve(due_heap_.size() + changed.size());
-  for (int id : changed) {
+  // The changed classes' records lie anywhere in flow_ (ids are reused): fetched 8 ahead, where a
+  // miss per record was most of settle() (no effect on results).
+  constexpr size_t kAhead = 8;
+  for (size_t k = 0; k < changed.size(); ++k) {
+    if (k + kAhead < changed.size()) {
+      const Flow* ahead = flow_.data() + changed[k + kAhead];
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(reinterpret_cast<const char*>(ahead + 1) - 1);
+    }
+    const int id = changed[k];
     if (tag_[id] == 0) continue;  // finished since
     Flow& f = flow_[id];
     f.progress += f.rate * (now_ - f.since);

@@ -50,22 +50,22 @@ void MaxMinSolver::push_event(double level, EventKind kind, uint32_t id) {
 }
 
 double MaxMinSolver::share(int l) const {
-  if (unfrozen_[l] > 0) return rem_[l] / sumw_[l];
+  if (ln_[l].unfrozen > 0) return ln_[l].rem / ln_[l].sumw;
   // No unfrozen flow: nothing to freeze, unless pending flows overload the link.
-  return rem_[l] < -kTol * cap_[l] && !pend_[l].empty() ? -kUnlimited : kUnlimited;
+  return ln_[l].rem < -kTol * ln_[l].cap && !pend_[l].empty() ? -kUnlimited : kUnlimited;
 }
 
 void MaxMinSolver::queue_link(int l) {
-  if (unfrozen_[l] == 0 && !(rem_[l] < -kTol * cap_[l] && !pend_[l].empty())) return;
-  if (unfrozen_[l] > 0 && !(sumw_[l] > 0)) {  // cancellation left nothing: sum it again
+  if (ln_[l].unfrozen == 0 && !(ln_[l].rem < -kTol * ln_[l].cap && !pend_[l].empty())) return;
+  if (ln_[l].unfrozen > 0 && !(ln_[l].sumw > 0)) {  // cancellation left nothing: sum it again
     double s = 0;
     for (const LinkRef& lr : link_flows_[l])
-      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += elems_[lr.eidx].wc;
-    sumw_[l] = s;
+      if (touched(lr.flow) && !(state_[lr.flow] & 1)) s += lr.wc;
+    ln_[l].sumw = s;
   }
   const double key = std::max(share(l), cur_);
-  if (key < link_key_[l]) {
-    link_key_[l] = key;
+  if (key < ln_[l].key) {
+    ln_[l].key = key;
     push_event(key, kLink, static_cast<uint32_t>(l));
   }
 }
@@ -99,45 +99,50 @@ void MaxMinSolver::add_capped(int f) {
   }
 }
 
-void MaxMinSolver::unfreeze(int f, int skip) {
+void MaxMinSolver::unfreeze(int f, int skip, uint32_t ebegin) {
   // f leaves its old rate r: on the dirty links (other than `skip`) it was pending, counted as r.
   touch(f);
   const double r = hot_[f].rate;
-  const Rec& rec = rec_[f];
-  for (uint32_t i = rec.ebegin; i < rec.ebegin + rec.ecount; ++i) {
-    const int m = link_of(elems_[i]);
-    if (m == skip || !in_refill(m)) continue;
-    rem_[m] += elems_[i].wc * r;
-    sumw_[m] += elems_[i].wc;
-    ++unfrozen_[m];
-    queue_link(m);
+  for (uint32_t i = ebegin;; ++i) {
+    const Elem& e = elems_[i];
+    const int m = link_of(e);
+    if (m != skip && in_refill(m)) {
+      ln_[m].rem += e.wc * r;
+      ln_[m].sumw += e.wc;
+      ++ln_[m].unfrozen;
+      queue_link(m);
+    }
+    if (e.link & kLast) break;
   }
   add_capped(f);
 }
 
 void MaxMinSolver::make_dirty(int l, double x) {
-  link_stamp_[l] = stamp_;
-  rem_[l] = cap_[l];
-  sumw_[l] = 0;
-  unfrozen_[l] = 0;
-  link_key_[l] = kUnlimited;
-  pend_[l].clear();
-  pend_max_[l] = -kUnlimited;
-  pend_heap_[l] = 0;
-  // level_[l] stays until the link freezes again: flows frozen at it below x keep that rate.
-  const double old_level = level_[l];
+  ln_[l].stamp = stamp_;
+  ln_[l].rem = ln_[l].cap;
+  ln_[l].sumw = 0;
+  ln_[l].unfrozen = 0;
+  ln_[l].key = kUnlimited;
+  if (ln_[l].pend_used) pend_[l].clear(), ln_[l].pend_used = 0;  // (its header is a cache line)
+  ln_[l].pend_max = -kUnlimited;
+  ln_[l].pend_heap = 0;
+  // The level stays until the link freezes again: flows frozen at it below x keep that rate.
+  const double old_level = ln_[l].level;
   bool own = false;
   const auto& v = link_flows_[l];
+  // The flows' states first, all at once (a few per link, anywhere in hot_): their misses overlap
+  // instead of waiting one by one behind the branches below (no effect on results).
+  for (const LinkRef& lr : v) __builtin_prefetch(&hot_[lr.flow]), __builtin_prefetch(&elems_[lr.eidx]);
   for (size_t i = 0; i < v.size(); ++i) {
     const LinkRef lr = v[i];
     const int g = lr.flow;
-    const double wc = elems_[lr.eidx].wc;
+    const double wc = lr.wc;
     if (touched(g)) {
       if (state_[g] & 1) {
-        rem_[l] -= wc * hot_[g].rate;  // its new rate
+        ln_[l].rem -= wc * hot_[g].rate;  // its new rate
       } else {
-        sumw_[l] += wc;
-        ++unfrozen_[l];
+        ln_[l].sumw += wc;
+        ++ln_[l].unfrozen;
         own |= hot_[g].bott == l;
       }
       continue;
@@ -146,16 +151,17 @@ void MaxMinSolver::make_dirty(int l, double x) {
     if (hot_[g].bott == l) {
       // Its rate is this link's level, and x never exceeds that level (flows crossing a link
       // run at most at its level, and every cause of joining is a rate of one of them).
-      unfreeze(g, l);
-      sumw_[l] += wc;
-      ++unfrozen_[l];
+      unfreeze(g, l, first_elem(lr.eidx));  // (its elements reached from this one: no record read)
+      ln_[l].sumw += wc;
+      ++ln_[l].unfrozen;
       own = true;
     } else if (r < x * (1 - kFinal)) {
-      rem_[l] -= wc * r;  // final: frozen below x at its old rate
+      ln_[l].rem -= wc * r;  // final: frozen below x at its old rate
     } else {
-      rem_[l] -= wc * r;
+      ln_[l].rem -= wc * r;
       pend_[l].push_back({r, g});
-      pend_max_[l] = std::max(pend_max_[l], r);
+      ln_[l].pend_used = 1;
+      ln_[l].pend_max = std::max(ln_[l].pend_max, r);
     }
   }
   if (own && old_level < kUnlimited) push_event(std::max(old_level * (1 + 2 * kSame), x), kDeadline, static_cast<uint32_t>(l));
@@ -173,10 +179,10 @@ void MaxMinSolver::refreeze(int f, uint32_t ebegin, double rate, int bott) {
     const int m = link_of(e);
     ++stats_.elements_visited;
     if (in_refill(m)) {
-      rem_[m] -= e.wc * rate;
-      sumw_[m] -= e.wc;
-      --unfrozen_[m];
-      if (unfrozen_[m] == 0 && rem_[m] < -kTol * cap_[m]) queue_link(m);
+      ln_[m].rem -= e.wc * rate;
+      ln_[m].sumw -= e.wc;
+      --ln_[m].unfrozen;
+      if (ln_[m].unfrozen == 0 && ln_[m].rem < -kTol * ln_[m].cap) queue_link(m);
     } else if (rate != old) {
       make_dirty(m, rate);
     }
@@ -185,29 +191,29 @@ void MaxMinSolver::refreeze(int f, uint32_t ebegin, double rate, int bott) {
 }
 
 void MaxMinSolver::link_event(int l, double key) {
-  if (key <= link_key_[l]) link_key_[l] = kUnlimited;  // the link's smallest queued key is gone
+  if (key <= ln_[l].key) ln_[l].key = kUnlimited;  // the link's smallest queued key is gone
   double s = share(l);
   // Pending flows above the share are released, highest first (each raises the share).
   auto& p = pend_[l];
-  while (pend_max_[l] > s * (1 + kSame) || (s == -kUnlimited && !p.empty())) {
-    if (!pend_heap_[l]) std::make_heap(p.begin(), p.end()), pend_heap_[l] = 1;
+  while (ln_[l].pend_max > s * (1 + kSame) || (s == -kUnlimited && !p.empty())) {
+    if (!ln_[l].pend_heap) std::make_heap(p.begin(), p.end()), ln_[l].pend_heap = 1;
     while (!p.empty() && touched(p.front().second)) std::pop_heap(p.begin(), p.end()), p.pop_back();
     if (p.empty()) {
-      pend_max_[l] = -kUnlimited;
+      ln_[l].pend_max = -kUnlimited;
       break;
     }
     const auto [r, g] = p.front();
     if (!(r > s * (1 + kSame)) && s != -kUnlimited) {
-      pend_max_[l] = r;
+      ln_[l].pend_max = r;
       break;
     }
     std::pop_heap(p.begin(), p.end());
     p.pop_back();
-    unfreeze(g, -1);  // converted on every dirty link, this one included
+    unfreeze(g, -1, rec_[g].ebegin);  // converted on every dirty link, this one included
     if (hot_[g].bott >= 0 && !in_refill(hot_[g].bott)) make_dirty(hot_[g].bott, cur_);
     s = share(l);
   }
-  if (unfrozen_[l] == 0) return;
+  if (ln_[l].unfrozen == 0) return;
   if (s > key * (1 + kTol)) {  // stale key: the share rose since
     queue_link(l);
     return;
@@ -224,7 +230,7 @@ void MaxMinSolver::link_event(int l, double key) {
     else
       refreeze(lr.flow, first_elem(lr.eidx), level, l);
   }
-  level_[l] = level;
+  ln_[l].level = level;
 }
 
 void MaxMinSolver::refill() {
@@ -249,7 +255,7 @@ void MaxMinSolver::refill() {
   seeds_.clear();
   for (int l : dirty_links_) {
     link_dirty_[l] = 0;
-    if (seed_added_[l] || own_[l] > 0)
+    if (seed_added_[l] || ln_[l].own > 0)
       seeds_.push_back({seed_[l], (static_cast<uint64_t>(kSeed) << 32) | static_cast<uint32_t>(l)});
     seed_[l] = kUnlimited;
     seed_added_[l] = 0;
@@ -293,7 +299,7 @@ void MaxMinSolver::refill() {
       case kDeadline: {
         // l's own flows still unfrozen at its old level get more: their links join the filling.
         const int l = static_cast<int>(id);
-        if (unfrozen_[l] == 0) break;
+        if (ln_[l].unfrozen == 0) break;
         for (const LinkRef& lr : link_flows_[l]) {
           const int g = lr.flow;
           if (!touched(g) || (state_[g] & 1) || hot_[g].bott != l) continue;

@@ -10,25 +10,17 @@
 namespace hs::solver {
 
 int MaxMinSolver::add_link(double capacity) {
-  cap_.push_back(capacity);
+  ln_.emplace_back();
+  ln_.back().cap = capacity;
   link_flows_.emplace_back();
   link_dirty_.push_back(0);
-  link_stamp_.push_back(0);
-  rem_.push_back(0);
-  sumw_.push_back(0);
-  unfrozen_.push_back(0);
   gone_.push_back(0);
-  uf_parent_.push_back(static_cast<int32_t>(cap_.size() - 1));
+  uf_parent_.push_back(static_cast<int32_t>(ln_.size() - 1));
   uf_flows_.push_back(0);
-  level_.push_back(kUnlimited);
   seed_.push_back(kUnlimited);
   pend_.emplace_back();
-  pend_max_.push_back(-kUnlimited);
-  link_key_.push_back(kUnlimited);
-  own_.push_back(0);
   seed_added_.push_back(0);
-  pend_heap_.push_back(0);
-  return static_cast<int>(cap_.size() - 1);
+  return static_cast<int>(ln_.size() - 1);
 }
 
 int MaxMinSolver::uf_find(int l) {
@@ -110,7 +102,7 @@ int MaxMinSolver::add_flow(std::span<const Element> elements, double weight, dou
     const int l = elements[i].link;
     elems_[b + i] = {static_cast<uint32_t>(l) | (i + 1 == n ? kLast : 0u) | (i == 0 ? kFirst : 0u),
                      static_cast<uint32_t>(link_flows_[l].size()), weight * elements[i].coef};
-    link_flows_[l].push_back({id, b + i});
+    link_flows_[l].push_back({id, b + i, weight * elements[i].coef});
     seed_[l] = 0;
     seed_added_[l] = 1;
     if (!link_dirty_[l]) {  // mark(id), folded in
@@ -205,6 +197,7 @@ void MaxMinSolver::set_weight(int flow, std::span<const Element> elements, doubl
     Elem& e = elems_[r.ebegin + i];
     e.wc = weight * elements[i].coef;
     const int l = link_of(e);
+    link_flows_[l][e.pos].wc = e.wc;
     seed_[l] = std::min(seed_[l], seed);
     if (more) seed_added_[l] = 1;
     if (!link_dirty_[l]) {
@@ -248,14 +241,14 @@ void MaxMinSolver::set_rate_cap(int flow, double rate_cap) {
 
 double MaxMinSolver::link_load(int link) const {
   double s = 0;
-  for (const LinkRef& lr : link_flows_[link]) s += elems_[lr.eidx].wc * hot_[lr.flow].rate;
+  for (const LinkRef& lr : link_flows_[link]) s += lr.wc * hot_[lr.flow].rate;
   return s;
 }
 
 double MaxMinSolver::unfrozen_weight(int link) const {
   double s = 0;
   for (const LinkRef& lr : link_flows_[link])
-    if (!(state_[lr.flow] & 3)) s += elems_[lr.eidx].wc;
+    if (!(state_[lr.flow] & 3)) s += lr.wc;
   return s;
 }
 
@@ -267,9 +260,9 @@ void MaxMinSolver::freeze(int f, uint32_t ebegin, double rate, int bott) {
   for (uint32_t i = ebegin;; ++i) {
     const Elem& e = elems_[i];
     const int l = link_of(e);
-    rem_[l] = std::max(0.0, rem_[l] - e.wc * rate);
-    sumw_[l] -= e.wc;
-    --unfrozen_[l];
+    ln_[l].rem = std::max(0.0, ln_[l].rem - e.wc * rate);
+    ln_[l].sumw -= e.wc;
+    --ln_[l].unfrozen;
     ++stats_.elements_visited;
     if (e.link & kLast) break;
   }
@@ -317,9 +310,9 @@ void MaxMinSolver::solve() {
   // the bits (a stable pass by cap then gives the (cap, id) order without a sort).
   size_t cap_lo = comp_bits_.size(), cap_hi = 0, ncapped = 0;
   const auto init_link = [&](int l) {
-    rem_[l] = cap_[l];
-    sumw_[l] = 0;
-    unfrozen_[l] = 0;
+    ln_[l].rem = ln_[l].cap;
+    ln_[l].sumw = 0;
+    ln_[l].unfrozen = 0;
   };
   const auto init_flow = [&](int f, bool by_id) {
     const Rec& r = rec_[f];
@@ -330,15 +323,15 @@ void MaxMinSolver::solve() {
       ++stats_.flows_kept;
       for (uint32_t j = b; j < e; ++j) {
         const int l = link_of(elems_[j]);
-        rem_[l] = std::max(0.0, rem_[l] - elems_[j].wc * rate);
+        ln_[l].rem = std::max(0.0, ln_[l].rem - elems_[j].wc * rate);
       }
       return;
     }
     state_[f] &= kCapped;
     for (uint32_t j = b; j < e; ++j) {
       const int l = link_of(elems_[j]);
-      sumw_[l] += elems_[j].wc;
-      ++unfrozen_[l];
+      ln_[l].sumw += elems_[j].wc;
+      ++ln_[l].unfrozen;
     }
     if (r.cap < kUnlimited) {
       if (by_id) {
@@ -360,8 +353,8 @@ void MaxMinSolver::solve() {
       int64_t n = 0;
       for (int l : dirty_links_) {
         const int r = uf_find(l);
-        if (link_stamp_[r] == stamp_) continue;  // roots counted once (stamps reset below)
-        link_stamp_[r] = stamp_;
+        if (ln_[r].stamp == stamp_) continue;  // roots counted once (stamps reset below)
+        ln_[r].stamp = stamp_;
         n += uf_flows_[r];
       }
       ++stamp_;
@@ -388,8 +381,8 @@ void MaxMinSolver::solve() {
   } else {
     for (int l : dirty_links_) {
       link_dirty_[l] = 0, seed_[l] = kUnlimited, seed_added_[l] = 0;
-      if (link_stamp_[l] == stamp_) continue;
-      link_stamp_[l] = stamp_;
+      if (ln_[l].stamp == stamp_) continue;
+      ln_[l].stamp = stamp_;
       comp_links_.push_back(l);
       if (!large) init_link(l);
     }
@@ -405,8 +398,8 @@ void MaxMinSolver::solve() {
         comp_flows_.push_back(f);
         for (uint32_t j = r.ebegin; j < r.ebegin + r.ecount; ++j) {
           const int l = link_of(elems_[j]);
-          if (link_stamp_[l] != stamp_) {
-            link_stamp_[l] = stamp_;
+          if (ln_[l].stamp != stamp_) {
+            ln_[l].stamp = stamp_;
             comp_links_.push_back(l);
             if (!large) init_link(l);
           }
@@ -470,7 +463,7 @@ void MaxMinSolver::solve() {
   bool held = false;
   Entry top{};
   for (int l : comp_links_)
-    if (unfrozen_[l] > 0) heap_.push_back({rem_[l] / sumw_[l], l});
+    if (ln_[l].unfrozen > 0) heap_.push_back({ln_[l].rem / ln_[l].sumw, l});
   std::make_heap(heap_.begin(), heap_.end(), later);
   while (held || !heap_.empty()) {
     while (next_cap < capped_.size() && (state_[capped_[next_cap].second] & 3)) ++next_cap;
@@ -485,9 +478,9 @@ void MaxMinSolver::solve() {
     // A link is done when its last unfrozen flow is: counted, not read off sumw (an absolute
     // threshold there skipped links whose flows all have tiny coefficients, e.g. the coflow tier's
     // bytes / capacity on a 1e13 B/s link, and left those flows at rate 0).
-    if (unfrozen_[l] == 0) continue;
-    if (!(sumw_[l] > 0)) sumw_[l] = unfrozen_weight(l);  // cancellation left nothing: sum it again
-    const double current = rem_[l] / sumw_[l];
+    if (ln_[l].unfrozen == 0) continue;
+    if (!(ln_[l].sumw > 0)) ln_[l].sumw = unfrozen_weight(l);  // cancellation left nothing: sum it again
+    const double current = ln_[l].rem / ln_[l].sumw;
     if (current > top.first * (1 + 1e-12)) {
       // Stale: back with its current share, in hand when it would be popped next anyway.
       top = {current, l};
@@ -527,7 +520,7 @@ void MaxMinSolver::solve() {
       const bool capped = (st & kCapped) && rec_[lr.flow].cap < current;
       freeze(lr.flow, first_elem(lr.eidx), capped ? rec_[lr.flow].cap : current, capped ? kBottCap : l);
     }
-    level_[l] = current;
+    ln_[l].level = current;
   }
   // Capped flows no link froze (their links' weights vanished) run at their caps.
   for (; next_cap < capped_.size(); ++next_cap) {

@@ -47,9 +47,12 @@
 // flow into the hole, and fixes up that flow's element for the link, which the list entry names).
 // remove_flows() removes a batch as one by one, but clears at once the lists of the links that lose
 // all their flows (a mass completion: no fix-ups there); reserve() sizes the records and the pool for
-// a batch of adds in one step. A link's list holds each flow's id and its element on the link:
-// freezing a bottleneck link's flows reads the (cached) state byte, skips the flows already frozen,
-// and touches only the elements and rate of the others.
+// a batch of adds in one step. A link's list holds each flow's id, its element on the link and a
+// copy of that element's weight x coef (a link joining the re-fill sums its flows' weights without
+// reading their elements): freezing a bottleneck link's flows reads the (cached) state byte, skips
+// the flows already frozen, and touches only the elements and rate of the others. Each link's
+// filling state (capacity, remaining capacity, unfrozen weight and count, level, ...) is one
+// cache-line record.
 //
 // Components: with 1,024+ live flows a union-find over links (joined by every flow added; rebuilt
 // from the live flows when removals may have split it, less often while rebuilds split nothing)
@@ -93,7 +96,7 @@ class MaxMinSolver {
   static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
 
   int add_link(double capacity);
-  double capacity(int link) const { return cap_[link]; }
+  double capacity(int link) const { return ln_[link].cap; }
   int add_flow(std::span<const Element> elements, double weight = 1.0, double rate_cap = kUnlimited);
   // Room for `flows` more flows with `elements` elements in all (a batch of add_flow calls).
   void reserve(size_t flows, size_t elements);
@@ -131,7 +134,7 @@ class MaxMinSolver {
   bool alive(int flow) const { return rec_[flow].alive != 0; }
   // Sum over flows crossing the link of weight x coef x rate.
   double link_load(int link) const;
-  int num_links() const { return static_cast<int>(cap_.size()); }
+  int num_links() const { return static_cast<int>(ln_.size()); }
   int num_flows() const { return static_cast<int>(rec_.size()); }
   const SolverStats& stats() const { return stats_; }
 
@@ -150,14 +153,16 @@ class MaxMinSolver {
   void push_event(double level, EventKind kind, uint32_t id);
   bool touched(int f) const { return hot_[f].tstamp == stamp_; }
   void set_bott(int f, int32_t bott) {  // keeps own_ counting
-    if (hot_[f].bott >= 0) --own_[hot_[f].bott];
-    if (bott >= 0) ++own_[bott];
+    if (hot_[f].bott >= 0) --ln_[hot_[f].bott].own;
+    if (bott >= 0) ++ln_[bott].own;
     hot_[f].bott = bott;
   }
-  bool in_refill(int l) const { return link_stamp_[l] == stamp_; }
+  bool in_refill(int l) const { return ln_[l].stamp == stamp_; }
   void make_dirty(int l, double x);
   void touch(int f);
-  void unfreeze(int f, int skip);  // an untouched flow joins the filling (converted on its dirty links but `skip`)
+  // An untouched flow joins the filling (converted on its dirty links but `skip`); its elements
+  // start at `ebegin`.
+  void unfreeze(int f, int skip, uint32_t ebegin);
   void queue_link(int l);          // a share event for a dirty link whose share may have fallen
   void add_capped(int f);
   void link_event(int l, double key);
@@ -181,15 +186,34 @@ class MaxMinSolver {
     while (!(elems_[e].link & kFirst)) --e;
     return e;
   }
-  // A link's flows: the flow id and its element for this link (its weight x coef there, read
-  // without a search; a removal moving the list's last entry into the hole updates that entry's
-  // element the same way). 8 bytes: two per flow of an all-to-all among 4,096 GPUs is 268 MB.
+  // A link's flows: the flow id, its element for this link (a removal moving the list's last entry
+  // into the hole updates that entry's element the same way), and a copy of the element's weight x
+  // coef (set_weight keeps both): a link joining the re-fill sums its flows' weights off its own
+  // list, where reading each flow's element was a cache miss per entry (40% of make_dirty, the
+  // re-fill's largest term, on a DeepSeek-V3 step). 16 bytes: two per flow of an all-to-all among
+  // 4,096 GPUs is 536 MB.
   struct LinkRef {
     int32_t flow;
     uint32_t eidx;
+    double wc;  // = elems_[eidx].wc
   };
-  // Links: capacity and the flows crossing them.
-  std::vector<double> cap_;
+  // Per link, in one cache line, what filling and the re-fill read and write for each link they
+  // visit (they were ten arrays, a cache line each per visit: a re-fill on a DeepSeek-V3 step makes
+  // ~80 links dirty per solve, with ~4 flows each). Capacity; during a solve its stamp, remaining
+  // capacity, unfrozen flows and their weight; kept across solves its level (the level it froze at,
+  // kUnlimited: it bound no flow) and own (live flows that froze at it); in a re-fill its smallest
+  // queued share event (key, kUnlimited: none), its pending flows' highest rate and whether pend_
+  // is a heap yet, and whether pend_ holds anything to clear.
+  struct alignas(64) LinkState {
+    double cap = 0, rem = 0, sumw = 0;
+    double level = std::numeric_limits<double>::infinity();
+    double key = std::numeric_limits<double>::infinity();
+    double pend_max = -std::numeric_limits<double>::infinity();
+    uint32_t stamp = 0, unfrozen = 0, own = 0;
+    uint8_t pend_heap = 0, pend_used = 0;
+  };
+  std::vector<LinkState> ln_;
+  // The flows crossing each link.
   std::vector<std::vector<LinkRef>> link_flows_;
   std::vector<char> link_dirty_;
   std::vector<int> dirty_links_;
@@ -225,10 +249,7 @@ class MaxMinSolver {
   std::vector<uint32_t> gone_;
   std::vector<int> gone_links_;
   // Scratch reused across solves.
-  std::vector<uint32_t> link_stamp_;
   uint32_t stamp_ = 0;
-  std::vector<double> rem_, sumw_;
-  std::vector<uint32_t> unfrozen_;  // per link: unfrozen flows crossing it (during a solve)
   std::vector<std::pair<double, int>> capped_, capped_tmp_;  // (cap, flow), ascending
   std::vector<int> changed_, added_free_;
   std::vector<std::pair<double, int>> heap_;
@@ -252,8 +273,7 @@ class MaxMinSolver {
   static constexpr int32_t kBottCap = -2, kBottNone = -1;
   Mode mode_ = Mode::adaptive;
   bool wide_ = false;  // the next solve re-solves the component (see solve())
-  std::vector<double> level_, seed_;
-  std::vector<uint32_t> own_;     // per link: live flows that froze at it
+  std::vector<double> seed_;
   std::vector<char> seed_added_;  // per link: a flow was added to it (or re-capped) since the last solve
   // Per solve: flows touched (Hot::tstamp), their old rate and filling state (state_ bit 0: frozen).
   std::vector<double> old_rate_;  // a touched flow's rate before the re-fill
@@ -264,9 +284,6 @@ class MaxMinSolver {
   // Per link in the re-fill: flows still at their old rate counted as fixed consumption, which the
   // link must release when its share falls below theirs: (rate, flow), a max-heap once needed.
   std::vector<std::vector<std::pair<double, int>>> pend_;
-  std::vector<double> pend_max_;
-  std::vector<double> link_key_;  // per dirty link: its smallest share event queued (kUnlimited: none)
-  std::vector<char> pend_heap_;
   // Unfrozen capped flows by cap value (an NCCL connection's channels: a few values), or one event
   // per flow when there are more than kCapGroups distinct caps.
   static constexpr size_t kCapGroups = 16;

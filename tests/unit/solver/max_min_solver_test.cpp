@@ -695,6 +695,32 @@ TEST_CASE("re-fill: a link that bounds no flow loses one, and nothing is recompu
   CHECK(s.changed()[0] == f1);
 }
 
+TEST_CASE("re-fill: a link's list carries its flows' weights, kept by set_weight and by removals that move entries") {
+  // A link's flow list holds each flow's weight x coef (a copy of its element's), which a link
+  // joining the re-fill sums. Link L (120) carries a (weight 1), c (1) and b (3): 5 members, 24
+  // each. b loses a member (set_weight 2): 4 members, 30 each. Removing a moves the list's last
+  // entry (b) into a's place: b and c are left, 3 members, 40 each. A stale copy of b's weight
+  // (3, or a's 1 moved with the entry) would give 30 or 60.
+  for (const auto mode : {MaxMinSolver::Mode::lazy, MaxMinSolver::Mode::component, MaxMinSolver::Mode::adaptive}) {
+    MaxMinSolver s;
+    s.set_mode(mode);
+    const int l = s.add_link(120);
+    const Element e[] = {{l, 1.0}};
+    const int a = s.add_flow(e, 1.0), c = s.add_flow(e, 1.0), b = s.add_flow(e, 3.0);
+    s.solve();
+    CHECK(s.rate(b) == doctest::Approx(24));
+    s.set_weight(b, e, 2.0);
+    s.solve();
+    CHECK(s.rate(b) == doctest::Approx(30));
+    CHECK(s.rate(c) == doctest::Approx(30));
+    s.remove_flow(a);
+    s.solve();
+    CHECK(s.rate(b) == doctest::Approx(40));
+    CHECK(s.rate(c) == doctest::Approx(40));
+    CHECK(s.link_load(l) == doctest::Approx(120));
+  }
+}
+
 TEST_CASE("property: the lazy re-fill at medium scale (hundreds of flows, shared cores, classes, ECMP, caps)") {
   // 16 GPUs' egress and ingress links (capacity 10), 4 leaf uplinks and downlinks (capacity 25) and
   // 2 spines (40): a flow from GPU s to GPU d crosses s's egress, d's ingress and, across leaves
