@@ -112,6 +112,8 @@ struct ParallelLayout {
   std::vector<std::vector<int>> edp_groups() const;
   // Copies of each model piece along the pipeline: 1; DualPipe 2 (stage s and its mirror).
   int piece_copies() const { return schedule == Schedule::kDualPipe ? 2 : 1; }
+  // ZB-H1 and DualPipe split backwards into B (input gradients) and W (weight gradients).
+  bool splits_backward() const { return schedule == Schedule::kZbH1 || schedule == Schedule::kDualPipe; }
   // The stage of a mirrored pair that lists their data-parallel groups (the lower one), and the
   // stages holding the same pieces as `stage` (itself first; DualPipe: and its mirror).
   int dp_owner_stage(int stage) const { return piece_copies() == 2 ? std::min(stage, pp - 1 - stage) : stage; }

@@ -19,9 +19,9 @@ struct NoteInputs {
 };
 
 // The notes, in order: per strategy (in the report's order) FSSDP without copies, then strategies
-// equal to an earlier one, then those over memory in some iterations only, then each FSSDP slower than EP (the first `ep` of the report) with the
-// breakdown components it spends more and less on, then uncalibrated defaults,
-// --split / --seed.
+// equal to an earlier one, then those over memory in some iterations only, then each FSSDP slower
+// than EP (the first `ep` of the report) with the breakdown components it spends more and less on,
+// then uncalibrated defaults, --split / --seed.
 std::vector<std::string> run_notes(const RunReport& r, const NoteInputs& in);
 
 // Whether two strategies' results are the same: iteration times (mean, p50, p99) and every

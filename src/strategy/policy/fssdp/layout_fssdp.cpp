@@ -36,8 +36,9 @@
 // for its backward, gradients returned after each micro-batch's expert backward
 // (LayoutSparse::rematerialize); the copies' buffers then follow cost::copy_buffer_peak's
 // lifetimes over the stage's layers (under ZB-H1 / DualPipe with the gradient buffers of every
-// layer whose W op has run: CopyLifetime::grads_pile_up), and the cap uses the same. Without it the same plan's memory
-// under re-materialization's lifetimes is reported too (IterationResult::memory_rematerialized).
+// layer whose W op has run: CopyLifetime::grads_pile_up), and the cap uses the same. Without it
+// the same plan's memory under re-materialization's lifetimes is reported too
+// (IterationResult::memory_rematerialized).
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -121,7 +122,7 @@ class LayoutFssdp final : public Strategy {
       formula_t_.push_back(formula_overlap_degree(window_[l], paper_bandwidth(ctx.topo), expert_bytes_, E_));
     }
     router_time_ = ctx.compute.router_and_permute(static_cast<double>(m.tokens_per_micro_batch()) / layout.tp).value();
-    life_ = {k.rematerialize, !k.single_queue, layout.schedule == workload::Schedule::kZbH1 || layout.schedule == workload::Schedule::kDualPipe};
+    life_ = {k.rematerialize, !k.single_queue, layout.splits_backward()};
     gpu_memory_ = ctx.topo.gpu_model().memory.value();
     nccl_ = layout_nccl_bytes(ctx.topo, layout, true, false);
     for (int s = 0; s < layout.pp; ++s) stage_memory_.emplace_back(m, layout, s);
