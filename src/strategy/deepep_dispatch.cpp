@@ -87,21 +87,22 @@ double reached(double f, double B, int k, int experts) {
 }  // namespace
 
 void estimate_deepep(std::span<const double> a, std::span<const int> experts_on, int top_k, int node_limit,
-                     DeepEpMatrix& out) {
+                     DeepEpMatrix& out, std::pair<int, int> active) {
   const int n = static_cast<int>(experts_on.size());
+  const auto [lo, hi] = active.first < active.second ? active : std::pair<int, int>{0, n};
   const auto& topo = out.topology();
   std::vector<double> b_node(topo.num_nodes()), floor(topo.num_nodes());
   out.reset();
-  for (int s = 0; s < n; ++s) {
+  for (int s = lo; s < hi; ++s) {
     const double* row = a.data() + static_cast<size_t>(s) * n;
     double total = 0;
-    for (int g = 0; g < n; ++g) total += row[g];
+    for (int g = lo; g < hi; ++g) total += row[g];
     if (total <= 0) continue;
     const double B = total / top_k;
     std::fill(b_node.begin(), b_node.end(), 0.0);
     std::fill(floor.begin(), floor.end(), 0.0);
     int x_total = 0;
-    for (int g = 0; g < n; ++g) {
+    for (int g = lo; g < hi; ++g) {
       if (row[g] <= 0) continue;
       const int N = topo.node_of(g), x = std::max(1, experts_on[g]);
       b_node[N] += row[g];

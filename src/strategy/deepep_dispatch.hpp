@@ -37,6 +37,7 @@
 #pragma once
 
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "collective/transfer.hpp"
@@ -78,8 +79,13 @@ class DeepEpMatrix {
 // The estimate above for an assignment byte matrix (n x n, row = source: one copy per token x
 // expert, as LayerPlan::dispatch_bytes), `experts_on[g]` expert instances on GPU g (at least one
 // counted where g receives), top_k, and node_limit (0: none; else the most nodes a token reaches).
+// `active`: GPUs [first, second) hold every non-zero entry, as rows and as columns (a pipeline
+// stage's GPUs: a layer's tokens never leave its stage); only that block is read, in the same
+// order, so the result is the same bit for bit as reading the whole matrix (the sums skip zeros
+// only). {0, 0} (the default): the whole matrix. On DeepSeek-V3's 2,048 GPUs a stage is 128 GPUs,
+// and reading the other 99.6% of the matrix was 8.6% of a step's simulation.
 void estimate_deepep(std::span<const double> assignment_bytes, std::span<const int> experts_on, int top_k,
-                     int node_limit, DeepEpMatrix& out);
+                     int node_limit, DeepEpMatrix& out, std::pair<int, int> active = {0, 0});
 
 // The most nodes a token of `model`'s router reaches under an EP group of `ep` GPUs with
 // `gpus_per_node` GPUs per node: 0 (no limit) without node-limited routing, else max_nodes x the

@@ -1,6 +1,7 @@
 // LayoutIterationGraph::take_layer: a MoE layer's plan digested into what run() binds and times,
 // so that a policy may route layer after layer into one dispatch matrix (layout_iteration.hpp).
 #include <algorithm>
+#include <cassert>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -10,6 +11,17 @@
 #include "strategy/graph/traffic_kind.hpp"
 
 namespace hs::strategy {
+
+namespace {
+// Every non-zero entry of the n x n matrix lies in the block [lo, hi) x [lo, hi) (checked in
+// builds with assertions: take_layer reads that block alone).
+[[maybe_unused]] bool block_holds_all(const std::vector<double>& m, int n, int lo, int hi) {
+  for (int x = 0; x < n; ++x)
+    for (int y = 0; y < n; ++y)
+      if (m[static_cast<size_t>(x) * n + y] != 0 && (x < lo || x >= hi || y < lo || y >= hi)) return false;
+  return true;
+}
+}  // namespace
 
 void LayoutIterationGraph::open_iteration() {
   if (open_) return;
@@ -26,7 +38,8 @@ void LayoutIterationGraph::open_iteration() {
 }
 
 collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const std::vector<double>& matrix,
-                                                                        const LayerPlan& p, A2aPair& out) {
+                                                                        const LayerPlan& p, std::pair<int, int> block,
+                                                                        A2aPair& out) {
   collective::AnalyticNetwork::PairTimes times;
   if (layout_.dispatcher == workload::Dispatcher::kDeepEp) {
     // DeepEP's dispatch: coflows from the distinct-token estimate of the assignment bytes
@@ -38,7 +51,8 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
       experts_on[x] = static_cast<int>(p.expert_tokens[x].size());
     const auto& m = ctx_.model;
     estimate_deepep(matrix, experts_on, m.top_k,
-                    deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0)), *deepep_);
+                    deepep_node_limit(m.route_groups, m.max_nodes, layout_.ep, ctx_.topo.gpus_in_node(0)), *deepep_,
+                    block);
     double extra = 0;
     collective::Coflow fwd = deepep_->flows(false, extra), tr = deepep_->flows(true, extra);
     collective::CoflowLoads loads, loads_tr;
@@ -89,7 +103,18 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
   const double div = mbs == 0 ? static_cast<double>(M) : 1.0;
   const int s = layout_.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers);
   const bool dual = layout_.schedule == workload::Schedule::kDualPipe;
-  std::vector<double> scratch, scaled, mirrored;
+  std::vector<double> scratch;
+  // The stage's GPUs are [lo, hi): every non-zero entry of a plan's dispatch matrix lies in that
+  // block (a layer's tokens never leave its stage), and DualPipe's mirrored matrix in the block of
+  // the mirror stage [mlo, mhi) (mirror_rank keeps the order).
+  const int lo = s * S, hi = lo + S;
+  const int mlo = layout_.mirror_rank(lo), mhi = mlo + S;
+  const size_t nn = static_cast<size_t>(n) * n;
+  if (div != 1.0 && scaled_bytes_.size() != nn) scaled_bytes_.assign(nn, 0.0);
+  if (dual && mirror_bytes_.size() != nn) mirror_bytes_.assign(nn, 0.0);
+  const auto clear_block = [n](std::vector<double>& v, int b, int e) {
+    for (int x = b; x < e; ++x) std::fill_n(v.begin() + static_cast<ptrdiff_t>(x) * n + b, e - b, 0.0);
+  };
   taken_[l].resize(V);
   for (int k = 0; k < V; ++k) {
     const LayerPlan& p = mbs == 0 ? plan : plan.micro[k];
@@ -128,21 +153,24 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       }
     // The dispatch's bytes for one micro-batch (the plan's own, or / grad_accum).
     const std::vector<double>* bytes = &p.dispatch_bytes;
-    if (div != 1.0) {
-      scaled.resize(p.dispatch_bytes.size());
-      for (size_t i = 0; i < scaled.size(); ++i) scaled[i] = p.dispatch_bytes[i] / div;
-      bytes = &scaled;
+    assert(block_holds_all(p.dispatch_bytes, n, lo, hi));
+    if (div != 1.0) {  // the block's entries; the rest of scaled_bytes_ stays 0 (= 0 / div)
+      for (int x = lo; x < hi; ++x)
+        for (int y = lo; y < hi; ++y)
+          scaled_bytes_[static_cast<size_t>(x) * n + y] = p.dispatch_bytes[static_cast<size_t>(x) * n + y] / div;
+      bytes = &scaled_bytes_;
     }
     // The all-to-alls (the combine runs the matrix transposed), DualPipe's mirrored pair first; the
     // slowest one alone names the bottleneck link.
     if (dual) {  // the same matrix between the mirrors of its GPUs
-      mirrored.assign(bytes->size(), 0.0);
-      for (int x : layout_.stage_gpus(s))
-        for (int y : layout_.stage_gpus(s))
-          mirrored[static_cast<size_t>(layout_.mirror_rank(x)) * n + layout_.mirror_rank(y)] = (*bytes)[static_cast<size_t>(x) * n + y];
-      define_a2a(mirrored, p, t.mirror);
+      for (int x = lo; x < hi; ++x)
+        for (int y = lo; y < hi; ++y)
+          mirror_bytes_[static_cast<size_t>(layout_.mirror_rank(x)) * n + layout_.mirror_rank(y)] = (*bytes)[static_cast<size_t>(x) * n + y];
+      define_a2a(mirror_bytes_, p, {mlo, mhi}, t.mirror);
+      clear_block(mirror_bytes_, mlo, mhi);
     }
-    const auto times = define_a2a(*bytes, p, t.a2a);
+    const auto times = define_a2a(*bytes, p, {lo, hi}, t.a2a);
+    if (div != 1.0) clear_block(scaled_bytes_, lo, hi);
     const double t_fwd = times.fwd, t_tr = times.tr;
     const topology::LinkId link_fwd = times.link_fwd, link_tr = times.link_tr;
     if (std::max(t_fwd, t_tr) > worst_a2a_) {
@@ -165,7 +193,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
     if (div != 1.0)
       for (int x = 0; x < n; ++x) t.sent[x] /= div, t.received[x] /= div;
     if (dual)  // the mirrored all-to-alls move the same bytes between the mirrors
-      for (int x : layout_.stage_gpus(s)) t.sent[layout_.mirror_rank(x)] = t.sent[x], t.received[layout_.mirror_rank(x)] = t.received[x];
+      for (int x = lo; x < hi; ++x) t.sent[layout_.mirror_rank(x)] = t.sent[x], t.received[layout_.mirror_rank(x)] = t.received[x];
   }
 }
 

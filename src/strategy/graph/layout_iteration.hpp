@@ -314,7 +314,9 @@ class LayoutIterationGraph {
   // Defines the all-to-all pair of `matrix` (per-pair assignment bytes of one micro-batch; plan `p`
   // for DeepEP's expert counts) on this iteration's network, NCCL's all-to-all-v or DeepEP's
   // (layer_intake.cpp); returns both directions' solo times and bottleneck links.
-  collective::AnalyticNetwork::PairTimes define_a2a(const std::vector<double>& matrix, const LayerPlan& p, A2aPair& out);
+  // `block`: the GPUs [first, second) holding every non-zero entry of `matrix` (the layer's stage).
+  collective::AnalyticNetwork::PairTimes define_a2a(const std::vector<double>& matrix, const LayerPlan& p,
+                                                    std::pair<int, int> block, A2aPair& out);
   // Starts the iteration's intake (networks, taken_) unless it is open.
   void open_iteration();
   // Reports the simulated iteration's tasks (layout_timeline.cpp).
@@ -394,6 +396,11 @@ class LayoutIterationGraph {
   double worst_a2a_ = -1;
   topology::LinkId bottleneck_link_ = -1;
   std::unique_ptr<DeepEpMatrix> deepep_;  // dispatcher=deepep: the per-pair bytes, kept between iterations
+  // take_layer's n x n scratch, kept between calls and all zero outside the stage block it is
+  // writing: a micro-batch's bytes (a plan's / grad_accum) and DualPipe's mirrored matrix. Fresh
+  // vectors per call cost a page fault per 4 KiB (two 33.5 MB matrices per MoE layer on 2,048
+  // GPUs: a fifth of a DeepSeek-V3 step's simulation was the kernel zeroing pages).
+  std::vector<double> scaled_bytes_, mirror_bytes_;
   int dense_buckets_ = 1, expert_buckets_ = 1;
  public:
   collective::AnalyticNetwork& network() { return net_; }

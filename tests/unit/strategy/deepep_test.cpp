@@ -332,3 +332,27 @@ TEST_CASE("DeepEP's published benchmark setting on H800 links: simulated bottlen
     ++row;
   }
 }
+
+TEST_CASE("DeepEP estimate: reading only the stage's block gives the whole matrix's result bit for bit") {
+  // 4 nodes x 4 GPUs; a stage holds GPUs 4..11 (nodes 1 and 2), and every non-zero assignment lies
+  // in that block (a layer's tokens never leave its stage). The estimate's sums over a row skip only
+  // zeros, in the same order, so the block {4, 12} must give exactly the matrix of the whole read
+  // (== on doubles, not approx), with and without a node limit.
+  const auto topo = cluster(4, 4);
+  const int n = 16, lo = 4, hi = 12;
+  Rng rng(11);
+  std::vector<double> a(static_cast<size_t>(n) * n, 0.0);
+  for (int s = lo; s < hi; ++s)
+    for (int g = lo; g < hi; ++g)
+      if (rng.uniform() < 0.8) a[static_cast<size_t>(s) * n + g] = std::floor(1000 * rng.uniform());
+  const std::vector<int> per(n, 2);
+  for (int limit : {0, 1}) {
+    CAPTURE(limit);
+    DeepEpMatrix whole(topo), block(topo);
+    strategy::estimate_deepep(a, per, 2, limit, whole);
+    strategy::estimate_deepep(a, per, 2, limit, block, {lo, hi});
+    const auto w = whole.bytes(), b = block.bytes();
+    CHECK(std::equal(w.begin(), w.end(), b.begin(), b.end()));
+    CHECK(whole.network_bytes() > 0);
+  }
+}
