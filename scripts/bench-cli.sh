@@ -10,14 +10,17 @@
 #                       compared and a difference is reported
 #   --runs N            runs per case (default 3)
 #   --smoke             every case once with 1 iteration (tests/bench: the cases run, nothing timed)
+#   --deepseek          also DeepSeek-V3 as trained (2,048 GPUs, DualPipe, DeepEP, grad_accum 120), one
+#                       step on each tier (issue 32's step: seconds analytic, minutes and ~3 GB on the flow tier)
 set -euo pipefail
-old="" runs=3 smoke=0 sim=""
+old="" runs=3 smoke=0 sim="" deepseek=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --compare) old="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --smoke) smoke=1; runs=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --deepseek) deepseek=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "bench-cli.sh: unknown option $1" >&2; exit 2 ;;
     *) sim="$1"; shift ;;
   esac
@@ -43,6 +46,11 @@ cases() {
   echo "flexmoe --network flow, 32 GPUs, 50 iterations|$p4d --iterations ITER50 --strategy flexmoe --network flow"
   echo "all strategies, 1,024 GPUs (dgx-h100-128node), 1 iteration|run dgx-h100-128node traces/gpt-moe-s-aux_loss.json.gz -q --iterations 1"
   echo "DeepSeek-V3-like EP 64, 1,024 GPUs, 1 iteration|run dgx-h100-128node traces/deepseek-v3-like-aux_free.json.gz --model deepseek-v3-like --strategy ep:ep_size=64 -q --iterations 1"
+  if [ "$deepseek" = 1 ]; then
+    local ds="run hgx-h800-256node traces/deepseek-v3-like-aux_free.json.gz --model deepseek-v3-like --set grad_accum=120 --layout deepseek-v3,dispatcher=deepep --set route_groups=8 --set max_nodes=4 --strategy ep -q --iterations 1"
+    echo "DeepSeek-V3 as trained, 2,048 GPUs, 1 step|$ds"
+    echo "DeepSeek-V3 as trained, --network flow, 1 step|$ds --network flow"
+  fi
 }
 
 # time_one BINARY ARGS...: prints "cpu_seconds rss_kb" and leaves the JSON in $tmp/out.json
