@@ -69,13 +69,16 @@ double AnalyticNetwork::loads(std::span<const Transfer> transfers, double extra_
 // The same transfers, caps and extra latency as collective::alltoallv_flows, in one pass without
 // building them: a connection's cap is one of two values (local, network), so the slowest capped
 // transfer is the largest local or network transfer at its cap.
-double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose) {
+double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose, std::pair<int, int> block) {
   if (topo_.endpoint_separable()) {
     scan_sums(m);
     return add_sums(transpose);
   }
   const int n = topo_.num_gpus();
   const auto nn = static_cast<size_t>(n);
+  // Only the block's rows and columns can carry bytes: the pairs outside it are skipped as their
+  // zero entries would be (a source's row is read on its own, whatever band it falls in).
+  const auto [lo, hi] = block.first < block.second ? block : std::pair<int, int>{0, n};
   sends_.assign(n, 0);
   recvs_.assign(n, 0);
   double max_local = 0, max_net = 0;
@@ -85,18 +88,18 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
   // miss the cache at every entry (4,096 GPUs: 16.8M misses per all-to-all), so the columns of a
   // band of sources are copied first, reading rows (kBand entries of each), then read in order.
   constexpr int kBand = 64;
-  for (int s0 = 0; s0 < n; s0 += kBand) {
-    const int s1 = std::min(n, s0 + kBand);
+  for (int s0 = lo; s0 < hi; s0 += kBand) {
+    const int s1 = std::min(hi, s0 + kBand);
     if (transpose) {
       band_.resize(static_cast<size_t>(s1 - s0) * nn);
-      for (size_t d = 0; d < nn; ++d)
+      for (auto d = static_cast<size_t>(lo); d < static_cast<size_t>(hi); ++d)
         for (int s = s0; s < s1; ++s) band_[static_cast<size_t>(s - s0) * nn + d] = m[d * nn + static_cast<size_t>(s)];
     }
     for (int s = s0; s < s1; ++s) {
       const int ns = topo_.node_of(s);
       const double* row = transpose ? band_.data() + static_cast<size_t>(s - s0) * nn : m.data() + static_cast<size_t>(s) * nn;
       if (topo_.factored_routes()) {
-        for (int d = 0; d < n; ++d) {
+        for (int d = lo; d < hi; ++d) {
           const double b = row[d];
           if (b <= 0 || s == d) continue;
           add(s, d, b);
@@ -119,7 +122,7 @@ double AnalyticNetwork::alltoallv_add(std::span<const double> m, bool transpose)
       int sends = 0, hot = -1;
       double hot_load = 0, hot_count = 0;
       double alpha = alpha_;
-      for (int d = 0; d < n; ++d) {
+      for (int d = lo; d < hi; ++d) {
         const double b = row[d];
         if (b <= 0 || s == d) continue;
         alpha = std::max(alpha, static_cast<double>(latency[d]));
@@ -345,12 +348,12 @@ double AnalyticNetwork::add_sums(bool transpose) {
 }
 
 AnalyticNetwork::PairTimes AnalyticNetwork::alltoallv_loads_both(std::span<const double> m, CoflowLoads& fwd,
-                                                                 CoflowLoads& tr) {
+                                                                 CoflowLoads& tr, std::pair<int, int> block) {
   PairTimes r;
   if (!topo_.endpoint_separable()) {
-    r.fwd = alltoallv_loads(m, false, fwd);
+    r.fwd = alltoallv_loads(m, false, fwd, block);
     r.link_fwd = last_bottleneck_;
-    r.tr = alltoallv_loads(m, true, tr);
+    r.tr = alltoallv_loads(m, true, tr, block);
     r.link_tr = last_bottleneck_;
     return r;
   }
@@ -366,15 +369,16 @@ AnalyticNetwork::PairTimes AnalyticNetwork::alltoallv_loads_both(std::span<const
   return r;
 }
 
-double AnalyticNetwork::alltoallv_loads(std::span<const double> m, bool transpose, CoflowLoads& out) {
-  const double extra = alltoallv_add(m, transpose);
+double AnalyticNetwork::alltoallv_loads(std::span<const double> m, bool transpose, CoflowLoads& out,
+                                        std::pair<int, int> block) {
+  const double extra = alltoallv_add(m, transpose, block);
   const double t = finish(&out);
   out.latency += extra;
   return t > 0 ? t + extra : 0.0;
 }
 
-double AnalyticNetwork::alltoallv_time(std::span<const double> m, bool transpose) {
-  const double extra = alltoallv_add(m, transpose);
+double AnalyticNetwork::alltoallv_time(std::span<const double> m, bool transpose, std::pair<int, int> block) {
+  const double extra = alltoallv_add(m, transpose, block);
   const double t = finish();
   return t > 0 ? t + extra : 0.0;
 }

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "collective/all_to_all.hpp"
@@ -37,11 +38,16 @@ class AnalyticNetwork {
   double coflow_time(std::span<const Transfer> transfers);
   // All-to-all-v from a dense n x n byte matrix (row = source); `transpose` reads it column-wise
   // (the combine of a dispatch). Diagonal entries stay on their GPU and cost nothing.
-  double alltoallv_time(std::span<const double> matrix, bool transpose = false);
+  // `block` (all of these): GPUs [first, second) hold every non-zero entry of `matrix`, as rows and
+  // as columns (a pipeline stage's all-to-all); on a topology that is not endpoint-separable only
+  // that block is read, with the same result bit for bit (entries without bytes add nothing, in
+  // any order). {0, 0} (the default): the whole matrix.
+  double alltoallv_time(std::span<const double> matrix, bool transpose = false, std::pair<int, int> block = {0, 0});
   // The same coflows reduced to their per-link loads and latency (+ extra latency); the return value
   // is the standalone time, and last_bottleneck() is set as by the *_time calls.
   double loads(std::span<const Transfer> transfers, double extra_latency, CoflowLoads& out);
-  double alltoallv_loads(std::span<const double> matrix, bool transpose, CoflowLoads& out);
+  double alltoallv_loads(std::span<const double> matrix, bool transpose, CoflowLoads& out,
+                         std::pair<int, int> block = {0, 0});
   // Both directions of one all-to-all-v, each exactly as alltoallv_loads gives it: the dispatch
   // (row = source) into `fwd`, its combine (transposed) into `tr`. On an endpoint-separable topology
   // one pass over the matrix serves both: the combine's per-GPU sends are the dispatch's receives
@@ -50,14 +56,15 @@ class AnalyticNetwork {
     double fwd = 0, tr = 0;
     topology::LinkId link_fwd = -1, link_tr = -1;  // their bottlenecks, as last_bottleneck()
   };
-  PairTimes alltoallv_loads_both(std::span<const double> matrix, CoflowLoads& fwd, CoflowLoads& tr);
+  PairTimes alltoallv_loads_both(std::span<const double> matrix, CoflowLoads& fwd, CoflowLoads& tr,
+                                 std::pair<int, int> block = {0, 0});
   // Link that determined the last coflow's time (-1 if none), and its load in bytes.
   topology::LinkId last_bottleneck() const { return last_bottleneck_; }
   const topology::Topology& topology() const { return topo_; }
 
  private:
   void add(int src, int dst, double bytes, double cap = 0);
-  double alltoallv_add(std::span<const double> matrix, bool transpose);
+  double alltoallv_add(std::span<const double> matrix, bool transpose, std::pair<int, int> block);
   // Separable topologies: the per-GPU sums of a matrix read row by row (sums_, sends_, recvs_ and
   // the pass's latency and largest local / network transfers), then the links loaded from them as
   // the dispatch or (`transpose`) the combine, returning the extra batch latency.

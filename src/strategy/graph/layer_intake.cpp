@@ -73,13 +73,13 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
   out.traffic = matrix_traffic(ctx_.topo, matrix);
   if (coflow_) {  // NCCL's all-to-all-v
     collective::CoflowLoads loads, loads_tr;
-    times = net_.alltoallv_loads_both(matrix, loads, loads_tr);
+    times = net_.alltoallv_loads_both(matrix, loads, loads_tr, block);
     out.dispatch_id = coflow_->define(std::move(loads));
     out.combine_id = coflow_->define(std::move(loads_tr));
   } else {
-    times.fwd = net_.alltoallv_time(matrix, false);
+    times.fwd = net_.alltoallv_time(matrix, false, block);
     times.link_fwd = net_.last_bottleneck();
-    times.tr = net_.alltoallv_time(matrix, true);
+    times.tr = net_.alltoallv_time(matrix, true, block);
     times.link_tr = net_.last_bottleneck();
     out.flows[0] = collective::alltoallv_flows(ctx_.topo, matrix, false, out.extra[0]);
     out.flows[1] = collective::alltoallv_flows(ctx_.topo, matrix, true, out.extra[1]);

@@ -178,6 +178,43 @@ TEST_CASE("all-to-all-v on a topology that is not endpoint-separable: the transf
   }
 }
 
+TEST_CASE("all-to-all-v in a stage's block: the whole matrix's loads and time to the bit") {
+  // A pipeline stage's all-to-all: GPUs [lo, hi) hold every non-zero entry. On a topology that is
+  // not endpoint-separable the pass then reads only that block (the pairs outside it carry no
+  // bytes and add nothing), so time, bottleneck, every link's bytes and count and the latency are
+  // exactly those of the whole matrix's pass, both directions, for blocks aligned to nodes or not.
+  const Topology t = cluster(4, 8, 1, 50e9);
+  REQUIRE(!t.endpoint_separable());
+  const int n = t.num_gpus();
+  for (const auto& [lo, hi] : {std::pair{8, 24}, std::pair{5, 19}, std::pair{0, 32}}) {
+    CAPTURE(lo);
+    CAPTURE(hi);
+    Rng rng(static_cast<uint64_t>(lo * 100 + hi));
+    std::vector<double> m(static_cast<size_t>(n) * n, 0.0);
+    for (int s = lo; s < hi; ++s)
+      for (int d = lo; d < hi; ++d)
+        if (s != d && rng.uniform() < 0.9) m[static_cast<size_t>(s) * n + d] = 1e6 * (1 + rng.uniform());
+    AnalyticNetwork net(t);
+    for (const bool transpose : {false, true}) {
+      CoflowLoads whole, block;
+      const double t_whole = net.alltoallv_loads(m, transpose, whole);
+      const auto link_whole = net.last_bottleneck();
+      const double t_block = net.alltoallv_loads(m, transpose, block, {lo, hi});
+      CHECK(t_whole > 0);
+      CHECK(t_block == t_whole);
+      CHECK(net.last_bottleneck() == link_whole);
+      check_same(whole, block);
+      CHECK(net.alltoallv_time(m, transpose, {lo, hi}) == t_whole);
+    }
+    CoflowLoads f1, r1, f2, r2;
+    const auto a = net.alltoallv_loads_both(m, f1, r1), b = net.alltoallv_loads_both(m, f2, r2, {lo, hi});
+    CHECK(a.fwd == b.fwd);
+    CHECK(a.tr == b.tr);
+    check_same(f1, f2);
+    check_same(r1, r2);
+  }
+}
+
 TEST_CASE("all-to-all-v pass: dense rows, rows with gaps and node-local rows against the transfers") {
   // The pass reads a row as the GPUs before its node, its node less itself and the GPUs after it,
   // and takes a row's latency from its precomputed largest when the row has a peer in every other
