@@ -24,41 +24,66 @@
 
 namespace hs {
 
-// The words of a key, written in a fixed order by the caller.
+// The words of a key, written in a fixed order by the caller. The buffer is kept between keys
+// (clear() keeps its capacity): writing a key costs a store per word, no allocation once warm.
 class MemoKey {
  public:
-  void clear() { words_.clear(); }
-  void add(uint64_t w) { words_.push_back(w); }
+  void clear() { size_ = 0; }
+  void add(uint64_t w) {
+    if (size_ == words_.size()) grow(1);
+    words_[size_++] = w;
+  }
   void add(double d) {
     uint64_t w;
     std::memcpy(&w, &d, sizeof w);
-    words_.push_back(w);
+    add(w);
   }
   void add(std::span<const double> v) {
     add(static_cast<uint64_t>(v.size()));
-    const size_t at = words_.size();
-    words_.resize(at + v.size());
-    if (!v.empty()) std::memcpy(words_.data() + at, v.data(), v.size() * sizeof(double));
+    if (v.empty()) return;
+    if (size_ + v.size() > words_.size()) grow(v.size());
+    std::memcpy(words_.data() + size_, v.data(), v.size() * sizeof(double));
+    size_ += v.size();
   }
   // Bytes (chars, small enums), eight to a word, the length first.
   void add_bytes(const void* data, size_t n) {
     add(static_cast<uint64_t>(n));
-    const size_t at = words_.size();
-    words_.resize(at + (n + 7) / 8, 0);
-    if (n) std::memcpy(words_.data() + at, data, n);
+    const size_t k = (n + 7) / 8;
+    if (k == 0) return;
+    if (size_ + k > words_.size()) grow(k);
+    words_[size_ + k - 1] = 0;
+    std::memcpy(words_.data() + size_, data, n);
+    size_ += k;
   }
-  std::span<const uint64_t> words() const { return words_; }
+  std::span<const uint64_t> words() const { return {words_.data(), size_}; }
+  // Four independent multiply-xor lanes (so the word chain does not serialize on one multiply), then
+  // a final avalanche: it only picks candidates, find() compares the words.
   uint64_t hash() const {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ words_.size();
-    for (uint64_t w : words_) {
-      h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-      h *= 0xff51afd7ed558ccdull;
+    constexpr uint64_t kM = 0x9e3779b97f4a7c15ull;
+    const uint64_t* w = words_.data();
+    uint64_t h0 = 0x243f6a8885a308d3ull ^ size_, h1 = 0x13198a2e03707344ull, h2 = 0xa4093822299f31d0ull,
+             h3 = 0x082efa98ec4e6c89ull;
+    size_t i = 0;
+    for (; i + 4 <= size_; i += 4) {
+      h0 = (h0 ^ w[i]) * kM;
+      h1 = (h1 ^ w[i + 1]) * kM;
+      h2 = (h2 ^ w[i + 2]) * kM;
+      h3 = (h3 ^ w[i + 3]) * kM;
     }
+    for (; i < size_; ++i) h0 = (h0 ^ w[i]) * kM;
+    auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+    uint64_t h = h0 ^ rotl(h1, 17) ^ rotl(h2, 31) ^ rotl(h3, 47);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
   }
 
  private:
-  std::vector<uint64_t> words_;
+  void grow(size_t k) { words_.resize(std::max(words_.size() * 2, size_ + k)); }
+  std::vector<uint64_t> words_;  // [0, size_) the key; the rest spare capacity
+  size_t size_ = 0;
 };
 
 template <class Value>

@@ -419,6 +419,27 @@ class LayoutIterationGraph {
   MemoKey memo_key_;
   std::vector<uint8_t> memo_kinds_;  // scratch: the tasks' kinds, as bytes of the key
   ExactMemo<RunOutcome> run_memo_{kMemoBytes};
+  // The all-to-all memo (analytic tier, NCCL's all-to-all-v): a dispatch matrix's coflow loads in both
+  // directions, solo times, bottleneck links and traffic kind, keyed by the matrix (every entry's
+  // bits). They are functions of the matrix alone (the topology is fixed), and a stateful strategy
+  // on a cycling trace routes the same matrices again each cycle. Up to kA2aMemoGpus GPUs: a key
+  // is n x n words, hashing it costs about what loading a sparse matrix does on thousands of GPUs.
+  struct A2aLoads {
+    collective::AnalyticNetwork::PairTimes times;
+    collective::CoflowLoads fwd, tr;
+    engine::Traffic traffic = engine::Traffic::kIntraNode;
+  };
+  static constexpr int kA2aMemoGpus = 256;
+  static constexpr size_t kA2aMemoBytes = size_t{32} << 20;
+  MemoKey a2a_key_;
+  ExactMemo<A2aLoads> a2a_memo_{kA2aMemoBytes};
+  // The expert memo: one GPU's grouped-GEMM forward and backward seconds (ComputeCost::expert_forward,
+  // expert_backward: pure functions of the tokens per expert instance) keyed by those tokens; a GPU
+  // computes the same tokens again whenever its experts' loads come back. Both into fwd, bwd.
+  void expert_seconds(std::span<const double> tokens, double& fwd, double& bwd);
+  static constexpr size_t kExpertMemoBytes = size_t{8} << 20;
+  MemoKey expert_key_;
+  ExactMemo<std::pair<double, double>> expert_memo_{kExpertMemoBytes};
   // Fills what the plans alone give (token-dropping tallies) into res.
   void finish_result(std::span<const LayerPlan> plans, IterationResult& res) const;
   std::unique_ptr<DeepEpMatrix> deepep_;  // dispatcher=deepep: the per-pair bytes, kept between iterations

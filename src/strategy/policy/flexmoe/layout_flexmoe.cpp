@@ -100,11 +100,11 @@ class LayoutFlexMoe final : public Strategy {
       // The replicas hold for the whole iteration; every micro-batch is routed through them.
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
         route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, k_.dispatch, token_bytes, cap.micro_batch,
-                        plan);
+                        plan, nullptr, &dispatch_memo_);
       };
       LayerPlan& plan = plans_[l];
       route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement, k_.dispatch,
-                      token_bytes, cap.iteration(), plan, &group_loads);
+                      token_bytes, cap.iteration(), plan, &group_loads, &dispatch_memo_);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plan, route);
       plan.replica_grad_latency = 0;
@@ -165,6 +165,7 @@ class LayoutFlexMoe final : public Strategy {
   workload::ParallelLayout layout_;
   FlexMoeKnobs k_;
   LayoutIterationGraph graph_;
+  DispatchMemo dispatch_memo_;  // the routing of counts and placements that come back
   int n_, L_, E_, G_, own_, slots_;
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;          // [group of a stage]

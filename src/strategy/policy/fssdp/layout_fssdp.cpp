@@ -53,6 +53,7 @@
 #include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
+#include "strategy/dispatch_memo.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
@@ -241,7 +242,7 @@ class LayoutFssdp final : public Strategy {
         };
         auto route = [&](const std::vector<double>& cnt, LayerPlan& into, double cap_of_cnt) {
           DispatchResult d;
-          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
+          dispatch_memo_.dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
           take(std::move(d), into);
         };
         // The forward spAG moves the predicted plan; calibration copies travel in their own task.
@@ -770,6 +771,7 @@ class LayoutFssdp final : public Strategy {
   workload::ParallelLayout layout_;
   FssdpKnobs k_;
   LayoutIterationGraph graph_;
+  DispatchMemo dispatch_memo_;  // the routing of counts and placements that come back
   int n_, L_, E_, G_;  // G_: EP groups per stage
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;  // [group of a stage]: the loads of its GPUs, per layer
