@@ -228,7 +228,10 @@ class LayoutIterationGraph {
   // How often run() built the graph (tests: once per distinct shape while at most kKeptShapes
   // shapes alternate).
   int builds() const { return builds_; }
-  // The run memo (below) on or off (tests: a memoized run against a simulated one); on by default.
+  // The memos (below: runs, all-to-alls, expert seconds) on or off; off by default. They pay where
+  // inputs repeat from run to run: a stateful strategy's (FSSDP, SmartMoE, FlexMoE) on a cycling
+  // trace. A stateless strategy's iterations are cached by record (strategy/runner.cpp): its runs
+  // never repeat, and writing and hashing keys would be pure overhead.
   void set_memo(bool on) { memo_on_ = on; }
   // Runs answered by the run memo, and runs that simulated while it was on.
   long memo_hits() const { return run_memo_.hits(); }
@@ -415,7 +418,7 @@ class LayoutIterationGraph {
     LayoutStats stats;
   };
   static constexpr size_t kMemoBytes = size_t{64} << 20;
-  bool memo_on_ = true;
+  bool memo_on_ = false;
   MemoKey memo_key_;
   std::vector<uint8_t> memo_kinds_;  // scratch: the tasks' kinds, as bytes of the key
   ExactMemo<RunOutcome> run_memo_{kMemoBytes};

@@ -685,7 +685,7 @@ TEST_CASE("the run memo: an iteration whose inputs came before gives the simulat
     Fixture f;
     f.ctx.flow_network = flow;
     strategy::LayoutIterationGraph memo(f.ctx, f.l), plain(f.ctx, f.l);
-    plain.set_memo(false);
+    memo.set_memo(true);
     std::mt19937 rng(34);
     std::uniform_real_distribution<double> tokens(0.0, 3000.0);
     std::vector<std::vector<strategy::LayerPlan>> pool;

@@ -52,6 +52,7 @@ class LayoutFlexMoe final : public Strategy {
         slots_(std::min(E_, own_ + k.reserve_slots)), plans_(L_), history_(G_, LoadHistory(L_, k.window)),
         holders_(G_, std::vector<Holders>(L_, ep_holders(E_, layout.ep))) {
     const auto& m = ctx.model;
+    graph_.set_memo(true);  // stateful: iterations repeat on a cycling trace
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     per_expert_ = cost::count_params(m).per_expert;

@@ -36,6 +36,7 @@ class LayoutSmartMoe final : public Strategy {
         E_(ctx.model.experts), G_(layout.stage_size() / layout.ep), period_(period), plans_(L_),
         history_(G_, LoadHistory(L_, window)) {
     const auto& m = ctx.model;
+    graph_.set_memo(true);  // stateful: iterations repeat on a cycling trace
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     const auto params = cost::count_params(m);
