@@ -53,6 +53,18 @@ void CoflowNetwork::clear() {
   std::fill(task_def_.begin(), task_def_.end(), -1);
 }
 
+void CoflowNetwork::append_key(MemoKey& key) const {
+  key.add(static_cast<uint64_t>(defs_.size()));
+  for (const Def& d : defs_) {
+    key.add(static_cast<uint64_t>(d.loads.links.size()));
+    for (const LinkLoad& x : d.loads.links) key.add(static_cast<uint64_t>(x.link)), key.add(x.bytes), key.add(x.flows);
+    key.add(d.loads.latency);
+    key.add(d.loads.floor);
+  }
+  key.add(static_cast<uint64_t>(task_def_.size()));
+  for (int id : task_def_) key.add(static_cast<uint64_t>(static_cast<int64_t>(id)));
+}
+
 double CoflowNetwork::solo_time(int id) const {
   const Def& d = defs_[id];
   return d.drain > 0 ? d.loads.latency + d.drain : 0.0;

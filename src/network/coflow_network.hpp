@@ -32,6 +32,7 @@
 #include "engine/activity_model.hpp"
 #include "solver/max_min_solver.hpp"
 #include "topology/topology.hpp"
+#include "util/exact_memo.hpp"
 
 namespace hs::network {
 
@@ -46,6 +47,10 @@ class CoflowNetwork final : public engine::ActivityModel {
   void clear();
   // Standalone time of a defined coflow: latency + max over links bytes / capacity (0 if empty).
   double solo_time(int id) const;
+  // Writes everything a run of the engine on this network depends on into `key`
+  // (util/exact_memo.hpp): every defined coflow's link loads, latency and floor, in id order, and
+  // the coflow each task runs. Equal keys: every task's communication is timed the same way.
+  void append_key(MemoKey& key) const;
 
   void reset(const engine::TaskGraph& g) override;
   void start(engine::TaskId t, double now) override;

@@ -5,7 +5,7 @@ namespace hs::strategy {
 void route_in_groups(std::span<const double> all, const workload::ParallelLayout& layout, int stage, int experts,
                      const std::vector<int>& node_of, std::span<const collective::SparsePlacement> placement,
                      DispatchRule rule, double token_bytes, double cap, LayerPlan& plan,
-                     std::vector<std::vector<double>>* group_loads) {
+                     std::vector<std::vector<double>>* group_loads, DispatchMemo* memo) {
   const int n = static_cast<int>(node_of.size()), ep = layout.ep, E = experts;
   const int G = static_cast<int>(placement.size());
   plan.expert_tokens.assign(n, {});
@@ -27,7 +27,8 @@ void route_in_groups(std::span<const double> all, const workload::ParallelLayout
       }
     }
     DispatchResult d;
-    dispatch(counts, ep, placement[k], nodes, rule, token_bytes, d, cap);
+    if (memo) memo->dispatch(counts, ep, placement[k], nodes, rule, token_bytes, d, cap);
+    else dispatch(counts, ep, placement[k], nodes, rule, token_bytes, d, cap);
     plan.routed_tokens += d.routed;
     plan.dropped_tokens += d.dropped;
     for (int i = 0; i < ep; ++i) {

@@ -9,6 +9,7 @@
 
 #include "collective/sparse_plan.hpp"
 #include "strategy/capacity.hpp"
+#include "strategy/dispatch_memo.hpp"
 #include "strategy/policy/fssdp/materialization.hpp"
 #include "strategy/layer_plan.hpp"
 #include "strategy/strategy.hpp"
@@ -23,9 +24,10 @@ namespace hs::strategy {
 // routed them: before `cap`, the assignments a GPU may send one instance of an expert
 // (strategy/capacity.hpp: the capacity of `all`, an iteration's or a micro-batch's; infinite = dropless),
 // which dispatch() applies per replica group; plan's routed_tokens / dropped_tokens get the tally.
+// `memo`, when given, routes each group through it (strategy/dispatch_memo.hpp: the same results).
 void route_in_groups(std::span<const double> all, const workload::ParallelLayout& layout, int stage, int experts,
                      const std::vector<int>& node_of, std::span<const collective::SparsePlacement> placement,
                      DispatchRule rule, double token_bytes, double cap, LayerPlan& plan,
-                     std::vector<std::vector<double>>* group_loads = nullptr);
+                     std::vector<std::vector<double>>* group_loads = nullptr, DispatchMemo* memo = nullptr);
 
 }  // namespace hs::strategy

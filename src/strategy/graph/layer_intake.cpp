@@ -70,13 +70,30 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
     }
     return times;
   }
-  out.traffic = matrix_traffic(ctx_.topo, matrix);
   if (coflow_) {  // NCCL's all-to-all-v
+    // The same matrix as a layer met before: its loads (a2a_memo_).
+    const bool memo = memo_on_ && ctx_.topo.num_gpus() <= kA2aMemoGpus;
+    if (memo) {
+      a2a_key_.clear();
+      a2a_key_.add(std::span<const double>(matrix));
+      if (const A2aLoads* h = a2a_memo_.find(a2a_key_)) {
+        out.traffic = h->traffic;
+        out.dispatch_id = coflow_->define(h->fwd);
+        out.combine_id = coflow_->define(h->tr);
+        return h->times;
+      }
+    }
+    out.traffic = matrix_traffic(ctx_.topo, matrix);
     collective::CoflowLoads loads, loads_tr;
     times = net_.alltoallv_loads_both(matrix, loads, loads_tr, block);
+    if (memo) {
+      const size_t held = (loads.links.capacity() + loads_tr.links.capacity()) * sizeof(network::LinkLoad);
+      a2a_memo_.insert(a2a_key_, A2aLoads{times, loads, loads_tr, out.traffic}, held);
+    }
     out.dispatch_id = coflow_->define(std::move(loads));
     out.combine_id = coflow_->define(std::move(loads_tr));
   } else {
+    out.traffic = matrix_traffic(ctx_.topo, matrix);
     times.fwd = net_.alltoallv_time(matrix, false, block);
     times.link_fwd = net_.last_bottleneck();
     times.tr = net_.alltoallv_time(matrix, true, block);
@@ -87,10 +104,24 @@ collective::AnalyticNetwork::PairTimes LayoutIterationGraph::define_a2a(const st
   return times;
 }
 
+void LayoutIterationGraph::expert_seconds(std::span<const double> tokens, double& fwd, double& bwd) {
+  if (!memo_on_) {
+    fwd = ctx_.compute.expert_forward(tokens).value(), bwd = ctx_.compute.expert_backward(tokens).value();
+    return;
+  }
+  expert_key_.clear();
+  expert_key_.add(tokens);
+  if (const auto* h = expert_memo_.find(expert_key_)) {
+    fwd = h->first, bwd = h->second;
+    return;
+  }
+  fwd = ctx_.compute.expert_forward(tokens).value(), bwd = ctx_.compute.expert_backward(tokens).value();
+  expert_memo_.insert(expert_key_, {fwd, bwd});
+}
+
 void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_timeline) {
   open_iteration();
   const auto& m = ctx_.model;
-  const auto& cc = ctx_.compute;
   const int n = ctx_.topo.num_gpus(), M = m.grad_accum, S = layout_.stage_size();
   const size_t mbs = plan.micro.size();
   if (mbs != 0 && mbs != static_cast<size_t>(M))
@@ -131,8 +162,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       } else {
         scratch.assign(p.expert_tokens[x].begin(), p.expert_tokens[x].end());
         for (double& v : scratch) v /= div;
-        t.ef[x] = cc.expert_forward(scratch).value();
-        t.eb[x] = cc.expert_backward(scratch).value();
+        expert_seconds(scratch, t.ef[x], t.eb[x]);
       }
       t.ef_mean += t.ef[x] / S;
       t.eb_mean += t.eb[x] / S;
@@ -141,7 +171,7 @@ void LayoutIterationGraph::take_layer(int l, const LayerPlan& plan, bool for_tim
       scratch.assign(p.shadow_tokens[x].begin(), p.shadow_tokens[x].end());
       for (double& v : scratch) v /= div;
       if (std::any_of(scratch.begin(), scratch.end(), [](double v) { return v > 0; }))
-        t.sf[x] = cc.expert_forward(scratch).value(), t.sb[x] = cc.expert_backward(scratch).value();
+        expert_seconds(scratch, t.sf[x], t.sb[x]);
     }
     // DualPipe: the mirror stage's GPUs hold the same experts in the same places and run the
     // micro-batches fed from stage P - 1 (the graph's tasks there read these entries).

@@ -284,6 +284,32 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   }
   ++runs_;
   open_ = false;  // the next take_layer starts the next iteration
+  IterationResult res;
+  res.bottleneck_link = bottleneck_link_;
+  // The same simulation inputs as an earlier run (run_memo_): its outcome, without simulating.
+  const bool memo = memo_on_ && coflow && !timeline;
+  if (memo) {
+    memo_key_.clear();
+    memo_key_.add_bytes(shape_.data(), shape_.size());
+    const engine::TaskId tasks = g.num_tasks();
+    memo_key_.add(static_cast<uint64_t>(tasks));
+    for (engine::TaskId x = 0; x < tasks; ++x) memo_key_.add(g.duration(x).value());
+    std::vector<uint8_t>& kinds = memo_kinds_;
+    kinds.resize(tasks);
+    for (engine::TaskId x = 0; x < tasks; ++x) kinds[x] = static_cast<uint8_t>(g.kernel_class(x));
+    memo_key_.add_bytes(kinds.data(), kinds.size());
+    memo_key_.add(mean_);
+    coflow->append_key(memo_key_);
+    if (const RunOutcome* o = run_memo_.find(memo_key_)) {
+      res.time = o->time;
+      res.breakdown = o->breakdown;
+      res.hidden_comm = o->hidden_comm;
+      res.bottleneck_gpu = o->bottleneck_gpu;
+      stats_ = o->stats;
+      finish_result(plans, res);
+      return res;
+    }
+  }
   // One Simulation of the graph, kept from run to run (its per-task buffers are reused).
   if (!sim_ || sim_graph_ != &g) sim_ = std::make_unique<engine::Simulation>(g), sim_graph_ = &g;
   engine::Simulation& sim = *sim_;
@@ -293,9 +319,7 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
   sim.set_interference(ctx_.interference);
   sim.run();
 
-  IterationResult res;
   res.time = sim.makespan();
-  res.bottleneck_link = bottleneck_link_;
   stats_ = {};
   std::vector<int> expert_gpu(g.num_tasks(), -1);
   for (const VarTask& v : vars_)
@@ -397,20 +421,26 @@ IterationResult LayoutIterationGraph::run(std::span<const LayerPlan> plans, cons
     }
     stats_.phases = pipeline_phases(ops, spans, res.time);
   }
-  if (m.capacity_factor) {  // token dropping (strategy/capacity.hpp): each layer's tally, its micro-batches' summed
-    res.routed_tokens.assign(LM, 0.0);
-    res.dropped_tokens.assign(LM, 0.0);
-    for (int l = 0; l < LM; ++l) {
-      if (plans[l].micro.empty()) {
-        res.routed_tokens[l] = plans[l].routed_tokens, res.dropped_tokens[l] = plans[l].dropped_tokens;
-        continue;
-      }
-      for (const LayerPlan& p : plans[l].micro)
-        res.routed_tokens[l] += p.routed_tokens, res.dropped_tokens[l] += p.dropped_tokens;
-    }
-  }
+  if (memo) run_memo_.insert(memo_key_, RunOutcome{res.time, res.breakdown, res.hidden_comm, res.bottleneck_gpu, stats_});
+  finish_result(plans, res);
   if (timeline) emit_timeline(sim, plans, *timeline);
   return res;
+}
+
+void LayoutIterationGraph::finish_result(std::span<const LayerPlan> plans, IterationResult& res) const {
+  if (!ctx_.model.capacity_factor) return;
+  // Token dropping (strategy/capacity.hpp): each layer's tally, its micro-batches' summed.
+  const int LM = ctx_.model.moe_layers();
+  res.routed_tokens.assign(LM, 0.0);
+  res.dropped_tokens.assign(LM, 0.0);
+  for (int l = 0; l < LM; ++l) {
+    if (plans[l].micro.empty()) {
+      res.routed_tokens[l] = plans[l].routed_tokens, res.dropped_tokens[l] = plans[l].dropped_tokens;
+      continue;
+    }
+    for (const LayerPlan& p : plans[l].micro)
+      res.routed_tokens[l] += p.routed_tokens, res.dropped_tokens[l] += p.dropped_tokens;
+  }
 }
 
 }  // namespace hs::strategy

@@ -107,6 +107,7 @@
 #include "strategy/layer_plan.hpp"
 #include "strategy/graph/path_breakdown.hpp"
 #include "strategy/graph/pipeline_phases.hpp"
+#include "util/exact_memo.hpp"
 #include "layout/parallel_layout.hpp"
 
 namespace hs::strategy {
@@ -227,6 +228,14 @@ class LayoutIterationGraph {
   // How often run() built the graph (tests: once per distinct shape while at most kKeptShapes
   // shapes alternate).
   int builds() const { return builds_; }
+  // The memos (below: runs, all-to-alls, expert seconds) on or off; off by default. They pay where
+  // inputs repeat from run to run: a stateful strategy's (FSSDP, SmartMoE, FlexMoE) on a cycling
+  // trace. A stateless strategy's iterations are cached by record (strategy/runner.cpp): its runs
+  // never repeat, and writing and hashing keys would be pure overhead.
+  void set_memo(bool on) { memo_on_ = on; }
+  // Runs answered by the run memo, and runs that simulated while it was on.
+  long memo_hits() const { return run_memo_.hits(); }
+  long memo_misses() const { return run_memo_.misses(); }
   // Graphs of other shapes kept for when their shape comes back (SmartMoE's migrations every
   // period, FlexMoE's replicas, FSSDP's copies come and go): at most this many, the least recently
   // used given up first.
@@ -395,6 +404,49 @@ class LayoutIterationGraph {
   std::vector<std::vector<TakenVariant>> taken_;
   double worst_a2a_ = -1;
   topology::LinkId bottleneck_link_ = -1;
+  // The run memo (analytic tier, no timeline): the outcome of the simulation and of everything run()
+  // derives from it (the time, the critical path's breakdown, hidden communication, bottleneck GPU,
+  // stats_), keyed by all it depends on (util/exact_memo.hpp): the shape (which graph), every task's
+  // duration and kernel class or traffic kind, the expert tasks' stage means and the coflow network's
+  // definitions and assignments. The graph's structure, labels and the layout are fixed per shape.
+  // A stateful strategy on a cycling trace meets the same inputs once per cycle (FSSDP and SmartMoE
+  // on a 50-record trace: ~94 % of 1,000 iterations). Budget: kMemoBytes of keys and outcomes (a
+  // 32-GPU GPT-MoE-S iteration's key: ~60 kB).
+  struct RunOutcome {
+    double time = 0;
+    std::array<double, kNumComponents> breakdown{};
+    double hidden_comm = 0;
+    int bottleneck_gpu = -1;
+    LayoutStats stats;
+  };
+  static constexpr size_t kMemoBytes = size_t{64} << 20;
+  bool memo_on_ = false;
+  MemoKey memo_key_;
+  std::vector<uint8_t> memo_kinds_;  // scratch: the tasks' kinds, as bytes of the key
+  ExactMemo<RunOutcome> run_memo_{kMemoBytes};
+  // The all-to-all memo (analytic tier, NCCL's all-to-all-v): a dispatch matrix's coflow loads in both
+  // directions, solo times, bottleneck links and traffic kind, keyed by the matrix (every entry's
+  // bits). They are functions of the matrix alone (the topology is fixed), and a stateful strategy
+  // on a cycling trace routes the same matrices again each cycle. Up to kA2aMemoGpus GPUs: a key
+  // is n x n words, hashing it costs about what loading a sparse matrix does on thousands of GPUs.
+  struct A2aLoads {
+    collective::AnalyticNetwork::PairTimes times;
+    collective::CoflowLoads fwd, tr;
+    engine::Traffic traffic = engine::Traffic::kIntraNode;
+  };
+  static constexpr int kA2aMemoGpus = 256;
+  static constexpr size_t kA2aMemoBytes = size_t{32} << 20;
+  MemoKey a2a_key_;
+  ExactMemo<A2aLoads> a2a_memo_{kA2aMemoBytes};
+  // The expert memo: one GPU's grouped-GEMM forward and backward seconds (ComputeCost::expert_forward,
+  // expert_backward: pure functions of the tokens per expert instance) keyed by those tokens; a GPU
+  // computes the same tokens again whenever its experts' loads come back. Both into fwd, bwd.
+  void expert_seconds(std::span<const double> tokens, double& fwd, double& bwd);
+  static constexpr size_t kExpertMemoBytes = size_t{8} << 20;
+  MemoKey expert_key_;
+  ExactMemo<std::pair<double, double>> expert_memo_{kExpertMemoBytes};
+  // Fills what the plans alone give (token-dropping tallies) into res.
+  void finish_result(std::span<const LayerPlan> plans, IterationResult& res) const;
   std::unique_ptr<DeepEpMatrix> deepep_;  // dispatcher=deepep: the per-pair bytes, kept between iterations
   // take_layer's n x n scratch, kept between calls and all zero outside the stage block it is
   // writing: a micro-batch's bytes (a plan's / grad_accum) and DualPipe's mirrored matrix. Fresh

@@ -676,6 +676,53 @@ TEST_CASE("the layout graph is built once per shape, and a kept graph gives a fr
   }
 }
 
+TEST_CASE("the run memo: an iteration whose inputs came before gives the simulated outcome, bit for bit") {
+  // A random sequence drawn from a few loads and migrations (so inputs repeat, as a stateful strategy's
+  // do on a cycling trace): each run on a graph with the memo equals a run on a graph without it
+  // (time, breakdown, hidden communication, bottleneck GPU and link, the layout statistics), and
+  // repeated inputs are answered by the memo. The flow tier never memoizes.
+  for (bool flow : {false, true}) {
+    Fixture f;
+    f.ctx.flow_network = flow;
+    strategy::LayoutIterationGraph memo(f.ctx, f.l), plain(f.ctx, f.l);
+    memo.set_memo(true);
+    std::mt19937 rng(34);
+    std::uniform_real_distribution<double> tokens(0.0, 3000.0);
+    std::vector<std::vector<strategy::LayerPlan>> pool;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<double> loads(4 * 8 * 4);
+      for (double& x : loads) x = std::floor(tokens(rng));
+      pool.push_back(ep_plans(f, loads));
+    }
+    pool.push_back(ep_plans(f, hot_loads(4, 8, 1400, 200)));
+    const std::vector<collective::Coflow> moves{{}, {{0, 1, 64e6}, {4, 6, 64e6}}, {{2, 3, 1e6}}};
+    std::uniform_int_distribution<int> pick(0, static_cast<int>(pool.size()) - 1), pick_moves(0, 2);
+    for (int it = 0; it < 40; ++it) {
+      const auto& p = pool[pick(rng)];
+      const auto& mv = moves[pick_moves(rng)];
+      const auto a = memo.run(p, mv), b = plain.run(p, mv);
+      check_same(a, b);
+      CHECK(a.hidden_comm == b.hidden_comm);
+      CHECK(a.bottleneck_gpu == b.bottleneck_gpu);
+      CHECK(a.bottleneck_link == b.bottleneck_link);
+      CHECK(memo.stats().bubble == plain.stats().bubble);
+      CHECK(memo.stats().dp_comm_total == plain.stats().dp_comm_total);
+      CHECK(memo.stats().dp_comm == plain.stats().dp_comm);
+      CHECK(memo.stats().tp_comm == plain.stats().tp_comm);
+      CHECK(memo.stats().pp_comm == plain.stats().pp_comm);
+      CHECK(memo.stats().phases.total() == plain.stats().phases.total());
+    }
+    CHECK(plain.memo_hits() == 0);
+    if (flow) {
+      CHECK(memo.memo_hits() == 0);
+    } else {
+      CHECK(memo.memo_hits() + memo.memo_misses() == 40);
+      CHECK(memo.memo_misses() <= 12);  // at most 4 loads x 3 migrations distinct inputs
+      CHECK(memo.memo_hits() >= 28);
+    }
+  }
+}
+
 TEST_CASE("FSSDP and FSDP under a layout with re-materialization: copies gathered per pass, gradients returned per micro-batch") {
   // The fixture (pp 2, EP groups of 2, 2 MoE layers per stage, 2 micro-batches), expert 0 hot:
   // with t = 1 each group's second GPU holds one copy (expert 0) in each of its stage's 2 layers

@@ -52,6 +52,7 @@ class LayoutFlexMoe final : public Strategy {
         slots_(std::min(E_, own_ + k.reserve_slots)), plans_(L_), history_(G_, LoadHistory(L_, k.window)),
         holders_(G_, std::vector<Holders>(L_, ep_holders(E_, layout.ep))) {
     const auto& m = ctx.model;
+    graph_.set_memo(true);  // stateful: iterations repeat on a cycling trace
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     per_expert_ = cost::count_params(m).per_expert;
@@ -100,11 +101,11 @@ class LayoutFlexMoe final : public Strategy {
       // The replicas hold for the whole iteration; every micro-batch is routed through them.
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
         route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, k_.dispatch, token_bytes, cap.micro_batch,
-                        plan);
+                        plan, nullptr, &dispatch_memo_);
       };
       LayerPlan& plan = plans_[l];
       route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement, k_.dispatch,
-                      token_bytes, cap.iteration(), plan, &group_loads);
+                      token_bytes, cap.iteration(), plan, &group_loads, &dispatch_memo_);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plan, route);
       plan.replica_grad_latency = 0;
@@ -165,6 +166,7 @@ class LayoutFlexMoe final : public Strategy {
   workload::ParallelLayout layout_;
   FlexMoeKnobs k_;
   LayoutIterationGraph graph_;
+  DispatchMemo dispatch_memo_;  // the routing of counts and placements that come back
   int n_, L_, E_, G_, own_, slots_;
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;          // [group of a stage]

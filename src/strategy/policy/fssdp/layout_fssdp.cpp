@@ -53,6 +53,7 @@
 #include "cost/allocator_slack.hpp"
 #include "cost/layout_memory.hpp"
 #include "strategy/capacity.hpp"
+#include "strategy/dispatch_memo.hpp"
 #include "strategy/policy/fssdp/fssdp.hpp"
 #include "strategy/gpu_memory.hpp"
 #include "strategy/knobs.hpp"
@@ -102,6 +103,9 @@ class LayoutFssdp final : public Strategy {
         G_(layout.stage_size() / layout.ep), plans_(L_), history_(G_, LoadHistory(L_, k.window)),
         wanted_t_(L_, std::vector<int>(G_, -1)) {
     const auto& m = ctx.model;
+    // Memos where iterations repeat (a stateful run on a cycling trace); a record-only run is cached
+    // by record by the runner, so its inputs never come back here.
+    graph_.set_memo(!k.record_only);
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     // EP's blocks of E / ep (ep divides E) in every group and layer, until a re-shard.
@@ -241,7 +245,8 @@ class LayoutFssdp final : public Strategy {
         };
         auto route = [&](const std::vector<double>& cnt, LayerPlan& into, double cap_of_cnt) {
           DispatchResult d;
-          dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
+          if (k_.record_only) dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
+          else dispatch_memo_.dispatch(cnt, ep, local, grp.node_of, k_.dispatch, token_bytes, d, cap_of_cnt);
           take(std::move(d), into);
         };
         // The forward spAG moves the predicted plan; calibration copies travel in their own task.
@@ -770,6 +775,7 @@ class LayoutFssdp final : public Strategy {
   workload::ParallelLayout layout_;
   FssdpKnobs k_;
   LayoutIterationGraph graph_;
+  DispatchMemo dispatch_memo_;  // the routing of counts and placements that come back
   int n_, L_, E_, G_;  // G_: EP groups per stage
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;  // [group of a stage]: the loads of its GPUs, per layer

@@ -36,6 +36,7 @@ class LayoutSmartMoe final : public Strategy {
         E_(ctx.model.experts), G_(layout.stage_size() / layout.ep), period_(period), plans_(L_),
         history_(G_, LoadHistory(L_, window)) {
     const auto& m = ctx.model;
+    graph_.set_memo(true);  // stateful: iterations repeat on a cycling trace
     for (int l = 0; l < L_; ++l) stage_.push_back(layout.stage_of_block(m.moe_layer_ids[l], m.layers, m.mtp_layers));
     for (int g = 0; g < n_; ++g) node_of_.push_back(ctx.topo.node_of(g));
     const auto params = cost::count_params(m);
@@ -76,10 +77,10 @@ class LayoutSmartMoe final : public Strategy {
       // to the owners inside each group; the iteration's counts are also the history's.
       auto route = [&](std::span<const double> all, LayerPlan& plan) {
         route_in_groups(all, layout_, stage_[l], E_, node_of_, placement, DispatchRule::kTopology, token_bytes,
-                        cap.micro_batch, plan);
+                        cap.micro_batch, plan, nullptr, &dispatch_memo_);
       };
       route_in_groups(loads.layer(l, n_, E_), layout_, stage_[l], E_, node_of_, placement,
-                      DispatchRule::kTopology, token_bytes, cap.iteration(), plans_[l], &group_loads);
+                      DispatchRule::kTopology, token_bytes, cap.iteration(), plans_[l], &group_loads, &dispatch_memo_);
       for (int k = 0; k < G_; ++k) actual[k][l] = std::move(group_loads[k]);
       route_micro_batches(loads, l, n_, E_, plans_[l], route);
     }
@@ -97,6 +98,7 @@ class LayoutSmartMoe final : public Strategy {
   const Context& ctx_;
   workload::ParallelLayout layout_;
   LayoutIterationGraph graph_;
+  DispatchMemo dispatch_memo_;  // the routing of counts and placements that come back
   int n_, L_, E_, G_, period_;
   std::vector<LayerPlan> plans_;
   std::vector<LoadHistory> history_;  // [group of a stage]
