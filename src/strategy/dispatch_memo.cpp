@@ -24,11 +24,7 @@ void DispatchMemo::dispatch(std::span<const double> counts, int n, const collect
   key_.add(static_cast<uint64_t>(node_of.size()));
   for (int v : node_of) key_.add(static_cast<uint64_t>(static_cast<int64_t>(v)));
   if (const DispatchResult* hit = memo_.find(key_)) {
-    out.expert_tokens.resize(hit->expert_tokens.size());
-    for (size_t g = 0; g < out.expert_tokens.size(); ++g) out.expert_tokens[g] = hit->expert_tokens[g];
-    out.bytes = hit->bytes;
-    out.received = hit->received;
-    out.routed = hit->routed, out.dropped = hit->dropped;
+    out = *hit;
     return;
   }
   strategy::dispatch(counts, n, p, node_of, rule, token_bytes, out, cap);

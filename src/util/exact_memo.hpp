@@ -28,8 +28,9 @@ namespace hs {
 // (clear() keeps its capacity): writing a key costs a store per word, no allocation once warm.
 class MemoKey {
  public:
-  void clear() { size_ = 0; }
+  void clear() { size_ = 0, hashed_ = false; }
   void add(uint64_t w) {
+    hashed_ = false;
     if (size_ == words_.size()) grow(1);
     words_[size_++] = w;
   }
@@ -57,8 +58,15 @@ class MemoKey {
   }
   std::span<const uint64_t> words() const { return {words_.data(), size_}; }
   // Four independent multiply-xor lanes (so the word chain does not serialize on one multiply), then
-  // a final avalanche: it only picks candidates, find() compares the words.
+  // a final avalanche: it only picks candidates, find() compares the words. Computed once per key
+  // (a miss's find() and insert() ask for it both).
   uint64_t hash() const {
+    if (!hashed_) hash_ = compute_hash(), hashed_ = true;
+    return hash_;
+  }
+
+ private:
+  uint64_t compute_hash() const {
     constexpr uint64_t kM = 0x9e3779b97f4a7c15ull;
     const uint64_t* w = words_.data();
     uint64_t h0 = 0x243f6a8885a308d3ull ^ size_, h1 = 0x13198a2e03707344ull, h2 = 0xa4093822299f31d0ull,
@@ -79,11 +87,11 @@ class MemoKey {
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
   }
-
- private:
   void grow(size_t k) { words_.resize(std::max(words_.size() * 2, size_ + k)); }
   std::vector<uint64_t> words_;  // [0, size_) the key; the rest spare capacity
   size_t size_ = 0;
+  mutable uint64_t hash_ = 0;
+  mutable bool hashed_ = false;
 };
 
 template <class Value>

@@ -67,3 +67,26 @@ TEST_CASE("ExactMemo: random keys against a map of every key stored; the budget 
   CHECK(tiny.size() == 0);
   CHECK(tiny.find(key_of({1.0})) == nullptr);
 }
+
+TEST_CASE("MemoKey: the hash is kept between calls and follows every change to the words") {
+  // hash() is computed once per key and reused; any add() or clear() must drop it: a key hashed,
+  // then extended, hashes as a fresh key with the same words, and a cleared key as an empty one.
+  hs::MemoKey a = key_of({1.0, 2.0});
+  const uint64_t h12 = a.hash();
+  CHECK(a.hash() == h12);
+  a.add(3.0);
+  CHECK(a.hash() != h12);
+  hs::MemoKey b = key_of({1.0, 2.0});
+  b.add(3.0);
+  CHECK(a.hash() == b.hash());
+  const std::vector<double> more{4.0, 5.0};
+  a.add(std::span<const double>(more));
+  b.add(std::span<const double>(more));
+  CHECK(a.hash() == b.hash());
+  const char tag[] = {'x'};
+  const uint64_t before = a.hash();
+  a.add_bytes(tag, 1);
+  CHECK(a.hash() != before);
+  a.clear();
+  CHECK(a.hash() == hs::MemoKey().hash());
+}
